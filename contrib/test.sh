@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The whole test suite on a fresh Debian 12 machine: installs what is needed, builds ringk with
+# CUDA (when the toolkit is there) and without it, runs 'make check' in both, runs
+# 'make distcheck', and ends with 'N passed, N failed, N skipped'. Exits non-zero on a failure.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+bash contrib/setup.sh || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+
+passed=0 failed=0 skipped=0
+# Adds the counts of an automake test-suite.log to the totals.
+tally() {
+    local log=$1 p f e x s
+    p=$(sed -n 's/^# PASS: *//p' "$log" | head -n1)
+    f=$(sed -n 's/^# FAIL: *//p' "$log" | head -n1)
+    e=$(sed -n 's/^# ERROR: *//p' "$log" | head -n1)
+    x=$(sed -n 's/^# XPASS: *//p' "$log" | head -n1)
+    s=$(sed -n 's/^# SKIP: *//p' "$log" | head -n1)
+    passed=$((passed + ${p:-0}))
+    failed=$((failed + ${f:-0} + ${e:-0} + ${x:-0}))
+    skipped=$((skipped + ${s:-0}))
+}
+
+# run_suite NAME BUILDDIR [CONFIGURE ARGS...]
+run_suite() {
+    local name=$1 dir=$2
+    shift 2
+    echo "=== $name: build"
+    if ! bash contrib/build.sh "$dir" "$@"; then
+        echo "=== $name: build FAILED"
+        failed=$((failed + 1))
+        return
+    fi
+    echo "=== $name: make check"
+    rm -f "$dir/test-suite.log"
+    (cd "$dir" && make -j"$(nproc)" check 2>&1 | grep -E '^(PASS|FAIL|ERROR|SKIP|XPASS|XFAIL):|^# ')
+    if [ -f "$dir/test-suite.log" ]; then
+        tally "$dir/test-suite.log"
+        grep -q '^# \(FAIL\|ERROR\|XPASS\): *[1-9]' "$dir/test-suite.log" && cat "$dir/test-suite.log"
+    else
+        echo "=== $name: no test-suite.log"
+        failed=$((failed + 1))
+    fi
+}
+
+run_suite "default configuration" _build
+run_suite "host-only configuration (--without-cuda)" _build-nocuda --without-cuda
+
+echo "=== make distcheck"
+if (cd _build && make distcheck >distcheck.out 2>&1); then
+    echo "PASS: make distcheck"
+    passed=$((passed + 1))
+else
+    tail -n 60 _build/distcheck.out
+    echo "FAIL: make distcheck"
+    failed=$((failed + 1))
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ringk ring protocol: the one definition of a ring's memory layout and of how producers publish
+ * and the consumer takes cells. Header-only; compiles as C11 on the host and as CUDA C++ on the
+ * device, so the transport, the CPU executor and GPU kernels run the same code. */
+#ifndef RINGK_CORE_RING_H
+#define RINGK_CORE_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/*
+ * A ring lives in memory that several processes (or a GPU) may map at different addresses, so
+ * it holds offsets and sizes only, never pointers, and no locks: a producer may die at any
+ * instruction without blocking the consumer or other producers' rings.
+ *
+ *   offset 0    +----------------------------------------------+
+ *               | ringk_ring_shm_t: magic, version, log2 of    |  line 0: written once by the
+ *               | the cell count, cell size, total bytes       |  creator, checked on attach
+ *        64     +----------------------------------------------+
+ *               | ringk_ring_line_t prod: tail (next position  |  line 1: producers only
+ *               | to claim); used for claims and for flush     |
+ *        128    +----------------------------------------------+
+ *               | ringk_ring_line_t cons: head (next position  |  line 2: the consumer only
+ *               | to consume), published after each release    |
+ *        192    +----------------------------------------------+
+ *               | cell 0 | cell 1 | ...        | cell N-1      |  N = 2^log2_ncells cells of
+ *               +----------------------------------------------+  cell_size bytes each
+ *
+ *   cell:  | seq (8) | len (4) | ncells (2) | id (1) | flags (1) | payload ...               |
+ *          continuation cells of a multi-cell message keep their own seq word and carry
+ *          cell_size - 8 payload bytes each.
+ *
+ * Positions are 64-bit, free-running. Cell i starts with seq = i ("free for position i").
+ * A producer that owns position p waits until cell[p % N].seq == p, writes the payload and
+ * header, and publishes with one release store seq = p + 1 ("full for position p"). The consumer
+ * at position c sees a full cell by reading that cell alone (seq == c + 1), copies it out, and
+ * frees it with a release store seq = c + N ("free for position c + N"). No index is bumped
+ * before the data is there, and no index ever goes back.
+ */
+
+#define RINGK_RING_MAGIC        0x524b474eu /* "RKGN" */
+#define RINGK_RING_VERSION      1u
+#define RINGK_RING_LINE         64u         /* bytes; cache line */
+#define RINGK_RING_HDR_BYTES    (3u * RINGK_RING_LINE)
+#define RINGK_CELL_HDR_BYTES    16u         /* header of a message's first cell */
+#define RINGK_CELL_SEQ_BYTES    8u          /* seq word that starts every cell */
+#define RINGK_RING_CELL_MIN     64u
+#define RINGK_RING_CELL_MAX     4096u
+#define RINGK_RING_LOG2_MAX     20u         /* at most 1M cells */
+#define RINGK_RING_MSG_CELLS_MAX 0xffffu    /* ncells is 16 bits */
+
+#if defined(__CUDACC__)
+#  define RINGK_HD static __host__ __device__ __forceinline__
+#else
+#  define RINGK_HD static inline __attribute__((always_inline))
+#endif
+
+#if defined(__CUDA_ARCH__)
+#  include <cuda/atomic>
+RINGK_HD uint64_t ringk_load_acquire_u64(const uint64_t *p)
+{
+    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*(uint64_t*)p)
+               .load(cuda::memory_order_acquire);
+}
+RINGK_HD uint64_t ringk_load_relaxed_u64(const uint64_t *p)
+{
+    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*(uint64_t*)p)
+               .load(cuda::memory_order_relaxed);
+}
+RINGK_HD void ringk_store_release_u64(uint64_t *p, uint64_t v)
+{
+    cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_release);
+}
+RINGK_HD void ringk_store_relaxed_u64(uint64_t *p, uint64_t v)
+{
+    cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
+}
+RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).compare_exchange_strong(
+               expected, desired, cuda::memory_order_acq_rel, cuda::memory_order_relaxed);
+}
+#else
+RINGK_HD uint64_t ringk_load_acquire_u64(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+RINGK_HD uint64_t ringk_load_relaxed_u64(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+RINGK_HD void ringk_store_release_u64(uint64_t *p, uint64_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+RINGK_HD void ringk_store_relaxed_u64(uint64_t *p, uint64_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+    return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_RELAXED);
+}
+#endif
+
+/** Ring header in shared memory (line 0). Written once by the creator. */
+typedef struct ringk_ring_shm {
+    uint32_t magic;        /**< RINGK_RING_MAGIC */
+    uint32_t version;      /**< RINGK_RING_VERSION */
+    uint32_t log2_ncells;  /**< the ring has 2^log2_ncells cells */
+    uint32_t cell_size;    /**< bytes per cell, a power of 2 */
+    uint64_t ring_bytes;   /**< header + cells, bytes */
+    uint8_t  pad[RINGK_RING_LINE - 24];
+} ringk_ring_shm_t;
+
+/** One cache line holding one index. */
+typedef struct ringk_ring_line {
+    uint64_t pos;
+    uint8_t  pad[RINGK_RING_LINE - 8];
+} ringk_ring_line_t;
+
+/** Header of the first cell of a message. */
+typedef struct ringk_cell_hdr {
+    uint64_t seq;     /**< position + 1 when full, position when free */
+    uint32_t len;     /**< payload bytes of the whole message */
+    uint16_t ncells;  /**< cells the message spans, >= 1 */
+    uint8_t  id;      /**< user message type (UCT: the AM id) */
+    uint8_t  flags;   /**< user flags */
+} ringk_cell_hdr_t;
+
+#if !defined(__cplusplus)
+_Static_assert(sizeof(ringk_ring_shm_t) == RINGK_RING_LINE, "ring header is one line");
+_Static_assert(sizeof(ringk_ring_line_t) == RINGK_RING_LINE, "index lines are one line");
+_Static_assert(sizeof(ringk_cell_hdr_t) == RINGK_CELL_HDR_BYTES, "cell header size");
+#else
+static_assert(sizeof(ringk_ring_shm_t) == RINGK_RING_LINE, "ring header is one line");
+static_assert(sizeof(ringk_ring_line_t) == RINGK_RING_LINE, "index lines are one line");
+static_assert(sizeof(ringk_cell_hdr_t) == RINGK_CELL_HDR_BYTES, "cell header size");
+#endif
+
+/** A process-local view of a ring: pointers and cached sizes, never in shared memory. */
+typedef struct ringk_ring {
+    ringk_ring_shm_t  *shm;
+    ringk_ring_line_t *prod;
+    ringk_ring_line_t *cons;
+    uint8_t           *cells;
+    uint64_t           mask;       /**< ncells - 1 */
+    uint32_t           ncells;
+    uint32_t           cell_size;
+    uint32_t           log2_cell;
+} ringk_ring_t;
+
+/** Errors of ringk_ring_init() / ringk_ring_attach(); values are negative errno numbers. */
+#define RINGK_RING_EINVAL  (-22)
+#define RINGK_RING_EPROTO  (-71)
+
+RINGK_HD uint32_t ringk_ring_log2(uint64_t v)
+{
+    uint32_t l = 0;
+    while ((v >>= 1) != 0) {
+        l++;
+    }
+    return l;
+}
+
+RINGK_HD int ringk_ring_is_pow2(uint64_t v)
+{
+    return (v != 0) && ((v & (v - 1)) == 0);
+}
+
+/** Bytes a ring of @a ncells cells of @a cell_size bytes takes, header included. */
+RINGK_HD uint64_t ringk_ring_bytes(uint32_t ncells, uint32_t cell_size)
+{
+    return RINGK_RING_HDR_BYTES + (uint64_t)ncells * cell_size;
+}
+
+/** Payload bytes a message spanning @a ncells cells can carry. */
+RINGK_HD uint64_t ringk_ring_capacity(uint32_t ncells, uint32_t cell_size)
+{
+    return (uint64_t)ncells * (cell_size - RINGK_CELL_SEQ_BYTES) -
+           (RINGK_CELL_HDR_BYTES - RINGK_CELL_SEQ_BYTES);
+}
+
+/** Cells a message of @a len payload bytes needs. */
+RINGK_HD uint32_t ringk_ring_cells_for(uint64_t len, uint32_t cell_size)
+{
+    uint64_t body = cell_size - RINGK_CELL_SEQ_BYTES;
+    return (uint32_t)((len + (RINGK_CELL_HDR_BYTES - RINGK_CELL_SEQ_BYTES) + body - 1) / body);
+}
+
+RINGK_HD void ringk_ring_view(ringk_ring_t *r, void *mem, uint32_t log2_ncells,
+                              uint32_t cell_size)
+{
+    uint8_t *base = (uint8_t*)mem;
+
+    r->shm       = (ringk_ring_shm_t*)base;
+    r->prod      = (ringk_ring_line_t*)(base + RINGK_RING_LINE);
+    r->cons      = (ringk_ring_line_t*)(base + 2 * RINGK_RING_LINE);
+    r->cells     = base + RINGK_RING_HDR_BYTES;
+    r->ncells    = 1u << log2_ncells;
+    r->mask      = r->ncells - 1;
+    r->cell_size = cell_size;
+    r->log2_cell = ringk_ring_log2(cell_size);
+}
+
+/**
+ * Formats @a bytes of memory at @a mem as an empty ring. The memory must be 64-byte aligned and
+ * not yet visible to any other party.
+ * @return 0, or RINGK_RING_EINVAL when the sizes are not powers of 2 within limits or do not fit.
+ */
+RINGK_HD int ringk_ring_init(ringk_ring_t *r, void *mem, uint64_t bytes, uint32_t ncells,
+                             uint32_t cell_size)
+{
+    uint32_t i;
+
+    if (!ringk_ring_is_pow2(ncells) || (ncells < 2) ||
+        (ringk_ring_log2(ncells) > RINGK_RING_LOG2_MAX) || !ringk_ring_is_pow2(cell_size) ||
+        (cell_size < RINGK_RING_CELL_MIN) || (cell_size > RINGK_RING_CELL_MAX) ||
+        (((uintptr_t)mem & (RINGK_RING_LINE - 1)) != 0) ||
+        (bytes < ringk_ring_bytes(ncells, cell_size))) {
+        return RINGK_RING_EINVAL;
+    }
+    memset(mem, 0, RINGK_RING_HDR_BYTES);
+    ringk_ring_view(r, mem, ringk_ring_log2(ncells), cell_size);
+    for (i = 0; i < ncells; i++) {
+        ((ringk_cell_hdr_t*)(r->cells + ((uint64_t)i << r->log2_cell)))->seq = i;
+    }
+    r->shm->log2_ncells = ringk_ring_log2(ncells);
+    r->shm->cell_size   = cell_size;
+    r->shm->ring_bytes  = ringk_ring_bytes(ncells, cell_size);
+    r->shm->version     = RINGK_RING_VERSION;
+    r->shm->magic       = RINGK_RING_MAGIC;
+    return 0;
+}
+
+/**
+ * Checks that @a bytes of memory at @a mem, written by someone else, hold a ring this code
+ * understands, and builds a local view of it. Every size is checked against @a bytes, so a
+ * corrupt header cannot make the view reach outside the mapping.
+ * @return 0, RINGK_RING_EPROTO on a bad magic or version, RINGK_RING_EINVAL on bad sizes.
+ */
+RINGK_HD int ringk_ring_attach(ringk_ring_t *r, void *mem, uint64_t bytes)
+{
+    const ringk_ring_shm_t *shm = (const ringk_ring_shm_t*)mem;
+    uint32_t log2_ncells, cell_size;
+
+    if ((bytes < RINGK_RING_HDR_BYTES) || (((uintptr_t)mem & (RINGK_RING_LINE - 1)) != 0)) {
+        return RINGK_RING_EINVAL;
+    }
+    if ((shm->magic != RINGK_RING_MAGIC) || (shm->version != RINGK_RING_VERSION)) {
+        return RINGK_RING_EPROTO;
+    }
+    log2_ncells = shm->log2_ncells;
+    cell_size   = shm->cell_size;
+    if ((log2_ncells < 1) || (log2_ncells > RINGK_RING_LOG2_MAX) ||
+        !ringk_ring_is_pow2(cell_size) || (cell_size < RINGK_RING_CELL_MIN) ||
+        (cell_size > RINGK_RING_CELL_MAX) ||
+        (shm->ring_bytes != ringk_ring_bytes(1u << log2_ncells, cell_size)) ||
+        (shm->ring_bytes > bytes)) {
+        return RINGK_RING_EINVAL;
+    }
+    ringk_ring_view(r, mem, log2_ncells, cell_size);
+    return 0;
+}
+
+RINGK_HD ringk_cell_hdr_t *ringk_ring_cell(const ringk_ring_t *r, uint64_t pos)
+{
+    return (ringk_cell_hdr_t*)(r->cells + ((pos & r->mask) << r->log2_cell));
+}
+
+/* ---- producer side ------------------------------------------------------------------------ */
+
+/**
+ * Tells whether positions [pos, pos + ncells) are free. The consumer frees cells in order, so
+ * the last one being free means all are.
+ */
+RINGK_HD int ringk_ring_cells_free(const ringk_ring_t *r, uint64_t pos, uint32_t ncells)
+{
+    uint64_t last = pos + ncells - 1;
+
+    /* C2: pairs with R1 in ringk_ring_release(): the consumer is done reading these cells. */
+    return (ncells <= r->ncells) &&
+           (ringk_load_acquire_u64(&ringk_ring_cell(r, last)->seq) == last);
+}
+
+/**
+ * Single-producer claim: the lane's only producer keeps its next position in @a pos_p (a local
+ * variable, not shared memory) and claims without any atomic read-modify-write.
+ * @return 1 and the claimed position in @a claimed_p, or 0 when the ring is full.
+ */
+RINGK_HD int ringk_ring_sp_claim(ringk_ring_t *r, uint64_t *pos_p, uint32_t ncells,
+                                 uint64_t *claimed_p)
+{
+    if (!ringk_ring_cells_free(r, *pos_p, ncells)) {
+        return 0;
+    }
+    *claimed_p = *pos_p;
+    *pos_p    += ncells;
+    /* Progress marker for flush and for observers; ordering comes from the cells' seq. */
+    ringk_store_relaxed_u64(&r->prod->pos, *pos_p);
+    return 1;
+}
+
+/**
+ * Multi-producer claim for a lane shared by several senders: reads the tail, checks that the
+ * cells are free, and takes them with one compare-and-swap. Free cells stay free until claimed
+ * and the tail never repeats (64 bits), so a successful swap owns free cells.
+ * @return 1 and the claimed position, 0 when the ring is full; retries while others race.
+ */
+RINGK_HD int ringk_ring_mp_claim(ringk_ring_t *r, uint32_t ncells, uint64_t *claimed_p)
+{
+    uint64_t tail;
+
+    for (;;) {
+        tail = ringk_load_relaxed_u64(&r->prod->pos);
+        if (!ringk_ring_cells_free(r, tail, ncells)) {
+            /* Free check raced with another claim, or the ring is full. */
+            if (ringk_load_relaxed_u64(&r->prod->pos) != tail) {
+                continue;
+            }
+            return 0;
+        }
+        if (ringk_cas_u64(&r->prod->pos, tail, tail + ncells)) {
+            *claimed_p = tail;
+            return 1;
+        }
+    }
+}
+
+/**
+ * Copies @a len bytes of @a src into the claimed message at @a pos, starting at payload offset
+ * @a off; payload that crosses a cell boundary continues after the next cell's seq word.
+ */
+RINGK_HD void ringk_ring_write(const ringk_ring_t *r, uint64_t pos, uint64_t off,
+                               const void *src, uint64_t len)
+{
+    const uint8_t *s  = (const uint8_t*)src;
+    const uint32_t body = r->cell_size - RINGK_CELL_SEQ_BYTES;
+    /* Logical offset from the start of the first cell's body (after its seq word). */
+    uint64_t lo = off + (RINGK_CELL_HDR_BYTES - RINGK_CELL_SEQ_BYTES);
+    uint64_t cell = lo / body, in = lo % body, n;
+
+    while (len > 0) {
+        n = body - in;
+        if (n > len) {
+            n = len;
+        }
+        memcpy((uint8_t*)ringk_ring_cell(r, pos + cell) + RINGK_CELL_SEQ_BYTES + in, s, n);
+        s   += n;
+        len -= n;
+        in   = 0;
+        cell++;
+    }
+}
+
+/** Payload pointer of a message's first cell (for writing or reading it in place). */
+RINGK_HD void *ringk_ring_payload(const ringk_ring_t *r, uint64_t pos)
+{
+    return (uint8_t*)ringk_ring_cell(r, pos) + RINGK_CELL_HDR_BYTES;
+}
+
+/** Publishes the message claimed at @a pos, after all of its payload was written. */
+RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t len,
+                                 uint16_t ncells, uint8_t id, uint8_t flags)
+{
+    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+
+    cell->len    = len;
+    cell->ncells = ncells;
+    cell->id     = id;
+    cell->flags  = flags;
+    /* P1: publish payload and header; pairs with C1 in ringk_ring_peek(). */
+    ringk_store_release_u64(&cell->seq, pos + 1);
+}
+
+/* ---- consumer side ------------------------------------------------------------------------ */
+
+/**
+ * Returns the message at @a pos if it is published, else NULL. The header comes from memory a
+ * producer writes, so the caller validates it with ringk_ring_msg_check() before using it.
+ */
+RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t pos)
+{
+    const ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+
+    /* C1: pairs with P1 in ringk_ring_publish(); payload reads come after this load. */
+    if (ringk_load_acquire_u64(&cell->seq) != pos + 1) {
+        return NULL;
+    }
+    return cell;
+}
+
+/**
+ * Validates a published header against the ring and the caller's limit: cell count within the
+ * ring and @a max_cells, length within what those cells hold.
+ * @return 0, or RINGK_RING_EPROTO for a malformed message.
+ */
+RINGK_HD int ringk_ring_msg_check(const ringk_ring_t *r, uint32_t len, uint32_t ncells,
+                                  uint32_t max_cells)
+{
+    if ((ncells == 0) || (ncells > r->ncells) || (ncells > max_cells) ||
+        (len > ringk_ring_capacity(ncells, r->cell_size))) {
+        return RINGK_RING_EPROTO;
+    }
+    return 0;
+}
+
+/** Copies @a len payload bytes of the message at @a pos, from payload offset @a off. */
+RINGK_HD void ringk_ring_read(const ringk_ring_t *r, uint64_t pos, uint64_t off, void *dst,
+                              uint64_t len)
+{
+    uint8_t *d = (uint8_t*)dst;
+    const uint32_t body = r->cell_size - RINGK_CELL_SEQ_BYTES;
+    uint64_t lo = off + (RINGK_CELL_HDR_BYTES - RINGK_CELL_SEQ_BYTES);
+    uint64_t cell = lo / body, in = lo % body, n;
+
+    while (len > 0) {
+        n = body - in;
+        if (n > len) {
+            n = len;
+        }
+        memcpy(d, (const uint8_t*)ringk_ring_cell(r, pos + cell) + RINGK_CELL_SEQ_BYTES + in, n);
+        d   += n;
+        len -= n;
+        in   = 0;
+        cell++;
+    }
+}
+
+/**
+ * Frees the @a ncells cells of the message at @a pos for the producers' next lap, in order, and
+ * publishes the new head.
+ */
+RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t ncells)
+{
+    uint32_t i;
+
+    for (i = 0; i < ncells; i++) {
+        /* R1: pairs with C2 in ringk_ring_cells_free(): reading this cell is done. */
+        ringk_store_release_u64(&ringk_ring_cell(r, pos + i)->seq, pos + i + r->ncells);
+    }
+    ringk_store_relaxed_u64(&r->cons->pos, pos + ncells);
+}
+
+#endif

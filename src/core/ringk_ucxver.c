@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ringk_ucxver: finds the running UCX release and compares it with the one built against. */
+#ifdef HAVE_CONFIG_H
+#include "ringk_config.h"
+#endif
+
+#define _GNU_SOURCE
+#include "ringk_ucxver.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ringk_ucxver_parse(const char *str, ringk_ucxver_t *ver_p)
+{
+    unsigned long part[3];
+    const char *p = str;
+    char *end;
+    int i;
+
+    if (str == NULL) {
+        return -EINVAL;
+    }
+    for (i = 0; i < 3; i++) {
+        if ((*p < '0') || (*p > '9')) {
+            return -EINVAL;
+        }
+        errno   = 0;
+        part[i] = strtoul(p, &end, 10);
+        if ((errno != 0) || (part[i] > UINT_MAX)) {
+            return -EINVAL;
+        }
+        p = end;
+        if (i < 2) {
+            if (*p != '.') {
+                return -EINVAL;
+            }
+            p++;
+        }
+    }
+    ver_p->major = part[0];
+    ver_p->minor = part[1];
+    ver_p->patch = part[2];
+    return 0;
+}
+
+int ringk_ucxver_check(const ringk_ucxver_t *built, const ringk_ucxver_t *running,
+                       char *msg, size_t msg_len)
+{
+    if ((built->major == running->major) && (built->minor == running->minor) &&
+        (built->patch == running->patch)) {
+        return 0;
+    }
+    snprintf(msg, msg_len,
+             "ringk plugin was built against UCX %u.%u.%u but this process runs UCX %u.%u.%u; "
+             "not registering the ringk transport (rebuild ringk against UCX %u.%u.%u)",
+             built->major, built->minor, built->patch, running->major, running->minor,
+             running->patch, running->major, running->minor, running->patch);
+    return -EPROTO;
+}
+
+/* Declared by libuct; only its address is taken, to find which libuct is loaded. */
+extern void uct_component_register(void *component);
+
+int ringk_ucxver_running(ringk_ucxver_t *ver_p, char *why, size_t why_len)
+{
+    typedef void (*get_version_func_t)(unsigned *, unsigned *, unsigned *);
+    const char *fake = getenv("RINGK_TEST_FAKE_UCX_VERSION");
+    char path[PATH_MAX];
+    get_version_func_t get_version;
+    Dl_info info;
+    char *slash;
+    void *ucp;
+
+    if ((fake != NULL) && (*fake != '\0')) {
+        if (ringk_ucxver_parse(fake, ver_p) != 0) {
+            snprintf(why, why_len, "RINGK_TEST_FAKE_UCX_VERSION '%s' is not MAJOR.MINOR.PATCH",
+                     fake);
+            return -EINVAL;
+        }
+        return 0;
+    }
+
+    if ((dladdr((void*)uct_component_register, &info) == 0) || (info.dli_fname == NULL)) {
+        snprintf(why, why_len, "cannot locate the loaded libuct");
+        return -ENOENT;
+    }
+    if (snprintf(path, sizeof(path), "%s", info.dli_fname) >= (int)sizeof(path)) {
+        snprintf(why, why_len, "libuct path too long");
+        return -ENAMETOOLONG;
+    }
+    slash = strrchr(path, '/');
+    if (slash == NULL) {
+        snprintf(why, why_len, "libuct path '%s' has no directory", info.dli_fname);
+        return -ENOENT;
+    }
+    snprintf(slash + 1, sizeof(path) - (slash + 1 - path), "libucp.so.0");
+
+    /* libucp may be mapped but not yet initialised (we run in a constructor); ucp_get_version
+     * only returns constants, so that is fine. If it is not loaded, load it for good
+     * (RTLD_NODELETE): its constructors register config tables that must not dangle. */
+    ucp = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (ucp == NULL) {
+        ucp = dlopen(path, RTLD_LAZY | RTLD_NODELETE);
+    }
+    if (ucp == NULL) {
+        snprintf(why, why_len, "cannot open %s: %s", path, dlerror());
+        return -ENOENT;
+    }
+    get_version = (get_version_func_t)dlsym(ucp, "ucp_get_version");
+    if (get_version == NULL) {
+        snprintf(why, why_len, "%s has no ucp_get_version", path);
+        dlclose(ucp);
+        return -ENOENT;
+    }
+    get_version(&ver_p->major, &ver_p->minor, &ver_p->patch);
+    dlclose(ucp);
+    return 0;
+}

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests of the ringk UCT component as a UCX program sees it: found through the public UCT API,
+ * its configuration errors, and the UCX version guard. Runs under contrib/ringk-run. */
+#include "test_util.h"
+
+#include <core/ringk_ucxver.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucs/debug/log_def.h>
+#include <ucp/api/ucp.h>
+#include <uct/api/uct.h>
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static uct_component_h find_component(const char *name)
+{
+    uct_component_h *components, found = NULL;
+    uct_component_attr_t attr;
+    unsigned n, i;
+
+    ck_assert_int_eq(uct_query_components(&components, &n), UCS_OK);
+    for (i = 0; i < n; i++) {
+        attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+        ck_assert_int_eq(uct_component_query(components[i], &attr), UCS_OK);
+        if (!strcmp(attr.name, name)) {
+            found = components[i];
+        }
+    }
+    uct_release_component_list(components);
+    return found;
+}
+
+static uct_component_h ringk_component(void)
+{
+    uct_component_h c = find_component("ringk");
+
+    ck_assert_msg(c != NULL, "component 'ringk' not registered; run this test through "
+                             "contrib/ringk-run (it preloads the plugin)");
+    return c;
+}
+
+static uct_md_h ringk_md_open(void)
+{
+    uct_md_config_t *config;
+    uct_md_h md;
+
+    ck_assert_int_eq(uct_md_config_read(ringk_component(), NULL, NULL, &config), UCS_OK);
+    ck_assert_int_eq(uct_md_open(ringk_component(), "ringk", config, &md), UCS_OK);
+    uct_config_release(config);
+    return md;
+}
+
+static char captured[4096];
+
+static ucs_log_func_rc_t capture_log(const char *file, unsigned line, const char *function,
+                                     ucs_log_level_t level,
+                                     const ucs_log_component_config_t *comp_conf,
+                                     const char *message, va_list ap)
+{
+    size_t len = strlen(captured);
+
+    if (level <= UCS_LOG_LEVEL_ERROR) {
+        vsnprintf(captured + len, sizeof(captured) - len, message, ap);
+        strncat(captured, "\n", sizeof(captured) - strlen(captured) - 1);
+    }
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+/* Runs a shell command, returns its exit status and its stdout+stderr in @a out. */
+static int run_cmd(const char *cmd, char *out, size_t out_len)
+{
+    FILE *f = popen(cmd, "r");
+    size_t n = 0, r;
+    int status;
+
+    ck_assert_ptr_nonnull(f);
+    while ((n < out_len - 1) && ((r = fread(out + n, 1, out_len - 1 - n, f)) > 0)) {
+        n += r;
+    }
+    out[n] = '\0';
+    status = pclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* ---- component, md and transport --------------------------------------------------------- */
+
+START_TEST(test_component_found)
+{
+    uct_md_resource_desc_t md_res[4];
+    uct_component_attr_t attr = {
+        .field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT
+    };
+
+    ck_assert_int_eq(uct_component_query(ringk_component(), &attr), UCS_OK);
+    ck_assert_str_eq(attr.name, "ringk");
+    ck_assert_uint_eq(attr.md_resource_count, 1);
+    attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
+    attr.md_resources = md_res;
+    ck_assert_int_eq(uct_component_query(ringk_component(), &attr), UCS_OK);
+    ck_assert_str_eq(md_res[0].md_name, "ringk");
+}
+END_TEST
+
+START_TEST(test_component_tl_resources)
+{
+    uct_md_h md = ringk_md_open();
+    uct_tl_resource_desc_t *res;
+    unsigned n;
+
+    ck_assert_int_eq(uct_md_query_tl_resources(md, &res, &n), UCS_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(res[0].tl_name, "ringk");
+    ck_assert_str_eq(res[0].dev_name, "memory");
+    ck_assert_int_eq(res[0].dev_type, UCT_DEVICE_TYPE_SHM);
+    uct_release_tl_resource_list(res);
+    uct_md_close(md);
+}
+END_TEST
+
+/* Opens a ringk iface with one configuration variable changed; returns the status. */
+static ucs_status_t iface_open_with(const char *name, const char *value, uct_iface_h *iface_p)
+{
+    ucs_async_context_t *async;
+    uct_worker_h worker;
+    uct_iface_config_t *config;
+    uct_iface_params_t params = {
+        .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                UCT_IFACE_PARAM_FIELD_DEVICE,
+        .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
+        .mode.device.tl_name  = "ringk",
+        .mode.device.dev_name = "memory"
+    };
+    ucs_status_t status;
+    uct_md_h md = ringk_md_open();
+
+    ck_assert_int_eq(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async), UCS_OK);
+    ck_assert_int_eq(uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker), UCS_OK);
+    ck_assert_int_eq(uct_md_iface_config_read(md, "ringk", NULL, NULL, &config), UCS_OK);
+    if (name != NULL) {
+        status = uct_config_modify(config, name, value);
+        if (status != UCS_OK) {
+            return status; /* rejected by the parser itself */
+        }
+    }
+    status = uct_iface_open(md, worker, &params, config, iface_p);
+    uct_config_release(config);
+    return status;
+}
+
+START_TEST(test_iface_open_default)
+{
+    uct_iface_attr_t attr;
+    uct_iface_h iface;
+
+    ck_assert_int_eq(iface_open_with(NULL, NULL, &iface), UCS_OK);
+    ck_assert_int_eq(uct_iface_query(iface, &attr), UCS_OK);
+    /* Only what is implemented is advertised: the data path is not there yet. */
+    ck_assert_uint_eq(attr.cap.flags, 0);
+    uct_iface_close(iface);
+}
+END_TEST
+
+static const struct {
+    const char *name, *value, *expect;
+} bad_config[] = {
+    {"RING_SIZE", "1000", "UCX_RINGK_RING_SIZE 1000 is not a power of 2 between 2 and 65536"},
+    {"RING_SIZE", "1", "UCX_RINGK_RING_SIZE 1 is not a power of 2 between 2 and 65536"},
+    {"RING_SIZE", "131072", "UCX_RINGK_RING_SIZE 131072 is not a power of 2 between 2 and 65536"},
+    {"CELL_SIZE", "96", "UCX_RINGK_CELL_SIZE 96 is not a power of 2 between 64 and 4096"},
+    {"CELL_SIZE", "32", "UCX_RINGK_CELL_SIZE 32 is not a power of 2 between 64 and 4096"},
+    {"CELL_SIZE", "8k", "UCX_RINGK_CELL_SIZE 8192 is not a power of 2 between 64 and 4096"},
+    {"LANES", "0", "UCX_RINGK_LANES 0 is out of range 1..1024"},
+    {"LANES", "2000", "UCX_RINGK_LANES 2000 is out of range 1..1024"},
+    {"SEG_SIZE", "16", "UCX_RINGK_SEG_SIZE 16 is out of range 64..1048576"},
+    {"SEG_SIZE", "2m", "UCX_RINGK_SEG_SIZE 2097152 is out of range 64..1048576"},
+    {"POLL_BATCH", "0", "UCX_RINGK_POLL_BATCH 0 is out of range 1..1024"},
+};
+
+START_TEST(test_iface_config_errors)
+{
+    uct_iface_h iface;
+    ucs_status_t status;
+
+    captured[0] = '\0';
+    ucs_log_push_handler(capture_log);
+    status = iface_open_with(bad_config[_i].name, bad_config[_i].value, &iface);
+    ucs_log_pop_handler();
+    ck_assert_int_eq(status, UCS_ERR_INVALID_PARAM);
+    ck_assert_msg(strstr(captured, bad_config[_i].expect) != NULL,
+                  "expected error '%s', logged '%s'", bad_config[_i].expect, captured);
+}
+END_TEST
+
+START_TEST(test_iface_config_unparsable)
+{
+    uct_iface_h iface;
+
+    /* Not a number at all: UCX's own parser refuses it before the iface sees it. */
+    ck_assert_int_ne(iface_open_with("RING_SIZE", "lots", &iface), UCS_OK);
+}
+END_TEST
+
+/* ---- version guard ------------------------------------------------------------------------ */
+
+static const struct {
+    const char *built, *running;
+    int         expect;
+} ver_cases[] = {
+    {"1.13.1", "1.13.1", 0},      {"1.13.1", "1.13.0", -EPROTO}, {"1.13.1", "1.14.1", -EPROTO},
+    {"1.13.1", "2.13.1", -EPROTO}, {"1.22.0", "1.22.0", 0},      {"1.22.0", "1.22.0-rc1", 0},
+};
+
+START_TEST(test_version_check_table)
+{
+    ringk_ucxver_t b, r;
+    char msg[256] = "";
+
+    ck_assert_int_eq(ringk_ucxver_parse(ver_cases[_i].built, &b), 0);
+    ck_assert_int_eq(ringk_ucxver_parse(ver_cases[_i].running, &r), 0);
+    ck_assert_int_eq(ringk_ucxver_check(&b, &r, msg, sizeof(msg)), ver_cases[_i].expect);
+    if (ver_cases[_i].expect != 0) {
+        ck_assert_ptr_nonnull(strstr(msg, "built against UCX"));
+        ck_assert_ptr_nonnull(strstr(msg, "this process runs UCX"));
+    }
+}
+END_TEST
+
+START_TEST(test_version_parse_rejects)
+{
+    static const char *bad[] = {"", "1", "1.13", "a.b.c", "1..3", "1.13.x", "-1.2.3",
+                                "99999999999.1.1"};
+    ringk_ucxver_t v;
+    unsigned i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(ringk_ucxver_parse(bad[i], &v) == -EINVAL, "accepted '%s'", bad[i]);
+    }
+    ck_assert_int_eq(ringk_ucxver_parse(NULL, &v), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_version_running_matches)
+{
+    ringk_ucxver_t v;
+    char why[256];
+    unsigned major, minor, patch;
+
+    unsetenv("RINGK_TEST_FAKE_UCX_VERSION");
+    ck_assert_int_eq(ringk_ucxver_running(&v, why, sizeof(why)), 0);
+    ucp_get_version(&major, &minor, &patch);
+    ck_assert_uint_eq(v.major, major);
+    ck_assert_uint_eq(v.minor, minor);
+    ck_assert_uint_eq(v.patch, patch);
+}
+END_TEST
+
+static const char *ucx_info(void)
+{
+    const char *p = getenv("UCX_INFO");
+    return (p != NULL && *p != '\0') ? p : "ucx_info";
+}
+
+static const char *wrapper(void)
+{
+    static char path[1024];
+    const char *top = getenv("RINGK_TOP_BUILDDIR");
+
+    snprintf(path, sizeof(path), "%s/contrib/ringk-run", top ? top : ".");
+    return path;
+}
+
+START_TEST(test_version_guard_refuses_mismatch)
+{
+    char cmd[2048], out[1 << 16];
+
+    /* The wrapper preloads the plugin into a UCX that claims another release. */
+    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD RINGK_TEST_FAKE_UCX_VERSION=1.12.0 %s %s -d 2>&1",
+             wrapper(), ucx_info());
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "Transport: ringk") == NULL, "ringk registered despite mismatch");
+    ck_assert_msg(strstr(out, "built against UCX 1.13.1 but this process runs UCX 1.12.0") != NULL ||
+                  strstr(out, "but this process runs UCX 1.12.0") != NULL,
+                  "no clear version error in: %.2000s", out);
+    /* and the other transports are still there: the program was not harmed */
+    ck_assert_ptr_nonnull(strstr(out, "Transport: posix"));
+}
+END_TEST
+
+START_TEST(test_version_guard_accepts_match)
+{
+    char cmd[2048], out[1 << 16];
+
+    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD -u RINGK_TEST_FAKE_UCX_VERSION %s %s -d 2>&1",
+             wrapper(), ucx_info());
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "Transport: ringk") != NULL, "ringk not listed: %.2000s", out);
+}
+END_TEST
+
+START_TEST(test_without_wrapper_unaffected)
+{
+    char cmd[2048], out[1 << 16];
+
+    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD %s -d 2>&1", ucx_info());
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof(out)), 0);
+    ck_assert_ptr_null(strstr(out, "ringk"));
+    ck_assert_ptr_nonnull(strstr(out, "Transport: posix"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("uct");
+    TCase *tc;
+
+    tc = tcase_create("component");
+    tcase_add_test(tc, test_component_found);
+    tcase_add_test(tc, test_component_tl_resources);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("config");
+    tcase_add_test(tc, test_iface_open_default);
+    tcase_add_loop_test(tc, test_iface_config_errors, 0, sizeof(bad_config) / sizeof(bad_config[0]));
+    tcase_add_test(tc, test_iface_config_unparsable);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("version");
+    tcase_set_timeout(tc, 60);
+    tcase_add_loop_test(tc, test_version_check_table, 0, sizeof(ver_cases) / sizeof(ver_cases[0]));
+    tcase_add_test(tc, test_version_parse_rejects);
+    tcase_add_test(tc, test_version_running_matches);
+    tcase_add_test(tc, test_version_guard_refuses_mismatch);
+    tcase_add_test(tc, test_version_guard_accepts_match);
+    tcase_add_test(tc, test_without_wrapper_unaffected);
+    suite_add_tcase(s, tc);
+
+    return test_run_suite(s);
+}
