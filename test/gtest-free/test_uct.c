@@ -2,6 +2,7 @@
 /* Tests of the ringk UCT component as a UCX program sees it: found through the public UCT API,
  * its configuration errors, and the UCX version guard. Runs under contrib/ringk-run. */
 #include "test_util.h"
+#include "test_uct.h"
 
 #include <core/ringk_ucxver.h>
 
@@ -34,7 +35,7 @@ static uct_component_h find_component(const char *name)
     return found;
 }
 
-static uct_component_h ringk_component(void)
+uct_component_h test_ringk_component(void)
 {
     uct_component_h c = find_component("ringk");
 
@@ -43,13 +44,13 @@ static uct_component_h ringk_component(void)
     return c;
 }
 
-static uct_md_h ringk_md_open(void)
+uct_md_h test_ringk_md_open(void)
 {
     uct_md_config_t *config;
     uct_md_h md;
 
-    ck_assert_int_eq(uct_md_config_read(ringk_component(), NULL, NULL, &config), UCS_OK);
-    ck_assert_int_eq(uct_md_open(ringk_component(), "ringk", config, &md), UCS_OK);
+    ck_assert_int_eq(uct_md_config_read(test_ringk_component(), NULL, NULL, &config), UCS_OK);
+    ck_assert_int_eq(uct_md_open(test_ringk_component(), "ringk", config, &md), UCS_OK);
     uct_config_release(config);
     return md;
 }
@@ -95,19 +96,19 @@ START_TEST(test_component_found)
         .field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT
     };
 
-    ck_assert_int_eq(uct_component_query(ringk_component(), &attr), UCS_OK);
+    ck_assert_int_eq(uct_component_query(test_ringk_component(), &attr), UCS_OK);
     ck_assert_str_eq(attr.name, "ringk");
     ck_assert_uint_eq(attr.md_resource_count, 1);
     attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
     attr.md_resources = md_res;
-    ck_assert_int_eq(uct_component_query(ringk_component(), &attr), UCS_OK);
+    ck_assert_int_eq(uct_component_query(test_ringk_component(), &attr), UCS_OK);
     ck_assert_str_eq(md_res[0].md_name, "ringk");
 }
 END_TEST
 
 START_TEST(test_component_tl_resources)
 {
-    uct_md_h md = ringk_md_open();
+    uct_md_h md = test_ringk_md_open();
     uct_tl_resource_desc_t *res;
     unsigned n;
 
@@ -135,7 +136,7 @@ static ucs_status_t iface_open_with(const char *name, const char *value, uct_ifa
         .mode.device.dev_name = "memory"
     };
     ucs_status_t status;
-    uct_md_h md = ringk_md_open();
+    uct_md_h md = test_ringk_md_open();
 
     ck_assert_int_eq(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async), UCS_OK);
     ck_assert_int_eq(uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker), UCS_OK);
@@ -158,8 +159,9 @@ START_TEST(test_iface_open_default)
 
     ck_assert_int_eq(iface_open_with(NULL, NULL, &iface), UCS_OK);
     ck_assert_int_eq(uct_iface_query(iface, &attr), UCS_OK);
-    /* Only what is implemented is advertised: the data path is not there yet. */
-    ck_assert_uint_eq(attr.cap.flags, 0);
+    /* the exact capability set is checked in test_uct_ep_query_caps */
+    ck_assert_uint_eq(attr.iface_addr_len, 24);
+    ck_assert_uint_le(attr.device_addr_len, 31); /* UCP's limit for a device address */
     uct_iface_close(iface);
 }
 END_TEST
@@ -338,5 +340,6 @@ int main(void)
     tcase_add_test(tc, test_without_wrapper_unaffected);
     suite_add_tcase(s, tc);
 
+    test_uct_ep_tcases(s);
     return test_run_suite(s);
 }

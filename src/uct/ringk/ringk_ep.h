@@ -1,8 +1,73 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ringk endpoint: a sender's lane in a peer's receive segment. */
+/* ringk endpoint: a sender's lane in a peer iface's receive segment. */
 #ifndef UCT_RINGK_EP_H
 #define UCT_RINGK_EP_H
 
-#include <uct/base/uct_iface.h>
+#include "ringk_iface.h"
+
+#include <sys/un.h>
+#include <ucs/time/time.h>
+
+/** ringk endpoint. */
+typedef struct uct_ringk_ep {
+    uct_base_ep_t            super;
+    void                    *seg;         /**< the peer's receive segment, mapped */
+    uint64_t                 seg_bytes;
+    uct_ringk_seg_ctl_shm_t *ctl;         /**< the peer's control line */
+    ringk_ring_t             ring;        /**< our lane's ring */
+    uint64_t                 next;        /**< next position on a single-producer lane */
+    uint64_t                 token;       /**< our owner token on the lane */
+    unsigned                 lane;        /**< lane number; UCT_RINGK_SHARED_LANE if shared */
+    unsigned                 max_cells;   /**< most cells one message may span (peer's) */
+    unsigned                 need_cells;  /**< cells the last refused send needed */
+    uint32_t                 peer_pid;
+    uint64_t                 peer_id;
+    struct sockaddr_un       peer_sun;    /**< the peer's wakeup socket */
+    socklen_t                peer_sun_len;
+    ucs_arbiter_group_t      arb_group;   /**< pending requests */
+    unsigned long            start_time;  /**< peer process start time, against pid reuse */
+    ucs_time_t               last_check;  /**< last liveness check while stuck */
+    int                      failed;      /**< the peer was found dead */
+    int                      err_scheduled; /**< the error callback is queued */
+} uct_ringk_ep_t;
+
+UCS_CLASS_DECLARE_NEW_FUNC(uct_ringk_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(uct_ringk_ep_t, uct_ep_t);
+
+ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                   const void *payload, unsigned length);
+ucs_status_t uct_ringk_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
+                                       size_t iovcnt);
+ssize_t uct_ringk_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                              void *arg, unsigned flags);
+ucs_status_t uct_ringk_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                   unsigned header_length, const uct_iov_t *iov, size_t iovcnt,
+                                   unsigned flags, uct_completion_t *comp);
+
+ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length,
+                                    uint64_t remote_addr, uct_rkey_t rkey);
+ssize_t uct_ringk_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
+                               uint64_t remote_addr, uct_rkey_t rkey);
+ucs_status_t uct_ringk_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                    uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp);
+ucs_status_t uct_ringk_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb, void *arg,
+                                    size_t length, uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp);
+ucs_status_t uct_ringk_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                    uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp);
+
+ucs_status_t uct_ringk_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags);
+void uct_ringk_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb, void *arg);
+ucs_arbiter_cb_result_t uct_ringk_ep_process_pending(ucs_arbiter_t *arbiter,
+                                                     ucs_arbiter_group_t *group,
+                                                     ucs_arbiter_elem_t *elem, void *arg);
+ucs_status_t uct_ringk_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_ringk_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_ringk_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
+
+/** Tells whether the peer of @a ep is gone (process dead or iface closed). */
+int uct_ringk_ep_peer_dead(uct_ringk_ep_t *ep);
 
 #endif

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ringk interface: configuration, receive rings and progress. */
+/* ringk interface: configuration, the receive segment with its lanes, progress and wakeup. */
 #ifndef UCT_RINGK_IFACE_H
 #define UCT_RINGK_IFACE_H
 
+#include "ringk_seg.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <uct/base/uct_iface.h>
+#include <ucs/datastruct/arbiter.h>
 
 /** Limits of the UCX_RINGK_* iface variables, checked at iface open. */
 #define UCT_RINGK_RING_SIZE_MIN   2
@@ -19,18 +24,69 @@ typedef struct uct_ringk_iface_config {
     uct_iface_config_t super;
     unsigned           ring_size;   /**< cells per receive ring, a power of 2 */
     size_t             cell_size;   /**< bytes per cell, a power of 2 */
-    unsigned           lanes;       /**< single-producer lanes per iface */
+    unsigned           lanes;       /**< lanes per iface, the shared lane included */
     size_t             seg_size;    /**< largest am_bcopy payload, bytes */
-    unsigned           poll_batch;  /**< cells consumed per lane per progress call */
+    unsigned           poll_batch;  /**< messages consumed per lane per progress call */
 } uct_ringk_iface_config_t;
+
+/** What a peer needs to reach this iface: where its receive segment is. */
+typedef struct uct_ringk_iface_addr {
+    uint64_t iface_id;   /**< random id of the iface, also names its wakeup socket */
+    uint64_t seg_bytes;  /**< size of the receive segment */
+    uint32_t pid;        /**< owner process */
+    int32_t  fd;         /**< memfd of the segment in the owner process */
+} UCS_S_PACKED uct_ringk_iface_addr_t;
+
+/** What tells two ifaces they share a host: system id and the pid and IPC namespaces
+ * (UCP limits a device address to 31 bytes). */
+typedef struct uct_ringk_dev_addr {
+    uint64_t system_id;  /**< ucs_get_system_id(): boot id and host */
+    uint64_t pid_ns;
+    uint64_t ipc_ns;
+} UCS_S_PACKED uct_ringk_dev_addr_t;
+
+/** Receiver-side state of one lane. */
+typedef struct uct_ringk_rx_lane {
+    ringk_ring_t ring;     /**< local view of the lane's ring */
+    uint64_t     head;     /**< next position to consume */
+    unsigned     index;    /**< lane number */
+} uct_ringk_rx_lane_t;
 
 /** ringk interface. */
 typedef struct uct_ringk_iface {
     uct_base_iface_t         super;
-    uct_ringk_iface_config_t config;  /**< validated copy of the configuration */
+    uct_ringk_iface_config_t config;      /**< validated copy of the configuration */
+    uint64_t                 id;          /**< random, names the wakeup socket */
+    int                      seg_fd;      /**< memfd of the receive segment */
+    void                    *seg;         /**< the receive segment, mapped */
+    uint64_t                 seg_bytes;
+    uct_ringk_seg_ctl_shm_t *ctl;
+    uct_ringk_rx_lane_t     *lanes;       /**< nlanes receive lanes */
+    unsigned                *active;      /**< indexes of lanes with a sender */
+    unsigned                 nactive;
+    uint64_t                 lane_gen;    /**< ctl->lane_gen when @a active was built */
+    unsigned                 max_cells;   /**< most cells one message may span */
+    size_t                   max_short;   /**< am_short payload limit (header included) */
+    size_t                   max_bcopy;   /**< am_bcopy/am_zcopy payload limit */
+    void                    *rx_buf;      /**< multi-cell messages are copied here */
+    void                    *tx_buf;      /**< am_bcopy packs here first */
+    int                      wake_fd;     /**< bound datagram socket: the iface event fd */
+    int                      signal_fd;   /**< unbound datagram socket to wake peers */
+    ucs_arbiter_t            arbiter;     /**< endpoints with pending requests */
+    uct_ringk_dev_addr_t     dev_addr;
+    unsigned                 neps;        /**< endpoints created on this iface */
 } uct_ringk_iface_t;
 
 ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config);
+
+/** Marks the lanes of dead senders as closing, so they drain and can be reused. */
+void uct_ringk_iface_sweep(uct_ringk_iface_t *iface);
+
+/** Fills the abstract socket address of the wakeup socket of iface @a id in process @a pid. */
+socklen_t uct_ringk_wakeup_addr(uint32_t pid, uint64_t id, struct sockaddr_un *sun);
+
+/** Fills this host's device address. */
+void uct_ringk_dev_addr_get(uct_ringk_dev_addr_t *addr);
 
 UCT_TL_DECL(ringk)
 

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ringk memory domain, the component, and its registration guarded by the UCX version check. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create, process_vm_readv/writev */
+#endif
 #include "config.h"       /* the UCX build's configuration: ucx-build/config.h */
 #include "ringk_config.h"
 
@@ -11,6 +14,10 @@
 #include <ucs/sys/compiler.h>
 #include <ucs/sys/stubs.h>
 
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
 static ucs_config_field_t uct_ringk_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_ringk_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
@@ -20,16 +27,89 @@ static ucs_config_field_t uct_ringk_md_config_table[] = {
 
 static ucs_status_t uct_ringk_md_query(uct_md_h md, uct_md_attr_t *attr)
 {
-    attr->cap.flags            = 0;
-    attr->cap.reg_mem_types    = 0;
+    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.alloc_mem_types  = 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.detect_mem_types = 0;
     attr->cap.max_alloc        = 0;
-    attr->cap.max_reg          = 0;
-    attr->rkey_packed_size     = 0;
-    attr->reg_cost             = ucs_linear_func_make(0, 0);
+    attr->cap.max_reg          = ULONG_MAX;
+    attr->rkey_packed_size     = sizeof(uct_ringk_packed_rkey_t);
+    /* Registration only records the range: RMA is done by cross-memory attach. */
+    attr->reg_cost             = ucs_linear_func_make(50e-9, 0);
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ringk_mem_reg(uct_md_h md, void *address, size_t length,
+                                      unsigned flags, uct_mem_h *memh_p)
+{
+    uct_ringk_memh_t *memh = ucs_malloc(sizeof(*memh), "ringk_memh");
+
+    if (memh == NULL) {
+        ucs_error("ringk: cannot allocate a memory handle");
+        return UCS_ERR_NO_MEMORY;
+    }
+    memh->address = (uintptr_t)address;
+    memh->length  = length;
+    *memh_p       = memh;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ringk_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params)
+{
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    ucs_free(params->memh);
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ringk_mkey_pack(uct_md_h md, uct_mem_h tl_memh,
+                                        const uct_md_mkey_pack_params_t *params,
+                                        void *rkey_buffer)
+{
+    const uct_ringk_memh_t *memh = tl_memh;
+    uct_ringk_packed_rkey_t packed = {
+        .magic   = UCT_RINGK_RKEY_MAGIC,
+        .pid     = getpid(),
+        .address = memh->address,
+        .length  = memh->length
+    };
+
+    memcpy(rkey_buffer, &packed, sizeof(packed));
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ringk_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
+                                          uct_rkey_t *rkey_p, void **handle_p)
+{
+    uct_ringk_packed_rkey_t packed;
+    uct_ringk_rkey_t *rkey;
+
+    /* From a peer: checked before use. */
+    memcpy(&packed, rkey_buffer, sizeof(packed));
+    if ((packed.magic != UCT_RINGK_RKEY_MAGIC) || (packed.pid == 0) ||
+        (packed.pid > INT32_MAX) || (packed.address + packed.length < packed.address)) {
+        ucs_error("ringk: invalid remote key (magic 0x%x pid %u range 0x%" PRIx64 "+%" PRIu64
+                  ")", packed.magic, packed.pid, packed.address, packed.length);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    rkey = ucs_malloc(sizeof(*rkey), "ringk_rkey");
+    if (rkey == NULL) {
+        ucs_error("ringk: cannot allocate a remote key");
+        return UCS_ERR_NO_MEMORY;
+    }
+    rkey->pid     = packed.pid;
+    rkey->address = packed.address;
+    rkey->length  = packed.length;
+    *rkey_p       = (uintptr_t)rkey;
+    *handle_p     = NULL;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ringk_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                           void *handle)
+{
+    ucs_free((void*)rkey);
     return UCS_OK;
 }
 
@@ -44,10 +124,10 @@ static uct_md_ops_t uct_ringk_md_ops = {
     .mem_alloc              = (uct_md_mem_alloc_func_t)ucs_empty_function_return_unsupported,
     .mem_free               = (uct_md_mem_free_func_t)ucs_empty_function_return_unsupported,
     .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
-    .mem_reg                = (uct_md_mem_reg_func_t)ucs_empty_function_return_unsupported,
-    .mem_dereg              = (uct_md_mem_dereg_func_t)ucs_empty_function_return_unsupported,
+    .mem_reg                = uct_ringk_mem_reg,
+    .mem_dereg              = uct_ringk_mem_dereg,
     .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
-    .mkey_pack              = (uct_md_mkey_pack_func_t)ucs_empty_function_return_unsupported,
+    .mkey_pack              = uct_ringk_mkey_pack,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int,
     .detect_memory_type     = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported
 };
@@ -72,9 +152,9 @@ uct_component_t uct_ringk_component = {
     .query_md_resources = uct_md_query_single_md_resource,
     .md_open            = uct_ringk_md_open,
     .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
-    .rkey_unpack        = (uct_component_rkey_unpack_func_t)ucs_empty_function_return_unsupported,
+    .rkey_unpack        = uct_ringk_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
-    .rkey_release       = (uct_component_rkey_release_func_t)ucs_empty_function_return_success,
+    .rkey_release       = uct_ringk_rkey_release,
     .name               = UCT_RINGK_NAME,
     .md_config          = {
         .name           = "ringk memory domain",

@@ -17,6 +17,29 @@ typedef struct uct_ringk_md {
     uct_md_t super;
 } uct_ringk_md_t;
 
+/** A registered region: RMA reaches it by cross-memory attach, no pinning needed. */
+typedef struct uct_ringk_memh {
+    uint64_t address;
+    uint64_t length;
+} uct_ringk_memh_t;
+
+/** Packed remote key, as sent to peers. */
+typedef struct uct_ringk_packed_rkey {
+    uint32_t magic;    /**< UCT_RINGK_RKEY_MAGIC */
+    uint32_t pid;      /**< process owning the region */
+    uint64_t address;
+    uint64_t length;
+} UCS_S_PACKED uct_ringk_packed_rkey_t;
+
+#define UCT_RINGK_RKEY_MAGIC 0x524b4b59u /* "RKKY" */
+
+/** Unpacked remote key (uct_rkey_t points to one). */
+typedef struct uct_ringk_rkey {
+    uint32_t pid;
+    uint64_t address;
+    uint64_t length;
+} uct_ringk_rkey_t;
+
 extern uct_component_t uct_ringk_component;
 
 #endif

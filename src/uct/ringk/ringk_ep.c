@@ -1,0 +1,747 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ringk endpoint: attaches to a peer's receive segment, owns a lane there, sends active messages
+ * into it, does RMA by cross-memory attach, and keeps pending requests and failure detection. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create, process_vm_readv/writev */
+#endif
+#include "config.h"       /* the UCX build's configuration: ucx-build/config.h */
+#include "ringk_config.h"
+
+#include "ringk_ep.h"
+#include "ringk_md.h"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/arch/cpu.h>
+#include <ucs/debug/log.h>
+#include <ucs/sys/sys.h>
+#include <ucs/time/time.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* How often a sender stuck on a full ring checks that its peer still lives. */
+#define UCT_RINGK_EP_LIVENESS_INTERVAL_MS 100.0
+
+/* ---- attach --------------------------------------------------------------------------------- */
+
+/* Validates a peer's segment header against the address it came with and our limits. Everything
+ * here was written by another process, so every size is checked before it is used. */
+static ucs_status_t uct_ringk_ep_seg_check(const uct_ringk_seg_shm_t *hdr,
+                                           const uct_ringk_iface_addr_t *addr)
+{
+    uint64_t rings_offset, stride, bytes;
+
+    /* S2: pairs with S1 in uct_ringk_iface_seg_create(). */
+    if (__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != UCT_RINGK_SEG_MAGIC) {
+        ucs_error("ringk: peer segment of pid %u has bad magic 0x%" PRIx64, addr->pid,
+                  hdr->magic);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    if (hdr->version != UCT_RINGK_SEG_VERSION) {
+        ucs_error("ringk: peer segment of pid %u has layout version %u, expected %u",
+                  addr->pid, hdr->version, UCT_RINGK_SEG_VERSION);
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if ((hdr->nlanes < 1) || (hdr->nlanes > UCT_RINGK_LANES_MAX) ||
+        !ucs_is_pow2(hdr->ring_size) || (hdr->ring_size < UCT_RINGK_RING_SIZE_MIN) ||
+        (hdr->ring_size > UCT_RINGK_RING_SIZE_MAX) || !ucs_is_pow2(hdr->cell_size) ||
+        (hdr->cell_size < UCT_RINGK_CELL_SIZE_MIN) || (hdr->cell_size > UCT_RINGK_CELL_SIZE_MAX) ||
+        (hdr->max_cells < 1) || (hdr->max_cells > hdr->ring_size)) {
+        ucs_error("ringk: peer segment of pid %u has invalid geometry: %u lanes, %u cells of %u"
+                  " bytes, %u cells per message", addr->pid, hdr->nlanes, hdr->ring_size,
+                  hdr->cell_size, hdr->max_cells);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    uct_ringk_seg_layout(hdr->nlanes, hdr->ring_size, hdr->cell_size, &rings_offset, &stride,
+                         &bytes);
+    if ((hdr->rings_offset != rings_offset) || (hdr->lane_stride != stride) ||
+        (hdr->seg_bytes != bytes) || (bytes != addr->seg_bytes) ||
+        (hdr->owner_pid != addr->pid)) {
+        ucs_error("ringk: peer segment of pid %u does not match its address (size %" PRIu64
+                  " vs %" PRIu64 ")", addr->pid, hdr->seg_bytes, addr->seg_bytes);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ringk_ep_attach(uct_ringk_ep_t *ep, const uct_ringk_iface_addr_t *addr)
+{
+    char path[64];
+    struct stat st;
+    int fd;
+
+    /* The segment is an unlinked memfd; the kernel lets a process of the same user open it
+     * through the owner's /proc entry. */
+    snprintf(path, sizeof(path), "/proc/%u/fd/%d", addr->pid, addr->fd);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        ucs_error("ringk: cannot open the peer segment %s: %m", path);
+        return UCS_ERR_UNREACHABLE;
+    }
+    if (fstat(fd, &st) != 0) {
+        ucs_error("ringk: fstat(%s) failed: %m", path);
+        goto err_close;
+    }
+    if ((st.st_uid != geteuid()) || ((st.st_mode & 077) != 0)) {
+        ucs_error("ringk: peer segment %s is owned by uid %u mode 0%o; only our own 0600 "
+                  "segments are used", path, st.st_uid, st.st_mode & 0777);
+        goto err_close;
+    }
+    if ((addr->seg_bytes < UCT_RINGK_SEG_LANES_OFFSET) || ((uint64_t)st.st_size < addr->seg_bytes)) {
+        ucs_error("ringk: peer segment %s is %lld bytes, its address says %" PRIu64, path,
+                  (long long)st.st_size, addr->seg_bytes);
+        goto err_close;
+    }
+    ep->seg = mmap(NULL, addr->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (ep->seg == MAP_FAILED) {
+        ucs_error("ringk: mmap of the peer segment (%" PRIu64 " bytes) failed: %m",
+                  addr->seg_bytes);
+        return UCS_ERR_NO_MEMORY;
+    }
+    ep->seg_bytes = addr->seg_bytes;
+    return UCS_OK;
+
+err_close:
+    close(fd);
+    return UCS_ERR_UNREACHABLE;
+}
+
+/* Takes a single-producer lane if one is free, else uses the shared lane. */
+static ucs_status_t uct_ringk_ep_lane_claim(uct_ringk_ep_t *ep)
+{
+    const uct_ringk_seg_shm_t *hdr = ep->seg;
+    uct_ringk_lane_shm_t *lane;
+    unsigned i;
+    int ret;
+
+    ep->lane = UCT_RINGK_SHARED_LANE;
+    for (i = 1; i < hdr->nlanes; i++) {
+        lane = uct_ringk_seg_lane(ep->seg, i);
+        if ((__atomic_load_n(&lane->owner, __ATOMIC_RELAXED) == 0) &&
+            __atomic_compare_exchange_n(&lane->owner, &(uint64_t){0}, ep->token, 0,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            ep->lane = i;
+            break;
+        }
+    }
+    ret = ringk_ring_attach(&ep->ring, (char*)ep->seg + hdr->rings_offset +
+                                       (uint64_t)ep->lane * hdr->lane_stride,
+                            hdr->lane_stride);
+    if (ret != 0) {
+        ucs_error("ringk: ring of lane %u in the peer segment is invalid (%d)", ep->lane, ret);
+        if (ep->lane != UCT_RINGK_SHARED_LANE) {
+            __atomic_store_n(&uct_ringk_seg_lane(ep->seg, ep->lane)->owner, 0, __ATOMIC_RELEASE);
+        }
+        return UCS_ERR_INVALID_ADDR;
+    }
+    if (ep->lane != UCT_RINGK_SHARED_LANE) {
+        lane = uct_ringk_seg_lane(ep->seg, ep->lane);
+        /* The previous owner's tail, ordered by the owner hand-over (F1 -> CAS acquire). */
+        ep->next = __atomic_load_n(&ep->ring.prod->pos, __ATOMIC_RELAXED);
+        __atomic_store_n(&lane->pid, getpid(), __ATOMIC_RELAXED);
+        /* L1: the lane is open; pairs with L2 in uct_ringk_iface_lanes_rescan(). */
+        __atomic_store_n(&lane->state, UCT_RINGK_LANE_OPEN, __ATOMIC_RELEASE);
+        __atomic_fetch_add(&ep->ctl->lane_gen, 1, __ATOMIC_RELEASE);
+    }
+    return UCS_OK;
+}
+
+static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(params->iface, uct_ringk_iface_t);
+    const uct_ringk_iface_addr_t *addr;
+    ucs_status_t status;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    if (!(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR) || (params->iface_addr == NULL)) {
+        ucs_error("ringk: ep_create needs the peer's iface address");
+        return UCS_ERR_INVALID_PARAM;
+    }
+    addr = (const uct_ringk_iface_addr_t*)params->iface_addr;
+    if ((addr->pid == 0) || (addr->pid > INT32_MAX) || (addr->fd < 0)) {
+        ucs_error("ringk: invalid peer address: pid %u fd %d", addr->pid, addr->fd);
+        return UCS_ERR_INVALID_ADDR;
+    }
+    self->peer_pid   = addr->pid;
+    self->peer_id    = addr->iface_id;
+    self->token      = ucs_generate_uuid((uintptr_t)self) | 1;
+    self->need_cells = 1;
+    self->failed     = 0;
+    self->err_scheduled = 0;
+    self->start_time = ucs_sys_get_proc_create_time(addr->pid);
+    self->last_check = ucs_get_time();
+
+    status = uct_ringk_ep_attach(self, addr);
+    if (status != UCS_OK) {
+        return status;
+    }
+    status = uct_ringk_ep_seg_check(self->seg, addr);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+    self->ctl       = uct_ringk_seg_ctl(self->seg);
+    self->max_cells = ((uct_ringk_seg_shm_t*)self->seg)->max_cells;
+    status = uct_ringk_ep_lane_claim(self);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
+    self->peer_sun_len = uct_ringk_wakeup_addr(addr->pid, addr->iface_id, &self->peer_sun);
+    ucs_arbiter_group_init(&self->arb_group);
+    iface->neps++;
+    ucs_debug("ringk ep %p: connected to pid %u iface 0x%" PRIx64 " on %s lane %u", self,
+              addr->pid, addr->iface_id,
+              (self->lane == UCT_RINGK_SHARED_LANE) ? "shared" : "own", self->lane);
+    return UCS_OK;
+
+err_unmap:
+    munmap(self->seg, self->seg_bytes);
+    return status;
+}
+
+static int uct_ringk_ep_err_cb_match(const ucs_callbackq_elem_t *elem, void *arg);
+
+static UCS_CLASS_CLEANUP_FUNC(uct_ringk_ep_t)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(self->super.super.iface, uct_ringk_iface_t);
+    uct_ringk_lane_shm_t *lane;
+
+    uct_ringk_ep_pending_purge(&self->super.super, NULL, NULL);
+    if (self->err_scheduled) {
+        ucs_callbackq_remove_if(&iface->super.worker->super.progress_q,
+                                uct_ringk_ep_err_cb_match, self);
+    }
+    if (self->lane != UCT_RINGK_SHARED_LANE) {
+        lane = uct_ringk_seg_lane(self->seg, self->lane);
+        /* L1: hand the lane back; the receiver drains it and frees it (F1). */
+        __atomic_store_n(&lane->state, UCT_RINGK_LANE_CLOSING, __ATOMIC_RELEASE);
+        __atomic_fetch_add(&self->ctl->lane_gen, 1, __ATOMIC_RELEASE);
+    }
+    munmap(self->seg, self->seg_bytes);
+    iface->neps--;
+}
+
+UCS_CLASS_DEFINE(uct_ringk_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_ringk_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_ringk_ep_t, uct_ep_t);
+
+/* ---- failure detection ---------------------------------------------------------------------- */
+
+int uct_ringk_ep_peer_dead(uct_ringk_ep_t *ep)
+{
+    /* C3: pairs with the iface's release store of 'closed' at close. */
+    if (__atomic_load_n(&ep->ctl->closed, __ATOMIC_ACQUIRE)) {
+        return 1;
+    }
+    /* A reused pid has another start time. */
+    return ucs_sys_get_proc_create_time(ep->peer_pid) != ep->start_time;
+}
+
+static unsigned uct_ringk_ep_err_progress(void *arg)
+{
+    uct_ringk_ep_t *ep = arg;
+
+    ep->err_scheduled = 0;
+    uct_iface_handle_ep_err(ep->super.super.iface, &ep->super.super, UCS_ERR_CONNECTION_RESET);
+    return 1;
+}
+
+static int uct_ringk_ep_err_cb_match(const ucs_callbackq_elem_t *elem, void *arg)
+{
+    return (elem->cb == uct_ringk_ep_err_progress) && (elem->arg == arg);
+}
+
+/* Reports the peer's death once, from the worker's progress, as UCT expects. */
+static void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t);
+
+    if (ep->failed) {
+        return;
+    }
+    ep->failed = 1;
+    ucs_debug("ringk ep %p: peer pid %u iface 0x%" PRIx64 " is gone", ep, ep->peer_pid,
+              ep->peer_id);
+    ep->err_scheduled = 1;
+    ucs_callbackq_add_safe(&iface->super.worker->super.progress_q, uct_ringk_ep_err_progress,
+                           ep, UCS_CALLBACKQ_FLAG_ONESHOT);
+}
+
+ucs_status_t uct_ringk_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
+{
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    if (uct_ringk_ep_peer_dead(ep)) {
+        uct_ringk_ep_set_failed(ep);
+    }
+    uct_ringk_iface_sweep(iface);
+    return UCS_OK;
+}
+
+/* ---- sending active messages ---------------------------------------------------------------- */
+
+/* Wakes the receiver if it sleeps. Senders to an iface that never used wakeups skip it all. */
+static void uct_ringk_ep_signal_slow(uct_ringk_ep_t *ep)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t);
+
+    /* W2: the publish before reading 'armed'; pairs with W1 in uct_ringk_iface_event_arm(). */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&ep->ctl->armed, __ATOMIC_RELAXED) &&
+        __atomic_exchange_n(&ep->ctl->armed, 0, __ATOMIC_RELAXED)) {
+        if ((sendto(iface->signal_fd, "", 1, MSG_DONTWAIT, (struct sockaddr*)&ep->peer_sun,
+                    ep->peer_sun_len) < 0) && (errno != EAGAIN)) {
+            ucs_debug("ringk ep %p: wakeup of pid %u failed: %m", ep, ep->peer_pid);
+        }
+    }
+}
+
+static UCS_F_ALWAYS_INLINE void uct_ringk_ep_signal(uct_ringk_ep_t *ep)
+{
+    if (ucs_unlikely(__atomic_load_n(&ep->ctl->wakeup_used, __ATOMIC_RELAXED))) {
+        uct_ringk_ep_signal_slow(ep);
+    }
+}
+
+/* Claims @a ncells cells on the ep's lane; UCS_ERR_NO_RESOURCE when the ring is full. As in
+ * UCX's own transports, the caller keeps order with the pending queue. */
+static UCS_F_ALWAYS_INLINE ucs_status_t uct_ringk_ep_claim(uct_ringk_ep_t *ep, unsigned ncells,
+                                                           uint64_t *pos_p)
+{
+    int ok;
+
+    ok = (ep->lane != UCT_RINGK_SHARED_LANE) ?
+         ringk_ring_sp_claim(&ep->ring, &ep->next, ncells, pos_p) :
+         ringk_ring_mp_claim(&ep->ring, ncells, pos_p);
+    if (ucs_unlikely(!ok)) {
+        ep->need_cells = ncells;
+        return ep->failed ? UCS_ERR_CONNECTION_RESET : UCS_ERR_NO_RESOURCE;
+    }
+    return UCS_OK;
+}
+
+ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                   const void *payload, unsigned length)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    uint32_t total           = length + sizeof(header);
+    unsigned ncells;
+    ucs_status_t status;
+    uint64_t pos;
+    uint8_t *dst;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(length, 0, iface->max_short, "am_short");
+    ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
+    status = uct_ringk_ep_claim(ep, ncells, &pos);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    if (ucs_likely(ncells == 1)) {
+        dst = ringk_ring_payload(&ep->ring, pos);
+        memcpy(dst, &header, sizeof(header));
+        memcpy(dst + sizeof(header), payload, length);
+    } else {
+        ringk_ring_write(&ep->ring, pos, 0, &header, sizeof(header));
+        ringk_ring_write(&ep->ring, pos, sizeof(header), payload, length);
+    }
+    ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
+    uct_ringk_ep_signal(ep);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, &header, length, "TX: AM_SHORT");
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
+    return UCS_OK;
+}
+
+/* Copies a header and an iov list into a claimed message. */
+static void uct_ringk_ep_write_iov(uct_ringk_ep_t *ep, uint64_t pos, const void *header,
+                                   unsigned header_length, const uct_iov_t *iov, size_t iovcnt)
+{
+    uint64_t off = 0;
+    size_t i, len;
+
+    if (header_length > 0) {
+        ringk_ring_write(&ep->ring, pos, 0, header, header_length);
+        off = header_length;
+    }
+    for (i = 0; i < iovcnt; i++) {
+        len = uct_iov_get_length(&iov[i]);
+        if (len > 0) {
+            ringk_ring_write(&ep->ring, pos, off, iov[i].buffer, len);
+            off += len;
+        }
+    }
+}
+
+ucs_status_t uct_ringk_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
+                                       size_t iovcnt)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    size_t total             = uct_iov_total_length(iov, iovcnt);
+    unsigned ncells;
+    ucs_status_t status;
+    uint64_t pos;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(total, 0, iface->max_short + sizeof(uint64_t), "am_short_iov");
+    ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
+    status = uct_ringk_ep_claim(ep, ncells, &pos);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    uct_ringk_ep_write_iov(ep, pos, NULL, 0, iov, iovcnt);
+    ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
+    uct_ringk_ep_signal(ep);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
+    return UCS_OK;
+}
+
+ssize_t uct_ringk_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                              void *arg, unsigned flags)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    unsigned ncells;
+    ucs_status_t status;
+    uint64_t pos;
+    size_t length;
+
+    UCT_CHECK_AM_ID(id);
+    /* Cheap refusal before packing: at least one cell must be free. */
+    if (ucs_unlikely((ep->lane != UCT_RINGK_SHARED_LANE) &&
+                     !ringk_ring_cells_free(&ep->ring, ep->next, 1))) {
+        ep->need_cells = 1;
+        return UCS_ERR_NO_RESOURCE;
+    }
+    length = pack_cb(iface->tx_buf, arg);
+    UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "am_bcopy");
+    ncells = ringk_ring_cells_for(length, ep->ring.cell_size);
+    status = uct_ringk_ep_claim(ep, ncells, &pos);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    ringk_ring_write(&ep->ring, pos, 0, iface->tx_buf, length);
+    ringk_ring_publish(&ep->ring, pos, length, ncells, id, 0);
+    uct_ringk_ep_signal(ep);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, iface->tx_buf, length,
+                       "TX: AM_BCOPY");
+    UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
+    return length;
+}
+
+ucs_status_t uct_ringk_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
+                                   unsigned header_length, const uct_iov_t *iov, size_t iovcnt,
+                                   unsigned flags, uct_completion_t *comp)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    size_t total             = header_length + uct_iov_total_length(iov, iovcnt);
+    unsigned ncells;
+    ucs_status_t status;
+    uint64_t pos;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(header_length, 0, iface->max_short, "am_zcopy header");
+    UCT_CHECK_LENGTH(total, 0, iface->max_bcopy, "am_zcopy");
+    ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
+    status = uct_ringk_ep_claim(ep, ncells, &pos);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    /* The data is in the peer's ring when this returns: the operation is complete. */
+    uct_ringk_ep_write_iov(ep, pos, header, header_length, iov, iovcnt);
+    ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
+    uct_ringk_ep_signal(ep);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, total);
+    return UCS_OK;
+}
+
+/* ---- RMA by cross-memory attach -------------------------------------------------------------- */
+
+/* Checks that [remote_addr, remote_addr + length) lies in the region @a rkey describes and that
+ * the region belongs to this ep's peer: an rkey from one peer never reaches another process. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_ringk_ep_rkey_check(uct_ringk_ep_t *ep, uct_rkey_t rkey, uint64_t remote_addr, size_t length,
+                        const char *op)
+{
+    const uct_ringk_rkey_t *key = (const uct_ringk_rkey_t*)rkey;
+
+    if (ucs_unlikely((key == NULL) || (key->pid != ep->peer_pid) ||
+                     (remote_addr < key->address) ||
+                     (length > key->length) ||
+                     (remote_addr - key->address > key->length - length))) {
+        ucs_error("ringk ep %p: %s of %zu bytes at 0x%" PRIx64 " is outside the remote key "
+                  "(pid %u, 0x%" PRIx64 "+%" PRIu64 ", peer pid %u)", ep, op, length, remote_addr,
+                  key ? key->pid : 0, key ? key->address : 0, key ? key->length : 0,
+                  ep->peer_pid);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return UCS_OK;
+}
+
+/* Moves local iovecs to or from the peer's memory, looping over partial transfers. */
+static ucs_status_t uct_ringk_ep_cma(uct_ringk_ep_t *ep, struct iovec *local, size_t nlocal,
+                                     uint64_t remote_addr, size_t length, int write)
+{
+    struct iovec remote;
+    size_t done = 0, skip;
+    ssize_t ret;
+
+    while (done < length) {
+        remote.iov_base = (void*)(uintptr_t)(remote_addr + done);
+        remote.iov_len  = length - done;
+        ret = write ? process_vm_writev(ep->peer_pid, local, nlocal, &remote, 1, 0) :
+                      process_vm_readv(ep->peer_pid, local, nlocal, &remote, 1, 0);
+        if (ret <= 0) {
+            ucs_error("ringk ep %p: %s of %zu bytes at 0x%" PRIx64 " in pid %u failed: %m", ep,
+                      write ? "process_vm_writev" : "process_vm_readv", length - done,
+                      remote_addr + done, ep->peer_pid);
+            if ((errno == ESRCH) || (errno == EPERM)) {
+                uct_ringk_ep_set_failed(ep);
+                return UCS_ERR_CONNECTION_RESET;
+            }
+            return UCS_ERR_IO_ERROR;
+        }
+        done += ret;
+        /* Advance the local iovecs past what was moved. */
+        for (skip = ret; (nlocal > 0) && (skip >= local->iov_len); nlocal--, local++) {
+            skip -= local->iov_len;
+        }
+        if (nlocal > 0) {
+            local->iov_base = (char*)local->iov_base + skip;
+            local->iov_len -= skip;
+        }
+    }
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                         uint64_t remote_addr, uct_rkey_t rkey, int write)
+{
+    uct_ringk_ep_t *ep = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    struct iovec local[IOV_MAX];
+    size_t i, n = 0, length = 0;
+    ucs_status_t status;
+
+    if (iovcnt > IOV_MAX) {
+        ucs_error("ringk ep %p: %zu iov entries, at most %d", ep, iovcnt, IOV_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    for (i = 0; i < iovcnt; i++) {
+        local[n].iov_base = iov[i].buffer;
+        local[n].iov_len  = uct_iov_get_length(&iov[i]);
+        length           += local[n].iov_len;
+        n                += (local[n].iov_len > 0);
+    }
+    status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, write ? "put" : "get");
+    if ((status != UCS_OK) || (length == 0)) {
+        return status;
+    }
+    return uct_ringk_ep_cma(ep, local, n, remote_addr, length, write);
+}
+
+ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length,
+                                    uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_ringk_ep_t *ep = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    struct iovec local = {(void*)buffer, length};
+    ucs_status_t status;
+
+    status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "put_short");
+    if ((status != UCS_OK) || (length == 0)) {
+        return status;
+    }
+    status = uct_ringk_ep_cma(ep, &local, 1, remote_addr, length, 1);
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    return status;
+}
+
+ssize_t uct_ringk_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
+                               uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    struct iovec local;
+    ucs_status_t status;
+    size_t length;
+
+    length = pack_cb(iface->tx_buf, arg);
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "put_bcopy");
+    status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "put_bcopy");
+    if (status != UCS_OK) {
+        return status;
+    }
+    local.iov_base = iface->tx_buf;
+    local.iov_len  = length;
+    if (length > 0) {
+        status = uct_ringk_ep_cma(ep, &local, 1, remote_addr, length, 1);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+    return length;
+}
+
+ucs_status_t uct_ringk_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                    uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp)
+{
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, ZCOPY,
+                      uct_iov_total_length(iov, iovcnt));
+    return uct_ringk_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 1);
+}
+
+ucs_status_t uct_ringk_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack_cb, void *arg,
+                                    size_t length, uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    struct iovec local       = {iface->tx_buf, length};
+    ucs_status_t status;
+
+    UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
+    status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "get_bcopy");
+    if (status != UCS_OK) {
+        return status;
+    }
+    if (length > 0) {
+        status = uct_ringk_ep_cma(ep, &local, 1, remote_addr, length, 0);
+        if (status != UCS_OK) {
+            return status;
+        }
+    }
+    unpack_cb(arg, iface->tx_buf, length);
+    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    return UCS_OK;
+}
+
+ucs_status_t uct_ringk_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
+                                    uint64_t remote_addr, uct_rkey_t rkey,
+                                    uct_completion_t *comp)
+{
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, ZCOPY,
+                      uct_iov_total_length(iov, iovcnt));
+    return uct_ringk_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 0);
+}
+
+/* ---- pending, flush, fence ------------------------------------------------------------------ */
+
+static int uct_ringk_ep_has_tx_resources(uct_ringk_ep_t *ep)
+{
+    uint64_t pos = (ep->lane != UCT_RINGK_SHARED_LANE) ?
+                   ep->next : __atomic_load_n(&ep->ring.prod->pos, __ATOMIC_RELAXED);
+
+    return ringk_ring_cells_free(&ep->ring, pos, ep->need_cells);
+}
+
+ucs_status_t uct_ringk_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+
+    if (ucs_arbiter_group_is_empty(&ep->arb_group) && uct_ringk_ep_has_tx_resources(ep) &&
+        !ep->failed) {
+        return UCS_ERR_BUSY;
+    }
+    UCS_STATIC_ASSERT(sizeof(uct_pending_req_priv_arb_t) <= UCT_PENDING_REQ_PRIV_LEN);
+    uct_pending_req_arb_group_push(&ep->arb_group, req);
+    ucs_arbiter_group_schedule(&iface->arbiter, &ep->arb_group);
+    UCT_TL_EP_STAT_PEND(&ep->super);
+    return UCS_OK;
+}
+
+ucs_arbiter_cb_result_t uct_ringk_ep_process_pending(ucs_arbiter_t *arbiter,
+                                                     ucs_arbiter_group_t *group,
+                                                     ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_ringk_ep_t *ep = ucs_container_of(group, uct_ringk_ep_t, arb_group);
+    unsigned *count    = (unsigned*)arg;
+    uct_pending_req_t *req;
+    ucs_status_t status;
+    ucs_time_t now;
+
+    if (!uct_ringk_ep_has_tx_resources(ep)) {
+        /* A receiver that died would leave us here forever: look at it now and then. */
+        now = ucs_get_time();
+        if (now - ep->last_check > ucs_time_from_msec(UCT_RINGK_EP_LIVENESS_INTERVAL_MS)) {
+            ep->last_check = now;
+            if (uct_ringk_ep_peer_dead(ep)) {
+                uct_ringk_ep_set_failed(ep);
+            }
+        }
+        return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
+    }
+
+    req = ucs_container_of(elem, uct_pending_req_t, priv);
+    status = req->func(req);
+    ucs_trace_data("ringk ep %p: pending request %p: %s", ep, req, ucs_status_string(status));
+    if (status == UCS_OK) {
+        (*count)++;
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    } else if (status == UCS_INPROGRESS) {
+        (*count)++;
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    }
+    return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
+}
+
+static ucs_arbiter_cb_result_t uct_ringk_ep_purge_cb(ucs_arbiter_t *arbiter,
+                                                     ucs_arbiter_group_t *group,
+                                                     ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_purge_cb_args_t *cb_args = arg;
+    uct_pending_req_t *req       = ucs_container_of(elem, uct_pending_req_t, priv);
+    uct_ringk_ep_t *ep           = ucs_container_of(group, uct_ringk_ep_t, arb_group);
+
+    if (cb_args->cb != NULL) {
+        cb_args->cb(req, cb_args->arg);
+    } else {
+        ucs_debug("ringk ep %p: cancelling pending request %p", ep, req);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+void uct_ringk_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb, void *arg)
+{
+    uct_ringk_iface_t *iface     = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep           = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    uct_purge_cb_args_t args     = {cb, arg};
+
+    ucs_arbiter_group_purge(&iface->arbiter, &ep->arb_group, uct_ringk_ep_purge_cb, &args);
+}
+
+ucs_status_t uct_ringk_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
+{
+    uct_ringk_ep_t *ep = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+
+    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    if (ep->failed) {
+        return UCS_ERR_CONNECTION_RESET;
+    }
+    /* Messages are in the peer's ring and RMA is done when posted. */
+    ucs_memory_cpu_store_fence();
+    UCT_TL_EP_STAT_FLUSH(&ep->super);
+    return UCS_OK;
+}
+
+ucs_status_t uct_ringk_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    ucs_memory_cpu_fence();
+    UCT_TL_EP_STAT_FENCE(ucs_derived_of(tl_ep, uct_base_ep_t));
+    return UCS_OK;
+}

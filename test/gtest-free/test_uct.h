@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Helpers shared by the uct test files. */
+#ifndef RINGK_TEST_UCT_H
+#define RINGK_TEST_UCT_H
+
+#include <check.h>
+#include <uct/api/uct.h>
+
+/** The registered ringk component; fails the test when the plugin is not loaded. */
+uct_component_h test_ringk_component(void);
+
+/** Opens the ringk memory domain. */
+uct_md_h test_ringk_md_open(void);
+
+/** Adds the data-path test cases of test_uct_ep.c. */
+void test_uct_ep_tcases(Suite *s);
+
+#endif

@@ -1,0 +1,844 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests of the ringk host data path through the public UCT API: active messages and RMA in one
+ * process and between two, pending and flush, the wakeup fd, a peer killed with SIGKILL, and a
+ * hostile peer writing malformed cells. */
+#define _GNU_SOURCE
+#include "test_util.h"
+#include "test_uct.h"
+
+#include <core/ringk_ring.h>
+#include <uct/ringk/ringk_seg.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <ucs/debug/log_def.h>
+#include <inttypes.h>
+#include <time.h>
+#include <uct/api/uct.h>
+#include <unistd.h>
+
+#define AM_ID       5
+#define MAX_MSG     (16 * 1024)
+
+/* ---- a test node: one worker with one ringk iface ----------------------------------------- */
+
+typedef struct {
+    ucs_async_context_t *async;
+    uct_worker_h         worker;
+    uct_md_h             md;
+    uct_iface_h          iface;
+    uct_iface_attr_t     attr;
+    uint8_t              addr[64];
+    uint8_t              dev_addr[64];
+    /* received messages: sequence numbers in arrival order, bytes checked on arrival */
+    uint64_t             nrecv;
+    uint64_t             nbad;
+    uint64_t             expect_seq;
+    int                  nerr;        /* endpoint errors reported */
+} node_t;
+
+/* Message payload: 8-byte sequence, 4-byte length, then pattern bytes from the sequence. */
+static uint8_t pat(uint64_t seq, size_t i)
+{
+    return (uint8_t)(seq * 31 + i * 7 + 3);
+}
+
+static size_t fill_msg(uint8_t *buf, uint64_t seq, size_t len)
+{
+    size_t i;
+
+    memcpy(buf, &seq, 8);
+    for (i = 8; i < len; i++) {
+        buf[i] = pat(seq, i);
+    }
+    return len;
+}
+
+static ucs_status_t am_cb(void *arg, void *data, size_t length, unsigned flags)
+{
+    node_t *n = arg;
+    const uint8_t *p = data;
+    uint64_t seq;
+    size_t i;
+
+    if (length < 8) {
+        n->nbad++;
+        return UCS_OK;
+    }
+    memcpy(&seq, p, 8);
+    if (seq != n->expect_seq) {
+        n->nbad++;
+    }
+    for (i = 8; i < length; i++) {
+        if (p[i] != pat(seq, i)) {
+            n->nbad++;
+            break;
+        }
+    }
+    n->expect_seq = seq + 1;
+    n->nrecv++;
+    return UCS_OK;
+}
+
+static ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
+{
+    node_t *n = arg;
+
+    n->nerr++;
+    return UCS_OK;
+}
+
+static void node_open(node_t *n, const char *name, const char *value)
+{
+    uct_iface_config_t *config;
+    uct_iface_params_t params = {
+        .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                                UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS,
+        .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
+        .mode.device.tl_name  = "ringk",
+        .mode.device.dev_name = "memory",
+        .err_handler          = err_cb,
+        .err_handler_arg      = n,
+        .err_handler_flags    = 0
+    };
+
+    memset(n, 0, sizeof(*n));
+    n->md = test_ringk_md_open();
+    ck_assert_int_eq(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &n->async), UCS_OK);
+    ck_assert_int_eq(uct_worker_create(n->async, UCS_THREAD_MODE_SINGLE, &n->worker), UCS_OK);
+    ck_assert_int_eq(uct_md_iface_config_read(n->md, "ringk", NULL, NULL, &config), UCS_OK);
+    if (name != NULL) {
+        ck_assert_int_eq(uct_config_modify(config, name, value), UCS_OK);
+    }
+    ck_assert_int_eq(uct_iface_open(n->md, n->worker, &params, config, &n->iface), UCS_OK);
+    uct_config_release(config);
+    ck_assert_int_eq(uct_iface_query(n->iface, &n->attr), UCS_OK);
+    ck_assert_int_eq(uct_iface_set_am_handler(n->iface, AM_ID, am_cb, n, 0), UCS_OK);
+    ck_assert_uint_le(n->attr.iface_addr_len, sizeof(n->addr));
+    ck_assert_int_eq(uct_iface_get_address(n->iface, (uct_iface_addr_t*)n->addr), UCS_OK);
+    ck_assert_int_eq(uct_iface_get_device_address(n->iface, (uct_device_addr_t*)n->dev_addr),
+                     UCS_OK);
+    uct_iface_progress_enable(n->iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+}
+
+static void node_close(node_t *n)
+{
+    uct_iface_close(n->iface);
+    uct_worker_destroy(n->worker);
+    ucs_async_context_destroy(n->async);
+    uct_md_close(n->md);
+}
+
+static double now_sec(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Progresses @a n until it has received @a count messages; fails after 60 s. */
+static void wait_recv(node_t *n, uint64_t count)
+{
+    double deadline = now_sec() + 60;
+
+    while (n->nrecv < count) {
+        uct_worker_progress(n->worker);
+        ck_assert_msg(now_sec() < deadline, "received %" PRIu64 " of %" PRIu64
+                      " messages in 60 s", n->nrecv, count);
+    }
+}
+
+static uct_ep_h node_connect(node_t *from, const uint8_t *addr, const uint8_t *dev_addr)
+{
+    uct_ep_params_t params = {
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = from->iface,
+        .dev_addr   = (const uct_device_addr_t*)dev_addr,
+        .iface_addr = (const uct_iface_addr_t*)addr
+    };
+    uct_ep_h ep;
+
+    ck_assert(uct_iface_is_reachable(from->iface, (const uct_device_addr_t*)dev_addr,
+                                     (const uct_iface_addr_t*)addr));
+    ck_assert_int_eq(uct_ep_create(&params, &ep), UCS_OK);
+    return ep;
+}
+
+typedef struct {
+    const uint8_t *buf;
+    size_t         len;
+} pack_arg_t;
+
+static size_t pack_cb(void *dest, void *arg)
+{
+    pack_arg_t *a = arg;
+
+    memcpy(dest, a->buf, a->len);
+    return a->len;
+}
+
+typedef enum { SEND_SHORT, SEND_BCOPY, SEND_ZCOPY, SEND_MODES } send_mode_t;
+static const char *mode_names[] = {"am_short", "am_bcopy", "am_zcopy"};
+
+/* Sends one message, progressing @a progress_node while the ring is full. */
+static void send_msg(node_t *n, uct_ep_h ep, send_mode_t mode, uint64_t seq, size_t len,
+                     node_t *progress_node)
+{
+    static uint8_t buf[MAX_MSG];
+    pack_arg_t arg = {buf, len};
+    uct_iov_t iov;
+    ucs_status_t status;
+    uint64_t hdr;
+    ssize_t ret;
+
+    fill_msg(buf, seq, len);
+    for (;;) {
+        switch (mode) {
+        case SEND_SHORT:
+            memcpy(&hdr, buf, 8);
+            status = uct_ep_am_short(ep, AM_ID, hdr, buf + 8, len - 8);
+            break;
+        case SEND_BCOPY:
+            ret    = uct_ep_am_bcopy(ep, AM_ID, pack_cb, &arg, 0);
+            status = (ret >= 0) ? UCS_OK : (ucs_status_t)ret;
+            if (ret >= 0) {
+                ck_assert_int_eq(ret, len);
+            }
+            break;
+        default:
+            iov = (uct_iov_t){.buffer = buf + 8, .length = len - 8, .count = 1};
+            status = uct_ep_am_zcopy(ep, AM_ID, buf, 8, &iov, 1, 0, NULL);
+            break;
+        }
+        if (status != UCS_ERR_NO_RESOURCE) {
+            break;
+        }
+        uct_worker_progress((progress_node ? progress_node : n)->worker);
+    }
+    ck_assert_msg(status == UCS_OK, "%s of %zu bytes: %s", mode_names[mode], len,
+                  ucs_status_string(status));
+}
+
+static size_t mode_max(node_t *n, send_mode_t mode)
+{
+    switch (mode) {
+    case SEND_SHORT: return n->attr.cap.am.max_short + 8;
+    case SEND_BCOPY: return n->attr.cap.am.max_bcopy;
+    default:         return n->attr.cap.am.max_zcopy;
+    }
+}
+
+/* ---- one process ---------------------------------------------------------------------------- */
+
+START_TEST(test_uct_ep_query_caps)
+{
+    node_t n;
+    const uint64_t expect = UCT_IFACE_FLAG_CONNECT_TO_IFACE | UCT_IFACE_FLAG_AM_SHORT |
+                            UCT_IFACE_FLAG_AM_BCOPY | UCT_IFACE_FLAG_AM_ZCOPY |
+                            UCT_IFACE_FLAG_PUT_SHORT | UCT_IFACE_FLAG_PUT_BCOPY |
+                            UCT_IFACE_FLAG_PUT_ZCOPY | UCT_IFACE_FLAG_GET_BCOPY |
+                            UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING |
+                            UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK |
+                            UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
+
+    node_open(&n, NULL, NULL);
+    ck_assert_uint_eq(n.attr.cap.flags, expect);
+    ck_assert_uint_eq(n.attr.cap.am.max_bcopy, 8192);
+    ck_assert_uint_ge(n.attr.cap.am.max_short, 1024);
+    ck_assert(n.attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD);
+    node_close(&n);
+}
+END_TEST
+
+/* loop index: send mode; two ifaces in one process and an iface connected to itself */
+START_TEST(test_uct_ep_am_loopback_sizes)
+{
+    send_mode_t mode = _i;
+    node_t a, b;
+    uct_ep_h ab, bb;
+    uint64_t seq = 0, self_seq;
+    size_t len, max;
+
+    node_open(&a, NULL, NULL);
+    node_open(&b, NULL, NULL);
+    ab  = node_connect(&a, b.addr, b.dev_addr);
+    bb  = node_connect(&b, b.addr, b.dev_addr); /* to itself */
+    max = mode_max(&a, mode);
+    for (len = 8; len <= max; len = (len < 200) ? len + 1 : len * 3 / 2) {
+        send_msg(&a, ab, mode, seq++, len, &b);
+    }
+    send_msg(&a, ab, mode, seq++, max, &b);
+    wait_recv(&b, seq);
+    /* the self-connected ep, interleaved with the other sender's lane */
+    self_seq = seq;
+    for (len = 8; len <= max; len *= 2) {
+        send_msg(&b, bb, mode, seq++, len, NULL);
+    }
+    wait_recv(&b, seq);
+    ck_assert_uint_eq(b.nbad, 0);
+    ck_assert_uint_gt(seq, self_seq);
+    uct_ep_destroy(bb);
+    uct_ep_destroy(ab);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
+START_TEST(test_uct_ep_am_length_checks)
+{
+    node_t a, b;
+    uct_ep_h ep;
+    static uint8_t buf[MAX_MSG * 2];
+    pack_arg_t arg = {buf, 0};
+
+    node_open(&a, NULL, NULL);
+    node_open(&b, NULL, NULL);
+    ep = node_connect(&a, b.addr, b.dev_addr);
+    ck_assert_int_eq(uct_ep_am_short(ep, AM_ID, 0, buf, a.attr.cap.am.max_short + 1),
+                     UCS_ERR_INVALID_PARAM);
+    ck_assert_int_eq(uct_ep_am_short(ep, UCT_AM_ID_MAX, 0, buf, 8), UCS_ERR_INVALID_PARAM);
+    arg.len = a.attr.cap.am.max_bcopy + 1;
+    ck_assert_int_eq(uct_ep_am_bcopy(ep, AM_ID, pack_cb, &arg, 0), UCS_ERR_INVALID_PARAM);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
+static size_t pack_zero(void *dest, void *arg)
+{
+    memset(dest, 0xab, 8);
+    return 8;
+}
+
+static int pending_calls;
+static uct_ep_h pending_ep;
+static uint64_t pending_seq;
+
+static ucs_status_t pending_cb(uct_pending_req_t *req)
+{
+    pending_calls++;
+    return UCS_OK;
+}
+
+START_TEST(test_uct_ep_pending_and_flush)
+{
+    uct_pending_req_t req = {.func = pending_cb};
+    node_t a, b;
+    uct_ep_h ep;
+    ucs_status_t status;
+    uint64_t hdr, sent = 0;
+    int full = 0;
+
+    node_open(&a, NULL, NULL);
+    node_open(&b, "RING_SIZE", "4");
+    ep = node_connect(&a, b.addr, b.dev_addr);
+    ck_assert_int_eq(uct_ep_flush(ep, 0, NULL), UCS_OK);
+    /* the receiver does not progress: the 4-cell ring fills and sends are refused */
+    for (;;) {
+        hdr    = sent;
+        status = uct_ep_am_short(ep, AM_ID, hdr, NULL, 0);
+        if (status == UCS_ERR_NO_RESOURCE) {
+            full = 1;
+            break;
+        }
+        ck_assert_int_eq(status, UCS_OK);
+        sent++;
+        ck_assert_uint_le(sent, 4);
+    }
+    ck_assert(full);
+    ck_assert_uint_eq(sent, 4);
+    ck_assert_int_eq(uct_ep_pending_add(ep, &req, 0), UCS_OK);
+    ck_assert_int_eq(uct_ep_flush(ep, 0, NULL), UCS_ERR_NO_RESOURCE);
+    ck_assert_int_eq(pending_calls, 0);
+    /* the receiver consumes: the sender's progress dispatches the pending request */
+    b.expect_seq = 0;
+    wait_recv(&b, sent);
+    while (pending_calls == 0) {
+        uct_worker_progress(a.worker);
+    }
+    ck_assert_int_eq(pending_calls, 1);
+    ck_assert_int_eq(uct_ep_flush(ep, 0, NULL), UCS_OK);
+    /* with room, pending_add refuses with BUSY (send now instead) */
+    ck_assert_int_eq(uct_ep_pending_add(ep, &req, 0), UCS_ERR_BUSY);
+    ck_assert_int_eq(uct_ep_am_bcopy(ep, AM_ID, pack_zero, NULL, 0), 8);
+    ck_assert_int_eq(uct_ep_fence(ep, 0), UCS_OK);
+    ck_assert_int_eq(uct_iface_flush(a.iface, 0, NULL), UCS_OK);
+    /* a purged request is handed back, not run */
+    uct_ep_pending_purge(ep, NULL, NULL);
+    (void)pending_ep;
+    (void)pending_seq;
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
+START_TEST(test_uct_ep_put_get_local)
+{
+    node_t a, b;
+    uct_ep_h ep;
+    uct_mem_h memh;
+    uct_rkey_bundle_t rkey;
+    uct_md_attr_t md_attr;
+    static uint8_t target[1 << 20], src[1 << 20], dst[1 << 20];
+    uint8_t packed[64];
+    uct_iov_t iov;
+    size_t len;
+
+    node_open(&a, NULL, NULL);
+    node_open(&b, NULL, NULL);
+    ep = node_connect(&a, b.addr, b.dev_addr);
+    ck_assert_int_eq(uct_md_query(b.md, &md_attr), UCS_OK);
+    ck_assert_uint_le(md_attr.rkey_packed_size, sizeof(packed));
+    ck_assert_int_eq(uct_md_mem_reg(b.md, target, sizeof(target), UCT_MD_MEM_ACCESS_ALL, &memh), UCS_OK);
+    ck_assert_int_eq(uct_md_mkey_pack(b.md, memh, packed), UCS_OK);
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), packed, &rkey), UCS_OK);
+    for (len = 1; len <= sizeof(target) / 2; len *= 4) {
+        fill_msg(src, len, len < 8 ? 8 : len);
+        iov = (uct_iov_t){.buffer = src, .length = len, .count = 1};
+        ck_assert_int_eq(uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)target + 3, rkey.rkey, NULL),
+                         UCS_OK);
+        ck_assert_mem_eq(target + 3, src, len);
+        memset(dst, 0, len);
+        iov.buffer = dst;
+        ck_assert_int_eq(uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)target + 3, rkey.rkey, NULL),
+                         UCS_OK);
+        ck_assert_mem_eq(dst, src, len);
+    }
+    ck_assert_int_eq(uct_ep_put_short(ep, src, 100, (uintptr_t)target, rkey.rkey), UCS_OK);
+    ck_assert_mem_eq(target, src, 100);
+    /* outside the registered region: refused, nothing written */
+    ck_assert_int_eq(uct_ep_put_short(ep, src, 100, (uintptr_t)target + sizeof(target) - 50,
+                                      rkey.rkey), UCS_ERR_INVALID_PARAM);
+    ck_assert_int_eq(uct_ep_put_short(ep, src, 8, (uintptr_t)target - 8, rkey.rkey),
+                     UCS_ERR_INVALID_PARAM);
+    uct_rkey_release(test_ringk_component(), &rkey);
+    uct_md_mem_dereg(b.md, memh);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
+START_TEST(test_uct_ep_peer_iface_closed)
+{
+    node_t a, b;
+    uct_ep_h ep;
+    int i;
+
+    node_open(&a, NULL, NULL);
+    node_open(&b, NULL, NULL);
+    ep = node_connect(&a, b.addr, b.dev_addr);
+    ck_assert_int_eq(uct_ep_check(ep, 0, NULL), UCS_OK);
+    for (i = 0; i < 100; i++) {
+        uct_worker_progress(a.worker);
+    }
+    ck_assert_int_eq(a.nerr, 0);
+    /* the peer iface goes away in this very process: the pid lives, the ep must still fail */
+    node_close(&b);
+    ck_assert_int_eq(uct_ep_check(ep, 0, NULL), UCS_OK);
+    for (i = 0; (i < 1000) && (a.nerr == 0); i++) {
+        uct_worker_progress(a.worker);
+    }
+    ck_assert_int_eq(a.nerr, 1);
+    uct_ep_destroy(ep);
+    node_close(&a);
+}
+END_TEST
+
+/* ---- hostile peer ------------------------------------------------------------------------------ */
+
+static char captured_err[8192];
+
+static ucs_log_func_rc_t capture_err(const char *file, unsigned line, const char *function,
+                                     ucs_log_level_t level,
+                                     const ucs_log_component_config_t *comp_conf,
+                                     const char *message, va_list ap)
+{
+    size_t len = strlen(captured_err);
+
+    if (level <= UCS_LOG_LEVEL_ERROR) {
+        vsnprintf(captured_err + len, sizeof(captured_err) - len, message, ap);
+        strncat(captured_err, "\n", sizeof(captured_err) - strlen(captured_err) - 1);
+    }
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
+/* Maps a node's receive segment the way a peer does, through its iface address. */
+static void *map_segment(node_t *n, uint64_t *bytes_p)
+{
+    uint64_t seg_bytes;
+    uint32_t pid;
+    int32_t fd;
+    char path[64];
+    void *seg;
+    int f;
+
+    memcpy(&seg_bytes, n->addr + 8, 8);
+    memcpy(&pid, n->addr + 16, 4);
+    memcpy(&fd, n->addr + 20, 4);
+    snprintf(path, sizeof(path), "/proc/%u/fd/%d", pid, fd);
+    f = open(path, O_RDWR);
+    ck_assert_int_ge(f, 0);
+    seg = mmap(NULL, seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    close(f);
+    ck_assert_ptr_ne(seg, MAP_FAILED);
+    *bytes_p = seg_bytes;
+    return seg;
+}
+
+static const struct {
+    uint32_t len;
+    uint16_t ncells;
+    uint8_t  id;
+    const char *what;
+} bad_cells[] = {
+    {16, 1, 200, "am id 200"},
+    {16, 0, AM_ID, "cells 0"},
+    {16, 60000, AM_ID, "cells 60000"},
+    {100000, 1, AM_ID, "length 100000"},
+    {49, 1, AM_ID, "length 49"},
+};
+
+START_TEST(test_uct_ep_malformed_cells)
+{
+    node_t a, b;
+    uct_ep_h ep;
+    uint64_t bytes, pos;
+    uct_ringk_seg_shm_t *hdr;
+    ringk_ring_t ring;
+    void *seg;
+    uint64_t seq;
+
+    node_open(&a, NULL, NULL);
+    node_open(&b, NULL, NULL);
+    ep  = node_connect(&a, b.addr, b.dev_addr); /* an honest sender on its own lane */
+    seg = map_segment(&b, &bytes);
+    hdr = seg;
+    /* the hostile writer uses the shared lane, as a sender without a lane of its own would */
+    ck_assert_int_eq(ringk_ring_attach(&ring, (char*)seg + hdr->rings_offset, hdr->lane_stride),
+                     0);
+    ck_assert(ringk_ring_mp_claim(&ring, 1, &pos));
+    seq = 0;
+    ringk_ring_write(&ring, pos, 0, &seq, 8);
+    ringk_ring_publish(&ring, pos, bad_cells[_i].len, bad_cells[_i].ncells, bad_cells[_i].id, 0);
+
+    captured_err[0] = '\0';
+    ucs_log_push_handler(capture_err);
+    send_msg(&a, ep, SEND_SHORT, 0, 64, &b);
+    send_msg(&a, ep, SEND_BCOPY, 1, 3000, &b);
+    wait_recv(&b, 2);
+    ucs_log_pop_handler();
+    /* the malformed cell is dropped with an error, the honest lane is intact */
+    ck_assert_msg(strstr(captured_err, "dropping malformed message") != NULL, "log: %s",
+                  captured_err);
+    ck_assert_uint_eq(b.nrecv, 2);
+    ck_assert_uint_eq(b.nbad, 0);
+    munmap(seg, bytes);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
+/* ---- two processes ---------------------------------------------------------------------------- */
+
+typedef struct {
+    uint8_t  addr[64];
+    uint8_t  dev_addr[64];
+    uint8_t  rkey[64];
+    uint64_t target;
+} peer_info_t;
+
+static int count_dev_shm(void)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+    int n = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        n += (e->d_name[0] != '.');
+    }
+    closedir(d);
+    return n;
+}
+
+/* Receiver child: opens an iface, publishes its address and a registered 4 MiB buffer, counts
+ * messages until it has @a expect, then reports count and errors and waits for the parent. */
+static void child_receiver(int wfd, int rfd, uint64_t expect)
+{
+    static uint8_t target[4 << 20];
+    peer_info_t info = {{0}};
+    uct_mem_h memh;
+    uint64_t result[2];
+    char go;
+    node_t n;
+
+    node_open(&n, NULL, NULL);
+    memcpy(info.addr, n.addr, sizeof(info.addr));
+    memcpy(info.dev_addr, n.dev_addr, sizeof(info.dev_addr));
+    ck_assert_int_eq(uct_md_mem_reg(n.md, target, sizeof(target), UCT_MD_MEM_ACCESS_ALL, &memh), UCS_OK);
+    ck_assert_int_eq(uct_md_mkey_pack(n.md, memh, info.rkey), UCS_OK);
+    info.target = (uintptr_t)target;
+    ck_assert_int_eq(write(wfd, &info, sizeof(info)), sizeof(info));
+    wait_recv(&n, expect);
+    result[0] = n.nrecv;
+    result[1] = n.nbad;
+    ck_assert_int_eq(write(wfd, result, sizeof(result)), sizeof(result));
+    /* wait for the parent's RMA checks, reading our buffer back through a message */
+    ck_assert_int_eq(read(rfd, &go, 1), 1);
+    ck_assert_int_eq(write(wfd, target, 4096), 4096);
+    ck_assert_int_eq(read(rfd, &go, 1), 1);
+    uct_md_mem_dereg(n.md, memh);
+    node_close(&n);
+    _exit(0);
+}
+
+START_TEST(test_uct_ep_two_process_am_rma)
+{
+    int p2c[2], c2p[2], status;
+    peer_info_t info;
+    uint64_t result[2], seq = 0;
+    static uint8_t buf[4096], back[4096], src[1 << 20], dst[1 << 20];
+    uct_rkey_bundle_t rkey;
+    const uint64_t nmsgs = 3 * 2000;
+    uct_iov_t iov;
+    node_t a;
+    uct_ep_h ep;
+    pid_t pid;
+    size_t len;
+    int mode, i;
+
+    ck_assert_int_eq(pipe(p2c), 0);
+    ck_assert_int_eq(pipe(c2p), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        child_receiver(c2p[1], p2c[0], nmsgs);
+    }
+    ck_assert_int_eq(read(c2p[0], &info, sizeof(info)), sizeof(info));
+    node_open(&a, NULL, NULL);
+    ep = node_connect(&a, info.addr, info.dev_addr);
+    /* 2000 messages of each kind, sizes cycling from 8 bytes to the maximum */
+    for (mode = 0; mode < SEND_MODES; mode++) {
+        for (i = 0; i < 2000; i++) {
+            len = 8 + (i * 97) % (mode_max(&a, mode) - 7);
+            send_msg(&a, ep, mode, seq++, len, NULL);
+        }
+    }
+    ck_assert_int_eq(read(c2p[0], result, sizeof(result)), sizeof(result));
+    ck_assert_uint_eq(result[0], nmsgs);
+    ck_assert_uint_eq(result[1], 0);
+
+    /* RMA into the other process, at sizes from 1 byte to 1 MiB, read back by get */
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), info.rkey, &rkey), UCS_OK);
+    for (len = 1; len <= sizeof(src); len *= 8) {
+        fill_msg(src, len + 1, len < 8 ? 8 : len);
+        iov = (uct_iov_t){.buffer = src, .length = len, .count = 1};
+        ck_assert_int_eq(uct_ep_put_zcopy(ep, &iov, 1, info.target + 4096, rkey.rkey, NULL),
+                         UCS_OK);
+        iov.buffer = dst;
+        memset(dst, 0, len);
+        ck_assert_int_eq(uct_ep_get_zcopy(ep, &iov, 1, info.target + 4096, rkey.rkey, NULL),
+                         UCS_OK);
+        ck_assert_mem_eq(dst, src, len);
+    }
+    fill_msg(buf, 77, sizeof(buf));
+    ck_assert_int_eq(uct_ep_put_short(ep, buf, sizeof(buf), info.target, rkey.rkey), UCS_OK);
+    ck_assert_int_eq(write(p2c[1], "g", 1), 1);
+    ck_assert_int_eq(read(c2p[0], back, sizeof(back)), sizeof(back));
+    ck_assert_mem_eq(back, buf, sizeof(buf)); /* seen by the child itself */
+    uct_rkey_release(test_ringk_component(), &rkey);
+    ck_assert_int_eq(write(p2c[1], "q", 1), 1);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+    uct_ep_destroy(ep);
+    node_close(&a);
+}
+END_TEST
+
+START_TEST(test_uct_ep_event_fd_wakeup)
+{
+    int p2c[2], c2p[2], fd, status, n_wake = 0, i;
+    peer_info_t info;
+    struct pollfd pfd;
+    node_t a, b;
+    uct_ep_h ep;
+    pid_t pid;
+    char go;
+
+    ck_assert_int_eq(pipe(p2c), 0);
+    ck_assert_int_eq(pipe(c2p), 0);
+    node_open(&b, NULL, NULL);
+    ck_assert_int_eq(uct_iface_event_fd_get(b.iface, &fd), UCS_OK);
+    memcpy(info.addr, b.addr, sizeof(info.addr));
+    memcpy(info.dev_addr, b.dev_addr, sizeof(info.dev_addr));
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* sender child: one message each time the parent says it sleeps */
+        node_open(&a, NULL, NULL);
+        ep = node_connect(&a, info.addr, info.dev_addr);
+        for (i = 0; i < 5; i++) {
+            ck_assert_int_eq(read(p2c[0], &go, 1), 1);
+            usleep(20000); /* let the parent enter poll() */
+            send_msg(&a, ep, SEND_SHORT, i, 16, NULL);
+        }
+        ck_assert_int_eq(read(p2c[0], &go, 1), 1);
+        uct_ep_destroy(ep);
+        node_close(&a);
+        _exit(0);
+    }
+    for (i = 0; i < 5; i++) {
+        while (uct_iface_event_arm(b.iface, UCT_EVENT_RECV) == UCS_ERR_BUSY) {
+            uct_worker_progress(b.worker);
+        }
+        ck_assert_int_eq(write(p2c[1], "s", 1), 1);
+        pfd = (struct pollfd){.fd = fd, .events = POLLIN};
+        /* sleep: the sender's message must wake us well before the timeout */
+        ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+        n_wake++;
+        wait_recv(&b, (uint64_t)i + 1);
+        /* with the message consumed nothing is left, and a fresh arm succeeds; with a message
+         * waiting, arm says BUSY */
+    }
+    ck_assert_int_eq(n_wake, 5);
+    ck_assert_uint_eq(b.nrecv, 5);
+    ck_assert_uint_eq(b.nbad, 0);
+    ck_assert_int_eq(write(p2c[1], "q", 1), 1);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+    node_close(&b);
+}
+END_TEST
+
+START_TEST(test_uct_ep_arm_busy_with_message)
+{
+    node_t a, b;
+    uct_ep_h ep;
+    int fd;
+
+    node_open(&a, NULL, NULL);
+    node_open(&b, NULL, NULL);
+    ck_assert_int_eq(uct_iface_event_fd_get(b.iface, &fd), UCS_OK);
+    ck_assert_int_eq(uct_iface_event_arm(b.iface, UCT_EVENT_RECV), UCS_OK);
+    ep = node_connect(&a, b.addr, b.dev_addr);
+    send_msg(&a, ep, SEND_SHORT, 0, 16, NULL);
+    ck_assert_int_eq(uct_iface_event_arm(b.iface, UCT_EVENT_RECV), UCS_ERR_BUSY);
+    wait_recv(&b, 1);
+    ck_assert_int_eq(uct_iface_event_arm(b.iface, UCT_EVENT_RECV), UCS_OK);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
+/* A sender child floods the parent; the parent kills it with SIGKILL mid-stream. The parent
+ * must go on: its ep to the dead child reports an error, its lane is reclaimed, and a new
+ * sender gets a lane and is delivered in order. Nothing appears in /dev/shm. */
+START_TEST(test_uct_ep_kill9_sender)
+{
+    int c2p[2], shm_before = count_dev_shm(), i;
+    peer_info_t info;
+    node_t b, c;
+    uct_ep_h back_ep, ep2;
+    uint64_t before;
+    pid_t pid;
+
+    ck_assert_int_eq(pipe(c2p), 0);
+    node_open(&b, "LANES", "2"); /* one own lane: the dead sender's must come back */
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        node_t a;
+        uct_ep_h ep;
+        uint64_t seq = 0;
+
+        node_open(&a, NULL, NULL);
+        ep = node_connect(&a, b.addr, b.dev_addr);
+        memcpy(info.addr, a.addr, sizeof(info.addr));
+        memcpy(info.dev_addr, a.dev_addr, sizeof(info.dev_addr));
+        ck_assert_int_eq(write(c2p[1], &info, sizeof(info)), sizeof(info));
+        for (;;) {
+            send_msg(&a, ep, (seq % 3), seq, 8 + (seq * 13) % (mode_max(&a, seq % 3) - 8), &a);
+            seq++;
+        }
+    }
+    ck_assert_int_eq(read(c2p[0], &info, sizeof(info)), sizeof(info));
+    back_ep = node_connect(&b, info.addr, info.dev_addr);
+    wait_recv(&b, 5000);
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+    before = b.nrecv;
+    for (i = 0; i < 100000; i++) {
+        uct_worker_progress(b.worker); /* drains what the child published; must not hang */
+    }
+    ck_assert_uint_ge(b.nrecv, before);
+    ck_assert_uint_eq(b.nbad, 0);
+    /* the ep to the dead process reports the failure */
+    ck_assert_int_eq(uct_ep_check(back_ep, 0, NULL), UCS_OK);
+    for (i = 0; (i < 100000) && (b.nerr == 0); i++) {
+        uct_worker_progress(b.worker);
+    }
+    ck_assert_int_eq(b.nerr, 1);
+    /* the dead sender's lane is reclaimed: a new sender gets it and is delivered in order */
+    for (i = 0; i < 1000; i++) {
+        uct_worker_progress(b.worker);
+    }
+    node_open(&c, NULL, NULL);
+    ep2 = node_connect(&c, b.addr, b.dev_addr);
+    b.expect_seq = 1000000;
+    before       = b.nrecv;
+    for (i = 0; i < 100; i++) {
+        send_msg(&c, ep2, SEND_BCOPY, 1000000 + i, 100, &b);
+    }
+    wait_recv(&b, before + 100);
+    ck_assert_uint_eq(b.nbad, 0);
+    ck_assert_int_eq(count_dev_shm(), shm_before);
+    uct_ep_destroy(ep2);
+    node_close(&c);
+    uct_ep_destroy(back_ep);
+    node_close(&b);
+}
+END_TEST
+
+void test_uct_ep_tcases(Suite *s)
+{
+    TCase *tc;
+
+    tc = tcase_create("ep_local");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_uct_ep_query_caps);
+    tcase_add_loop_test(tc, test_uct_ep_am_loopback_sizes, 0, SEND_MODES);
+    tcase_add_test(tc, test_uct_ep_am_length_checks);
+    tcase_add_test(tc, test_uct_ep_pending_and_flush);
+    tcase_add_test(tc, test_uct_ep_put_get_local);
+    tcase_add_test(tc, test_uct_ep_peer_iface_closed);
+    tcase_add_loop_test(tc, test_uct_ep_malformed_cells, 0,
+                        sizeof(bad_cells) / sizeof(bad_cells[0]));
+    tcase_add_test(tc, test_uct_ep_arm_busy_with_message);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("ep_process");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_uct_ep_two_process_am_rma);
+    tcase_add_test(tc, test_uct_ep_event_fd_wakeup);
+    tcase_add_test(tc, test_uct_ep_kill9_sender);
+    suite_add_tcase(s, tc);
+}
