@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Open MPI programs over ringk (pml ucx, UCX_TLS=ringk,self), as TAP: ping-pong 1 B..16 MiB,
+# allreduce/alltoall with 4 ranks (oversubscribed), one-sided put/get/accumulate through osc
+# ucx. Each test also asserts from UCX's own log that the lanes used are ringk's.
+set -u
+top=${RINGK_TOP_BUILDDIR:?}
+ex=$top/examples/mpi
+if [ ! -x "$ex/mpi_pingpong" ]; then
+    echo "1..0 # SKIP built without MPI (configure found no mpicc)"
+    exit 0
+fi
+run=(timeout 120 mpirun --allow-run-as-root --oversubscribe --mca pml ucx
+     --mca opal_common_ucx_tls any --mca opal_common_ucx_devices any
+     -x UCX_TLS=ringk,self -x UCX_LOG_LEVEL=info -x LD_PRELOAD)
+n=0
+fails=0
+check() { # check NAME EXPECTED-OUTPUT LANE-PATTERN CMD...
+    local name=$1 expect=$2 lanes=$3 out rc
+    shift 3
+    n=$((n + 1))
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "$expect" <<<"$out" && grep -q "$lanes" <<<"$out" &&
+       ! grep -q "posix\|sysv\|cma/" <<<"$out"; then
+        echo "ok $n - $name"
+        grep -E "^mpi_" <<<"$out" | sed 's/^/# /'
+    else
+        echo "not ok $n - $name (exit $rc)"
+        tail -n 30 <<<"$out" | sed 's/^/# /'
+        fails=$((fails + 1))
+    fi
+}
+echo "1..3"
+check "mpi ping-pong 1 B .. 16 MiB over ringk" "0 errors" "tag(ringk/memory)" \
+    "${run[@]}" -np 2 "$ex/mpi_pingpong" 2000
+check "mpi allreduce + alltoall, 4 ranks over ringk" "0 errors" "tag(ringk/memory)" \
+    "${run[@]}" -np 4 "$ex/mpi_collectives"
+check "mpi osc ucx put/get/accumulate, 4 ranks over ringk" "0 errors" "rma(ringk/memory)" \
+    "${run[@]}" -np 4 --mca osc ucx "$ex/mpi_osc"
+[ $fails -eq 0 ]

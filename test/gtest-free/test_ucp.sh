@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# UCP programs over ringk alone (UCX_TLS=ringk,self), as TAP: ucx_perftest tag, stream, put and
+# get tests at 8 B, 4 KiB, 1 MiB and 16 MiB between two processes, plus the UCT-level tests.
+# Each test asserts from UCX's log that the endpoint's lanes are ringk's.
+set -u
+perftest=${UCX_PERFTEST:-$(command -v ucx_perftest)}
+if [ -z "$perftest" ]; then
+    echo "1..0 # SKIP ucx_perftest not found"
+    exit 0
+fi
+port=$((20000 + ($$ % 20000)))
+n=0
+fails=0
+tests=()
+for t in tag_lat tag_bw stream_lat stream_bw ucp_put_lat ucp_put_bw ucp_get; do
+    for s in 8 4096 1048576 16777216; do
+        tests+=("ucp $t $s")
+    done
+done
+for t in am_lat am_bw put_lat put_bw; do
+    tests+=("uct $t 8" "uct $t 4096")
+done
+tests+=("uct am_bw 4096 zcopy")
+echo "1..${#tests[@]}"
+for spec in "${tests[@]}"; do
+    read -r level t s layout <<<"$spec"
+    n=$((n + 1))
+    port=$((port + 1))
+    iters=2000
+    [ "$s" -ge 1048576 ] && iters=20
+    if [ "$level" = ucp ]; then
+        env=(UCX_TLS=ringk,self UCX_LOG_LEVEL=info)
+        args=(-t "$t" -s "$s" -n "$iters")
+        want="ringk/memory"
+    else
+        env=()
+        args=(-t "$t" -s "$s" -n "$iters" -x ringk -d memory)
+        # the default layout is 'short'; 4 KiB active messages go by bcopy and zcopy
+        case "$t:$s" in am_*:4096) args+=(-D "${layout:-bcopy}") ;; esac
+        want="Final:"
+    fi
+    env "${env[@]}" timeout 60 "$perftest" -p $port "${args[@]}" >"srv.$$.log" 2>&1 &
+    srv=$!
+    sleep 0.3
+    out=$(env "${env[@]}" timeout 60 "$perftest" localhost -p $port "${args[@]}" 2>&1)
+    rc=$?
+    wait $srv
+    src=$?
+    if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "Final:" <<<"$out" &&
+       grep -q "$want" <<<"$out"; then
+        echo "ok $n - $level $t $s B ${layout:+$layout }over ringk"
+        grep "Final:" <<<"$out" | sed 's/^/# /'
+    else
+        echo "not ok $n - $level $t $s B over ringk (client $rc, server $src)"
+        tail -n 20 <<<"$out" | sed 's/^/# /'
+        tail -n 10 "srv.$$.log" | sed 's/^/# server: /'
+        fails=$((fails + 1))
+    fi
+    rm -f "srv.$$.log"
+done
+[ $fails -eq 0 ]
