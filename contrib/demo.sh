@@ -25,5 +25,31 @@ $run ucx_info -c | grep '^UCX_RINGK_'
 echo
 echo "=== 4. build and host topology: ringk_info"
 _build/src/tools/ringk_info
+
+perf() { # perf "ENV" ARGS...: ucx_perftest server and client on this host, prints the result
+    local env=$1 port=$((40000 + RANDOM % 10000))
+    shift
+    env $env timeout 120 $run ucx_perftest -p $port "$@" >/dev/null 2>&1 &
+    sleep 0.5
+    env $env timeout 120 $run ucx_perftest localhost -p $port "$@" 2>&1 |
+        grep -E "ep_cfg\[[0-9]\]|Stage|Final" | sed -e 's/^.*ep_cfg/  ep_cfg/'
+    wait
+}
 echo
-echo "demo: done"
+echo "=== 5. UCT level, two processes: ucx_perftest -t am_lat -x ringk -d memory (8 B)"
+perf "" -t am_lat -x ringk -d memory -n 100000
+echo
+echo "=== 6. UCP level over ringk alone (UCX_TLS=ringk,self): tag_lat 8 B, tag_bw 1 MiB (rendezvous)"
+perf "UCX_TLS=ringk,self UCX_LOG_LEVEL=info" -t tag_lat -n 100000
+perf "UCX_TLS=ringk,self" -t tag_bw -s 1048576 -n 2000
+if [ -x _build/examples/mpi/mpi_pingpong ]; then
+    echo
+    echo "=== 7. Open MPI through pml ucx over ringk: ping-pong 1 B..16 MiB, allreduce/alltoall on 4 ranks"
+    mpi=($run mpirun --allow-run-as-root --oversubscribe --mca pml ucx --mca opal_common_ucx_tls any
+         --mca opal_common_ucx_devices any -x UCX_TLS=ringk,self -x LD_PRELOAD)
+    "${mpi[@]}" -np 2 _build/examples/mpi/mpi_pingpong
+    "${mpi[@]}" -np 4 _build/examples/mpi/mpi_collectives
+    "${mpi[@]}" -np 4 --mca osc ucx _build/examples/mpi/mpi_osc
+fi
+echo
+echo "demo: done (benchmark against posix: bash bench/ringk_vs_posix.sh)"

@@ -22,6 +22,7 @@ for t in am_lat am_bw put_lat put_bw; do
     tests+=("uct $t 8" "uct $t 4096")
 done
 tests+=("uct am_bw 4096 zcopy")
+tests+=("pick tag_lat 8")
 echo "1..${#tests[@]}"
 for spec in "${tests[@]}"; do
     read -r level t s layout <<<"$spec"
@@ -33,6 +34,11 @@ for spec in "${tests[@]}"; do
         env=(UCX_TLS=ringk,self UCX_LOG_LEVEL=info)
         args=(-t "$t" -s "$s" -n "$iters")
         want="ringk/memory"
+    elif [ "$level" = pick ]; then
+        # both allowed: UCP must choose ringk for the tag lane (its measured latency is lower)
+        env=(UCX_TLS=ringk,posix,self UCX_LOG_LEVEL=info)
+        args=(-t "$t" -s "$s" -n "$iters")
+        want="ep_cfg\[0\]: tag(ringk/memory)"
     else
         env=()
         args=(-t "$t" -s "$s" -n "$iters" -x ringk -d memory)
@@ -49,7 +55,7 @@ for spec in "${tests[@]}"; do
     src=$?
     if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "Final:" <<<"$out" &&
        grep -q "$want" <<<"$out"; then
-        echo "ok $n - $level $t $s B ${layout:+$layout }over ringk"
+        echo "ok $n - $level $t $s B ${layout:+$layout }over ringk${env[0]:+ (${env[0]})}"
         grep "Final:" <<<"$out" | sed 's/^/# /'
     else
         echo "not ok $n - $level $t $s B over ringk (client $rc, server $src)"
