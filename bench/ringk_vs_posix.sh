@@ -9,6 +9,7 @@
 # Cases (client and server are two processes on this host):
 #   UCT am_lat 8 B            one-way latency, usec        ratio target <= 1.0
 #   UCT am_bw 8 B             message rate, msg/s          ratio target >= 1.0
+#   UCT am_bw 8 KiB bcopy     bandwidth, MB/s              (no target; sets iface_query's figure)
 #   UCP tag_lat 8 B           vs posix,cma, usec           ratio target <= 1.0
 #   UCP tag_bw 1 MiB          vs posix,cma, MB/s           ratio target >= 0.9
 #   MPI ping-pong 8 B         pml ucx vs posix, usec       ratio target <= 1.0
@@ -27,10 +28,10 @@ trap 'rm -rf "$out"' EXIT
 # perf NAME TLS LEVEL TEST SIZE ITERS FIELD: one client/server run, prints the chosen figure
 # (FIELD 4 = average latency usec, 6 = average MB/s, 8 = average msg/s of the Final line).
 perf() {
-    local tls=$1 level=$2 t=$3 s=$4 iters=$5 field=$6 args env line
+    local tls=$1 level=$2 t=$3 s=$4 iters=$5 field=$6 layout=${7:-} args env line
     port=$((port + 1))
     if [ "$level" = uct ]; then
-        args=(-t "$t" -s "$s" -n "$iters" -x "$tls" -d memory)
+        args=(-t "$t" -s "$s" -n "$iters" -x "$tls" -d memory ${layout:+-D $layout})
         env=()
     else
         args=(-t "$t" -s "$s" -n "$iters")
@@ -55,11 +56,12 @@ mpi_lat() {
 cases=(
     "uct_am_lat_8B|usec|lower|perf ringk uct am_lat 8 200000 4|perf posix uct am_lat 8 200000 4"
     "uct_am_bw_8B|msg/s|higher|perf ringk uct am_bw 8 2000000 8|perf posix uct am_bw 8 2000000 8"
+    "uct_am_bw_8KiB|MB/s|higher|perf ringk uct am_bw 8192 200000 6 bcopy|perf posix uct am_bw 8192 200000 6 bcopy"
     "ucp_tag_lat_8B|usec|lower|perf ringk,self ucp tag_lat 8 200000 4|perf posix,cma,self ucp tag_lat 8 200000 4"
     "ucp_tag_bw_1MiB|MB/s|higher|perf ringk,self ucp tag_bw 1048576 2000 6|perf posix,cma,self ucp tag_bw 1048576 2000 6"
     "mpi_pingpong_8B|usec|lower|mpi_lat ringk,self|mpi_lat posix,self"
 )
-[ -x "$pingpong" ] || cases=("${cases[@]:0:4}")
+[ -x "$pingpong" ] || cases=("${cases[@]:0:5}")
 
 echo "bench: ringk vs posix, $rounds interleaved rounds, $(nproc) cores, UCX $(ucx_info -v | sed -n 's/# Version //p')"
 for r in $(seq 1 "$rounds"); do

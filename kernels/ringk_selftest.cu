@@ -32,14 +32,15 @@ __global__ void ringk_selftest_kernel(void *mem, uint64_t bytes, uint32_t nmsgs,
         return;
     }
     if (blockIdx.x == 0) {
-        uint64_t next = 0, pos;
+        ringk_ring_prod_t prod = {0, 0};
+        uint64_t pos;
         for (uint32_t m = 0; m < nmsgs; m++) {
             uint32_t len = ringk_selftest_len(m, r.cell_size);
             uint32_t nc  = ringk_ring_cells_for(len, r.cell_size);
             for (uint32_t i = 0; i < len; i++) {
                 buf[i] = ringk_selftest_byte(m, i);
             }
-            while (!ringk_ring_sp_claim(&r, &next, nc, &pos)) {
+            while (!ringk_ring_sp_claim(&r, &prod, nc, &pos)) {
             }
             ringk_ring_write(&r, pos, 0, buf, len);
             ringk_ring_publish(&r, pos, len, (uint16_t)nc, (uint8_t)(m & 0xff), 0);
@@ -48,10 +49,11 @@ __global__ void ringk_selftest_kernel(void *mem, uint64_t bytes, uint32_t nmsgs,
         uint64_t pos = 0;
         for (uint32_t m = 0; m < nmsgs; m++) {
             const ringk_cell_hdr_t *h;
-            while ((h = ringk_ring_peek(&r, pos)) == NULL) {
+            while ((h = ringk_ring_peek(&r, &pos)) == NULL) {
             }
             uint32_t len = h->len, nc = h->ncells;
-            int ok = (ringk_ring_msg_check(&r, len, nc, r.ncells) == 0) &&
+            uint8_t flags = h->flags;
+            int ok = (ringk_ring_msg_check(&r, pos, len, nc, flags, r.ncells) == 0) &&
                      (len == ringk_selftest_len(m, r.cell_size)) && (h->id == (m & 0xff));
             if (ok) {
                 ringk_ring_read(&r, pos, 0, buf, len);
@@ -59,7 +61,7 @@ __global__ void ringk_selftest_kernel(void *mem, uint64_t bytes, uint32_t nmsgs,
                     ok &= (buf[i] == ringk_selftest_byte(m, i));
                 }
             }
-            ringk_ring_release(&r, pos, ok ? nc : 1);
+            ringk_ring_release(&r, pos, ok ? nc : 1, ok ? flags : 0xff);
             pos += ok ? nc : 1;
             if (ok) {
                 (*verified)++;

@@ -19,7 +19,7 @@
  *               | the cell count, cell size, total bytes       |  creator, checked on attach
  *        64     +----------------------------------------------+
  *               | ringk_ring_line_t prod: tail (next position  |  line 1: producers only
- *               | to claim); used for claims and for flush     |
+ *               | to claim)                                    |
  *        128    +----------------------------------------------+
  *               | ringk_ring_line_t cons: head (next position  |  line 2: the consumer only
  *               | to consume), published after each release    |
@@ -27,16 +27,24 @@
  *               | cell 0 | cell 1 | ...        | cell N-1      |  N = 2^log2_ncells cells of
  *               +----------------------------------------------+  cell_size bytes each
  *
- *   cell:  | seq (8) | len (4) | ncells (2) | id (1) | flags (1) | payload ...               |
- *          continuation cells of a multi-cell message keep their own seq word and carry
- *          cell_size - 8 payload bytes each.
+ *   message: | seq (8) | len (4) | ncells (2) | id (1) | flags (1) | payload ...              |
+ *            the first cell's 16-byte header, then the payload, contiguous through the
+ *            message's cells; a message never wraps around the ring's end (a skip cell pads).
  *
- * Positions are 64-bit, free-running. Cell i starts with seq = i ("free for position i").
- * A producer that owns position p waits until cell[p % N].seq == p, writes the payload and
- * header, and publishes with one release store seq = p + 1 ("full for position p"). The consumer
- * at position c sees a full cell by reading that cell alone (seq == c + 1), copies it out, and
- * frees it with a release store seq = c + N ("free for position c + N"). No index is bumped
- * before the data is there, and no index ever goes back.
+ * Positions are 64-bit and free-running; a message takes positions [p, p + ncells).
+ * Producer: owns [p, p + ncells) once p + ncells - head <= N, where head is the consumer's
+ *   index (read rarely: a producer keeps a cached copy and reloads it only when the ring looks
+ *   full). It writes payload and header, then publishes with one release store seq = p + 1.
+ * Consumer: at position c, the message is there when the cell at c alone says seq == c + 1
+ *   (one cache line for a small message). It reads it in place and publishes
+ *   head = c + ncells with a release store.
+ * Stale words: in the next lap the consumer may read the first word of a cell that held
+ *   payload (a continuation cell) before that cell is written again. That word must not equal
+ *   the value that would mean "published" then (its position + N + 1). The producer, which has
+ *   the payload in its cache, checks this before publishing and, in the rare case it holds,
+ *   sets RINGK_CELL_FLAG_CLEAR so the consumer clears those words on release. Cells covered by
+ *   a skip are cleared on release too (they are not rewritten in that lap).
+ * No index is bumped before the data is there, and no index ever goes back.
  */
 
 #define RINGK_RING_MAGIC        0x524b474eu /* "RKGN" */
@@ -44,7 +52,9 @@
 #define RINGK_RING_LINE         64u         /* bytes; cache line */
 #define RINGK_RING_HDR_BYTES    (3u * RINGK_RING_LINE)
 #define RINGK_CELL_HDR_BYTES    16u         /* header of a message's first cell */
-#define RINGK_CELL_SEQ_BYTES    8u          /* seq word that starts every cell */
+#define RINGK_CELL_FLAG_SKIP    0x80u       /* flags bit: padding to the ring's end */
+#define RINGK_CELL_FLAG_CLEAR   0x40u       /* flags bit: clear continuation cells on release */
+#define RINGK_CELL_FLAGS_USER   0x3fu       /* flags bits left to the user */
 #define RINGK_RING_CELL_MIN     64u
 #define RINGK_RING_CELL_MAX     4096u
 #define RINGK_RING_LOG2_MAX     20u         /* at most 1M cells */
@@ -123,11 +133,11 @@ typedef struct ringk_ring_line {
 
 /** Header of the first cell of a message. */
 typedef struct ringk_cell_hdr {
-    uint64_t seq;     /**< position + 1 when full, position when free */
+    uint64_t seq;     /**< position + 1 once published; 0 after the consumer released it */
     uint32_t len;     /**< payload bytes of the whole message */
     uint16_t ncells;  /**< cells the message spans, >= 1 */
     uint8_t  id;      /**< user message type (UCT: the AM id) */
-    uint8_t  flags;   /**< user flags */
+    uint8_t  flags;   /**< user flags (RINGK_CELL_FLAGS_USER) and RINGK_CELL_FLAG_SKIP */
 } ringk_cell_hdr_t;
 
 #if !defined(__cplusplus)
@@ -179,15 +189,13 @@ RINGK_HD uint64_t ringk_ring_bytes(uint32_t ncells, uint32_t cell_size)
 /** Payload bytes a message spanning @a ncells cells can carry. */
 RINGK_HD uint64_t ringk_ring_capacity(uint32_t ncells, uint32_t cell_size)
 {
-    return (uint64_t)ncells * (cell_size - RINGK_CELL_SEQ_BYTES) -
-           (RINGK_CELL_HDR_BYTES - RINGK_CELL_SEQ_BYTES);
+    return (uint64_t)ncells * cell_size - RINGK_CELL_HDR_BYTES;
 }
 
 /** Cells a message of @a len payload bytes needs. */
 RINGK_HD uint32_t ringk_ring_cells_for(uint64_t len, uint32_t cell_size)
 {
-    uint64_t body = cell_size - RINGK_CELL_SEQ_BYTES;
-    return (uint32_t)((len + (RINGK_CELL_HDR_BYTES - RINGK_CELL_SEQ_BYTES) + body - 1) / body);
+    return (uint32_t)((len + RINGK_CELL_HDR_BYTES + cell_size - 1) / cell_size);
 }
 
 RINGK_HD void ringk_ring_view(ringk_ring_t *r, void *mem, uint32_t log2_ncells,
@@ -213,8 +221,6 @@ RINGK_HD void ringk_ring_view(ringk_ring_t *r, void *mem, uint32_t log2_ncells,
 RINGK_HD int ringk_ring_init(ringk_ring_t *r, void *mem, uint64_t bytes, uint32_t ncells,
                              uint32_t cell_size)
 {
-    uint32_t i;
-
     if (!ringk_ring_is_pow2(ncells) || (ncells < 2) ||
         (ringk_ring_log2(ncells) > RINGK_RING_LOG2_MAX) || !ringk_ring_is_pow2(cell_size) ||
         (cell_size < RINGK_RING_CELL_MIN) || (cell_size > RINGK_RING_CELL_MAX) ||
@@ -222,11 +228,8 @@ RINGK_HD int ringk_ring_init(ringk_ring_t *r, void *mem, uint64_t bytes, uint32_
         (bytes < ringk_ring_bytes(ncells, cell_size))) {
         return RINGK_RING_EINVAL;
     }
-    memset(mem, 0, RINGK_RING_HDR_BYTES);
+    memset(mem, 0, ringk_ring_bytes(ncells, cell_size));
     ringk_ring_view(r, mem, ringk_ring_log2(ncells), cell_size);
-    for (i = 0; i < ncells; i++) {
-        ((ringk_cell_hdr_t*)(r->cells + ((uint64_t)i << r->log2_cell)))->seq = i;
-    }
     r->shm->log2_ncells = ringk_ring_log2(ncells);
     r->shm->cell_size   = cell_size;
     r->shm->ring_bytes  = ringk_ring_bytes(ncells, cell_size);
@@ -272,93 +275,117 @@ RINGK_HD ringk_cell_hdr_t *ringk_ring_cell(const ringk_ring_t *r, uint64_t pos)
 
 /* ---- producer side ------------------------------------------------------------------------ */
 
-/**
- * Tells whether positions [pos, pos + ncells) are free. The consumer frees cells in order, so
- * the last one being free means all are.
- */
-RINGK_HD int ringk_ring_cells_free(const ringk_ring_t *r, uint64_t pos, uint32_t ncells)
-{
-    uint64_t last = pos + ncells - 1;
+/** A producer's local state on a ring: its next position and its copy of the consumer's head. */
+typedef struct ringk_ring_prod {
+    uint64_t pos;
+    uint64_t head;
+} ringk_ring_prod_t;
 
-    /* C2: pairs with R1 in ringk_ring_release(): the consumer is done reading these cells. */
-    return (ncells <= r->ncells) &&
-           (ringk_load_acquire_u64(&ringk_ring_cell(r, last)->seq) == last);
+/** Cells of padding a message of @a ncells cells needs at @a pos so that it does not wrap. */
+RINGK_HD uint32_t ringk_ring_pad(const ringk_ring_t *r, uint64_t pos, uint32_t ncells)
+{
+    uint32_t idx = (uint32_t)(pos & r->mask);
+
+    return (idx + ncells > r->ncells) ? r->ncells - idx : 0;
+}
+
+/** Writes and publishes a skip cell covering @a pad cells at @a pos. */
+RINGK_HD void ringk_ring_publish_skip(const ringk_ring_t *r, uint64_t pos, uint32_t pad)
+{
+    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+
+    cell->len    = 0;
+    cell->ncells = (uint16_t)pad;
+    cell->id     = 0;
+    cell->flags  = RINGK_CELL_FLAG_SKIP;
+    /* P1: as in ringk_ring_publish(). */
+    ringk_store_release_u64(&cell->seq, pos + 1);
 }
 
 /**
- * Single-producer claim: the lane's only producer keeps its next position in @a pos_p (a local
- * variable, not shared memory) and claims without any atomic read-modify-write.
+ * Tells whether a producer at @a prod->pos could write @a need cells, reloading its copy of the
+ * consumer's head only when the cached one says the ring is full.
+ */
+RINGK_HD int ringk_ring_room(const ringk_ring_t *r, ringk_ring_prod_t *prod, uint32_t need)
+{
+    if (prod->pos + need - prod->head <= r->ncells) {
+        return 1;
+    }
+    /* C2: pairs with R1 in ringk_ring_release(): the consumer is done with these cells. */
+    prod->head = ringk_load_acquire_u64(&r->cons->pos);
+    return prod->pos + need - prod->head <= r->ncells;
+}
+
+/**
+ * Single-producer claim: the lane's only producer keeps its position and its copy of the head in
+ * @a prod (local memory, not shared) and claims without any atomic read-modify-write. A message
+ * that would wrap is moved to the ring's start behind a skip cell.
  * @return 1 and the claimed position in @a claimed_p, or 0 when the ring is full.
  */
-RINGK_HD int ringk_ring_sp_claim(ringk_ring_t *r, uint64_t *pos_p, uint32_t ncells,
+RINGK_HD int ringk_ring_sp_claim(ringk_ring_t *r, ringk_ring_prod_t *prod, uint32_t ncells,
                                  uint64_t *claimed_p)
 {
-    if (!ringk_ring_cells_free(r, *pos_p, ncells)) {
+    uint32_t pad = ringk_ring_pad(r, prod->pos, ncells);
+
+    if ((ncells == 0) || (ncells > r->ncells) || !ringk_ring_room(r, prod, pad + ncells)) {
         return 0;
     }
-    *claimed_p = *pos_p;
-    *pos_p    += ncells;
-    /* Progress marker for flush and for observers; ordering comes from the cells' seq. */
-    ringk_store_relaxed_u64(&r->prod->pos, *pos_p);
+    if (pad != 0) {
+        ringk_ring_publish_skip(r, prod->pos, pad);
+    }
+    *claimed_p = prod->pos + pad;
+    prod->pos += pad + ncells;
+    /* Progress marker for observers and for the next owner of the lane. */
+    ringk_store_relaxed_u64(&r->prod->pos, prod->pos);
     return 1;
 }
 
 /**
- * Multi-producer claim for a lane shared by several senders: reads the tail, checks that the
- * cells are free, and takes them with one compare-and-swap. Free cells stay free until claimed
- * and the tail never repeats (64 bits), so a successful swap owns free cells.
- * @return 1 and the claimed position, 0 when the ring is full; retries while others race.
+ * Multi-producer claim for a ring shared by several producers: reads the tail and the head and
+ * takes the cells with one compare-and-swap on the tail. The head only grows, so room seen
+ * before the swap is still there after it.
+ * @return 1 and the claimed position, or 0 when the ring is full.
  */
 RINGK_HD int ringk_ring_mp_claim(ringk_ring_t *r, uint32_t ncells, uint64_t *claimed_p)
 {
-    uint64_t tail;
+    uint64_t tail, head;
+    uint32_t pad;
 
+    if ((ncells == 0) || (ncells > r->ncells)) {
+        return 0;
+    }
     for (;;) {
         tail = ringk_load_relaxed_u64(&r->prod->pos);
-        if (!ringk_ring_cells_free(r, tail, ncells)) {
-            /* Free check raced with another claim, or the ring is full. */
+        pad  = ringk_ring_pad(r, tail, ncells);
+        /* C2: as in ringk_ring_room(). */
+        head = ringk_load_acquire_u64(&r->cons->pos);
+        if (tail + pad + ncells - head > r->ncells) {
             if (ringk_load_relaxed_u64(&r->prod->pos) != tail) {
-                continue;
+                continue; /* raced with another claim */
             }
             return 0;
         }
-        if (ringk_cas_u64(&r->prod->pos, tail, tail + ncells)) {
-            *claimed_p = tail;
+        if (ringk_cas_u64(&r->prod->pos, tail, tail + pad + ncells)) {
+            if (pad != 0) {
+                ringk_ring_publish_skip(r, tail, pad);
+            }
+            *claimed_p = tail + pad;
             return 1;
         }
     }
 }
 
-/**
- * Copies @a len bytes of @a src into the claimed message at @a pos, starting at payload offset
- * @a off; payload that crosses a cell boundary continues after the next cell's seq word.
- */
-RINGK_HD void ringk_ring_write(const ringk_ring_t *r, uint64_t pos, uint64_t off,
-                               const void *src, uint64_t len)
-{
-    const uint8_t *s  = (const uint8_t*)src;
-    const uint32_t body = r->cell_size - RINGK_CELL_SEQ_BYTES;
-    /* Logical offset from the start of the first cell's body (after its seq word). */
-    uint64_t lo = off + (RINGK_CELL_HDR_BYTES - RINGK_CELL_SEQ_BYTES);
-    uint64_t cell = lo / body, in = lo % body, n;
-
-    while (len > 0) {
-        n = body - in;
-        if (n > len) {
-            n = len;
-        }
-        memcpy((uint8_t*)ringk_ring_cell(r, pos + cell) + RINGK_CELL_SEQ_BYTES + in, s, n);
-        s   += n;
-        len -= n;
-        in   = 0;
-        cell++;
-    }
-}
-
-/** Payload pointer of a message's first cell (for writing or reading it in place). */
+/** Payload of the message at @a pos: contiguous, ringk_ring_capacity(ncells) bytes. */
 RINGK_HD void *ringk_ring_payload(const ringk_ring_t *r, uint64_t pos)
 {
     return (uint8_t*)ringk_ring_cell(r, pos) + RINGK_CELL_HDR_BYTES;
+}
+
+/** Copies @a len bytes of @a src into the claimed message at @a pos, at payload offset @a off. */
+RINGK_HD void ringk_ring_write(const ringk_ring_t *r, uint64_t pos, uint64_t off,
+                               const void *src, uint64_t len)
+{
+    memcpy((uint8_t*)ringk_ring_payload(r, pos) + off, src, len);
 }
 
 /** Publishes the message claimed at @a pos, after all of its payload was written. */
@@ -366,7 +393,16 @@ RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t l
                                  uint16_t ncells, uint8_t id, uint8_t flags)
 {
     ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+    uint32_t i;
 
+    flags &= RINGK_CELL_FLAGS_USER;
+    /* A continuation cell whose first word reads as next lap's "published" needs clearing. */
+    for (i = 1; i < ncells; i++) {
+        if (ringk_ring_cell(r, pos + i)->seq == pos + i + r->ncells + 1) {
+            flags |= RINGK_CELL_FLAG_CLEAR;
+            break;
+        }
+    }
     cell->len    = len;
     cell->ncells = ncells;
     cell->id     = id;
@@ -378,29 +414,63 @@ RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t l
 /* ---- consumer side ------------------------------------------------------------------------ */
 
 /**
- * Returns the message at @a pos if it is published, else NULL. The header comes from memory a
- * producer writes, so the caller validates it with ringk_ring_msg_check() before using it.
+ * Frees the @a ncells cells of the message at @a pos whose header flags are @a flags: clears
+ * continuation cells when the producer asked for it (or for a skip, or for a message that
+ * failed its check: 0xff), then publishes the new head.
  */
-RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t pos)
+RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
+                                 uint8_t flags)
 {
-    const ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+    uint32_t i;
 
-    /* C1: pairs with P1 in ringk_ring_publish(); payload reads come after this load. */
-    if (ringk_load_acquire_u64(&cell->seq) != pos + 1) {
-        return NULL;
+    if (flags & (RINGK_CELL_FLAG_CLEAR | RINGK_CELL_FLAG_SKIP)) {
+        for (i = 1; i < ncells; i++) {
+            ringk_store_relaxed_u64(&ringk_ring_cell(r, pos + i)->seq, 0);
+        }
     }
-    return cell;
+    /* R1: the reads and clears above come first; pairs with C2 in the producers' claims. */
+    ringk_store_release_u64(&r->cons->pos, pos + ncells);
 }
 
 /**
- * Validates a published header against the ring and the caller's limit: cell count within the
- * ring and @a max_cells, length within what those cells hold.
+ * Returns the message at *@a pos_p if one is published, else NULL. Skip cells at *@a pos_p
+ * are released and passed over (*@a pos_p moves past them). The header is a producer's writing:
+ * the caller validates it with ringk_ring_msg_check() before using it. A skip cell whose size
+ * does not reach the ring's end exactly is returned like a message, for that check to refuse.
+ */
+RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t *pos_p)
+{
+    const ringk_cell_hdr_t *cell;
+    uint64_t pos = *pos_p;
+
+    for (;;) {
+        cell = ringk_ring_cell(r, pos);
+        /* C1: pairs with P1 in ringk_ring_publish(); payload reads come after this load. */
+        if (ringk_load_acquire_u64(&cell->seq) != pos + 1) {
+            *pos_p = pos;
+            return NULL;
+        }
+        if (!(cell->flags & RINGK_CELL_FLAG_SKIP) ||
+            (cell->ncells != r->ncells - (uint32_t)(pos & r->mask))) {
+            *pos_p = pos;
+            return cell;
+        }
+        ringk_ring_release(r, pos, cell->ncells, RINGK_CELL_FLAG_SKIP);
+        pos += cell->ncells;
+    }
+}
+
+/**
+ * Validates a published header (copied out by the caller) against the ring and the caller's
+ * limit: not a skip cell, cell count within the ring, within @a max_cells and not crossing the
+ * ring's end from @a pos, length within what the cells hold.
  * @return 0, or RINGK_RING_EPROTO for a malformed message.
  */
-RINGK_HD int ringk_ring_msg_check(const ringk_ring_t *r, uint32_t len, uint32_t ncells,
-                                  uint32_t max_cells)
+RINGK_HD int ringk_ring_msg_check(const ringk_ring_t *r, uint64_t pos, uint32_t len,
+                                  uint32_t ncells, uint8_t flags, uint32_t max_cells)
 {
-    if ((ncells == 0) || (ncells > r->ncells) || (ncells > max_cells) ||
+    if ((flags & RINGK_CELL_FLAG_SKIP) || (ncells == 0) || (ncells > max_cells) ||
+        ((pos & r->mask) + ncells > r->ncells) ||
         (len > ringk_ring_capacity(ncells, r->cell_size))) {
         return RINGK_RING_EPROTO;
     }
@@ -411,37 +481,7 @@ RINGK_HD int ringk_ring_msg_check(const ringk_ring_t *r, uint32_t len, uint32_t 
 RINGK_HD void ringk_ring_read(const ringk_ring_t *r, uint64_t pos, uint64_t off, void *dst,
                               uint64_t len)
 {
-    uint8_t *d = (uint8_t*)dst;
-    const uint32_t body = r->cell_size - RINGK_CELL_SEQ_BYTES;
-    uint64_t lo = off + (RINGK_CELL_HDR_BYTES - RINGK_CELL_SEQ_BYTES);
-    uint64_t cell = lo / body, in = lo % body, n;
-
-    while (len > 0) {
-        n = body - in;
-        if (n > len) {
-            n = len;
-        }
-        memcpy(d, (const uint8_t*)ringk_ring_cell(r, pos + cell) + RINGK_CELL_SEQ_BYTES + in, n);
-        d   += n;
-        len -= n;
-        in   = 0;
-        cell++;
-    }
-}
-
-/**
- * Frees the @a ncells cells of the message at @a pos for the producers' next lap, in order, and
- * publishes the new head.
- */
-RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t ncells)
-{
-    uint32_t i;
-
-    for (i = 0; i < ncells; i++) {
-        /* R1: pairs with C2 in ringk_ring_cells_free(): reading this cell is done. */
-        ringk_store_release_u64(&ringk_ring_cell(r, pos + i)->seq, pos + i + r->ncells);
-    }
-    ringk_store_relaxed_u64(&r->cons->pos, pos + ncells);
+    memcpy(dst, (const uint8_t*)ringk_ring_payload(r, pos) + off, len);
 }
 
 #endif

@@ -101,34 +101,35 @@ END_TEST
 
 START_TEST(test_ring_full_empty_wrap)
 {
-    uint64_t bytes, next = 0, cons = 0, pos;
+    uint64_t bytes, cons = 0, pos;
     void *mem = ring_alloc(8, 64, &bytes);
+    ringk_ring_prod_t prod = {0, 0};
     ringk_ring_t r;
     uint64_t v;
     int lap, i;
 
     ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 8, 64), 0);
-    ck_assert_ptr_null(ringk_ring_peek(&r, 0));
+    ck_assert_ptr_null(ringk_ring_peek(&r, &cons));
     /* 5 laps around an 8-cell ring, filling it completely each time */
     for (lap = 0; lap < 5; lap++) {
         for (i = 0; i < 8; i++) {
-            ck_assert(ringk_ring_sp_claim(&r, &next, 1, &pos));
+            ck_assert(ringk_ring_sp_claim(&r, &prod, 1, &pos));
             v = pos * 3;
             ringk_ring_write(&r, pos, 0, &v, sizeof(v));
             ringk_ring_publish(&r, pos, sizeof(v), 1, 7, 0);
         }
-        ck_assert(!ringk_ring_sp_claim(&r, &next, 1, &pos)); /* full */
+        ck_assert(!ringk_ring_sp_claim(&r, &prod, 1, &pos)); /* full */
         for (i = 0; i < 8; i++) {
-            const ringk_cell_hdr_t *h = ringk_ring_peek(&r, cons);
+            const ringk_cell_hdr_t *h = ringk_ring_peek(&r, &cons);
             ck_assert_ptr_nonnull(h);
             ck_assert_uint_eq(h->len, sizeof(v));
             ck_assert_uint_eq(h->id, 7);
             ringk_ring_read(&r, cons, 0, &v, sizeof(v));
             ck_assert_uint_eq(v, cons * 3);
-            ringk_ring_release(&r, cons, 1);
+            ringk_ring_release(&r, cons, 1, h->flags);
             cons++;
         }
-        ck_assert_ptr_null(ringk_ring_peek(&r, cons)); /* empty */
+        ck_assert_ptr_null(ringk_ring_peek(&r, &cons)); /* empty */
     }
     ck_assert_uint_eq(cons, 40);
     ck_assert_uint_eq(r.cons->pos, 40);
@@ -139,61 +140,139 @@ END_TEST
 
 START_TEST(test_ring_multicell_wraps)
 {
-    uint64_t bytes, next = 0, cons = 0, pos;
+    uint64_t bytes, cons = 0, pos;
     void *mem = ring_alloc(16, 64, &bytes);
+    ringk_ring_prod_t prod = {0, 0};
     uint8_t in[1000], out[1000];
+    const ringk_cell_hdr_t *h;
     ringk_ring_t r;
-    uint32_t len, nc, m, i;
+    uint32_t len, nc, m, i, skips = 0;
 
     ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 16, 64), 0);
     ck_assert_uint_eq(ringk_ring_capacity(1, 64), 48);
     ck_assert_uint_eq(ringk_ring_cells_for(48, 64), 1);
     ck_assert_uint_eq(ringk_ring_cells_for(49, 64), 2);
     ck_assert_uint_eq(ringk_ring_cells_for(0, 64), 1);
-    /* lengths that need 1 to 16 cells, misaligned to the ring so messages straddle its end */
-    for (m = 0; m < 200; m++) {
-        len = (m * 53) % (uint32_t)(ringk_ring_capacity(16, 64) + 1);
+    /* lengths that need 1 to 8 cells (half the ring: always claimable when it is empty),
+     * misaligned to the ring so that messages keep meeting its end */
+    for (m = 0; m < 500; m++) {
+        len = (m * 53) % (uint32_t)(ringk_ring_capacity(8, 64) + 1);
         nc  = ringk_ring_cells_for(len, 64);
         ck_assert_uint_le(len, ringk_ring_capacity(nc, 64));
         for (i = 0; i < len; i++) {
             in[i] = pattern(m, i);
         }
-        ck_assert(ringk_ring_sp_claim(&r, &next, nc, &pos));
+        skips += (ringk_ring_pad(&r, prod.pos, nc) != 0);
+        ck_assert(ringk_ring_sp_claim(&r, &prod, nc, &pos));
+        ck_assert_uint_le((pos & r.mask) + nc, 16); /* contiguous: never wraps */
         ringk_ring_write(&r, pos, 0, in, len);
-        ringk_ring_publish(&r, pos, len, nc, m & 0xff, 0);
-        ck_assert_ptr_nonnull(ringk_ring_peek(&r, cons));
-        ck_assert_int_eq(ringk_ring_msg_check(&r, len, nc, 16), 0);
+        ringk_ring_publish(&r, pos, len, nc, m & 0x7f, 0);
+        h = ringk_ring_peek(&r, &cons); /* passes over a skip cell */
+        ck_assert_ptr_nonnull(h);
+        ck_assert_uint_eq(cons, pos);
+        ck_assert_int_eq(ringk_ring_msg_check(&r, cons, h->len, h->ncells, h->flags, 16), 0);
         memset(out, 0, sizeof(out));
         ringk_ring_read(&r, cons, 0, out, len);
         ck_assert_mem_eq(in, out, len);
-        ringk_ring_release(&r, cons, nc);
+        ck_assert_mem_eq(in, ringk_ring_payload(&r, cons), len); /* in place, contiguous */
+        ringk_ring_release(&r, cons, nc, h->flags);
         cons += nc;
     }
+    ck_assert_uint_gt(skips, 10);
+    ck_assert_uint_eq(r.cons->pos, cons);
+    free(mem);
+}
+END_TEST
+
+/* A continuation cell whose payload happens to read as next lap's "published" value must not
+ * be taken for a message when the consumer reaches that position again. */
+START_TEST(test_ring_stale_word_cleared)
+{
+    uint64_t bytes, cons = 0, pos, v;
+    void *mem = ring_alloc(16, 64, &bytes);
+    ringk_ring_prod_t prod = {0, 0};
+    const ringk_cell_hdr_t *h;
+    uint8_t payload[100] = {0};
+    ringk_ring_t r;
+    int i;
+
+    ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 16, 64), 0);
+    /* 2-cell message at 0; cell 1's first word sits at payload offset 64 - 16 = 48 */
+    v = 1 + 16 + 1; /* position 1 + N + 1: "published" for position 17 */
+    memcpy(payload + 48, &v, 8);
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 2, &pos));
+    ringk_ring_write(&r, pos, 0, payload, sizeof(payload));
+    ringk_ring_publish(&r, pos, sizeof(payload), 2, 1, 0);
+    h = ringk_ring_peek(&r, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert(h->flags & RINGK_CELL_FLAG_CLEAR);
+    ringk_ring_release(&r, cons, 2, h->flags);
+    cons += 2;
+    /* single-cell messages up to position 16 (cell 0 again), consumed: head reaches 17 */
+    for (i = 2; i <= 16; i++) {
+        ck_assert(ringk_ring_sp_claim(&r, &prod, 1, &pos));
+        ringk_ring_publish(&r, pos, 0, 1, 2, 0);
+        h = ringk_ring_peek(&r, &cons);
+        ck_assert_ptr_nonnull(h);
+        ck_assert_uint_eq(h->flags & RINGK_CELL_FLAG_CLEAR, 0);
+        ringk_ring_release(&r, cons, 1, h->flags);
+        cons++;
+    }
+    ck_assert_uint_eq(cons, 17);
+    ck_assert_ptr_null(ringk_ring_peek(&r, &cons)); /* nothing published at 17 */
+    free(mem);
+}
+END_TEST
+
+START_TEST(test_ring_bad_skip_refused)
+{
+    uint64_t bytes, cons = 0, pos;
+    void *mem = ring_alloc(16, 64, &bytes);
+    ringk_ring_prod_t prod = {0, 0};
+    const ringk_cell_hdr_t *h;
+    ringk_ring_t r;
+
+    ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 16, 64), 0);
+    /* a skip cell that does not reach the ring's end is handed to the consumer, whose check
+     * refuses it */
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 1, &pos));
+    ringk_ring_publish_skip(&r, pos, 3);
+    h = ringk_ring_peek(&r, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(ringk_ring_msg_check(&r, cons, h->len, h->ncells, h->flags, 16), -EPROTO);
     free(mem);
 }
 END_TEST
 
 START_TEST(test_ring_oversized_claim_refused)
 {
-    uint64_t bytes, next = 0, pos;
+    uint64_t bytes, pos;
     void *mem = ring_alloc(8, 64, &bytes);
+    ringk_ring_prod_t prod = {0, 0};
     ringk_ring_t r;
 
     ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 8, 64), 0);
-    ck_assert(!ringk_ring_sp_claim(&r, &next, 9, &pos));
+    ck_assert(!ringk_ring_sp_claim(&r, &prod, 9, &pos));
     ck_assert(!ringk_ring_mp_claim(&r, 9, &pos));
-    ck_assert_uint_eq(next, 0);
+    ck_assert(!ringk_ring_sp_claim(&r, &prod, 0, &pos));
+    ck_assert_uint_eq(prod.pos, 0);
     free(mem);
 }
 END_TEST
 
 static const struct {
-    uint32_t len, ncells, max_cells;
+    uint64_t pos;
+    uint32_t len, ncells;
+    uint8_t  flags;
+    uint32_t max_cells;
     int      expect;
 } check_cases[] = {
-    {0, 1, 16, 0},          {48, 1, 16, 0},       {49, 1, 16, -EPROTO},
-    {104, 2, 16, 0},        {105, 2, 16, -EPROTO}, {0, 0, 16, -EPROTO},
-    {10, 17, 32, -EPROTO},  {10, 4, 3, -EPROTO},  {0xffffffffu, 16, 16, -EPROTO},
+    {0, 0, 1, 0, 16, 0},           {0, 48, 1, 0, 16, 0},            {0, 49, 1, 0, 16, -EPROTO},
+    {0, 112, 2, 0, 16, 0},         {0, 113, 2, 0, 16, -EPROTO},     {0, 0, 0, 0, 16, -EPROTO},
+    {0, 10, 17, 0, 32, -EPROTO},   {0, 10, 4, 0, 3, -EPROTO},
+    {0, 0xffffffffu, 16, 0, 16, -EPROTO},
+    {14, 10, 2, 0, 16, 0},         {14, 10, 3, 0, 16, -EPROTO},     /* crosses the ring's end */
+    {30, 10, 2, 0, 16, 0},         {0, 0, 1, RINGK_CELL_FLAG_SKIP, 16, -EPROTO},
 };
 
 START_TEST(test_ring_msg_check_malformed)
@@ -203,7 +282,8 @@ START_TEST(test_ring_msg_check_malformed)
     ringk_ring_t r;
 
     ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 16, 64), 0);
-    ck_assert_int_eq(ringk_ring_msg_check(&r, check_cases[_i].len, check_cases[_i].ncells,
+    ck_assert_int_eq(ringk_ring_msg_check(&r, check_cases[_i].pos, check_cases[_i].len,
+                                          check_cases[_i].ncells, check_cases[_i].flags,
                                           check_cases[_i].max_cells), check_cases[_i].expect);
     free(mem);
 }
@@ -224,7 +304,8 @@ static void *producer_thread(void *p)
 {
     thread_arg_t *a = p;
     uint8_t buf[300];
-    uint64_t next = 0, pos, m;
+    ringk_ring_prod_t prod = {0, 0};
+    uint64_t pos, m;
     uint32_t len, nc, i;
 
     for (m = 0; m < THREAD_MSGS; m++) {
@@ -235,7 +316,7 @@ static void *producer_thread(void *p)
             buf[i] = pattern(m + a->producer, i);
         }
         while (!(a->mp ? ringk_ring_mp_claim(a->r, nc, &pos)
-                       : ringk_ring_sp_claim(a->r, &next, nc, &pos))) {
+                       : ringk_ring_sp_claim(a->r, &prod, nc, &pos))) {
             sched_yield(); /* more threads than cores: let the consumer run */
         }
         ringk_ring_write(a->r, pos, 0, buf, len);
@@ -254,6 +335,7 @@ static void run_threads(int nproducers, int mp)
     ringk_ring_t r;
     const ringk_cell_hdr_t *h;
     uint32_t i, len, nc;
+    uint8_t flags;
     int p, bad;
 
     ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 64, 64), 0);
@@ -262,17 +344,19 @@ static void run_threads(int nproducers, int mp)
         ck_assert_int_eq(pthread_create(&th[p], NULL, producer_thread, &args[p]), 0);
     }
     while (total < (uint64_t)nproducers * THREAD_MSGS) {
-        h = ringk_ring_peek(&r, cons);
+        h = ringk_ring_peek(&r, &cons);
         if (h == NULL) {
             sched_yield();
             continue;
         }
-        len = h->len;
-        nc  = h->ncells;
-        p   = h->id;
+        len   = h->len;
+        nc    = h->ncells;
+        p     = h->id;
+        flags = h->flags;
         /* Plain comparisons in the loop: each ck_assert reports to the parent process (a
          * syscall), so the hot loop counts mismatches and asserts once. */
-        if ((p >= nproducers) || (ringk_ring_msg_check(&r, len, nc, r.ncells) != 0)) {
+        if ((p >= nproducers) ||
+            (ringk_ring_msg_check(&r, cons, len, nc, flags, r.ncells) != 0)) {
             ck_abort_msg("malformed message at %" PRIu64 ": id %d len %u ncells %u", cons, p,
                          len, nc);
         }
@@ -289,7 +373,7 @@ static void run_threads(int nproducers, int mp)
         }
         expect[p]++;
         /* the header belongs to the producers again once released: use the local copy */
-        ringk_ring_release(&r, cons, nc);
+        ringk_ring_release(&r, cons, nc, flags);
         cons += nc;
         total++;
     }
@@ -297,7 +381,7 @@ static void run_threads(int nproducers, int mp)
         pthread_join(th[p], NULL);
         ck_assert_uint_eq(expect[p], THREAD_MSGS);
     }
-    ck_assert_ptr_null(ringk_ring_peek(&r, cons));
+    ck_assert_ptr_null(ringk_ring_peek(&r, &cons));
     free(mem);
 }
 
@@ -328,6 +412,8 @@ int main(void)
     tcase_add_test(tc, test_ring_full_empty_wrap);
     tcase_add_test(tc, test_ring_multicell_wraps);
     tcase_add_test(tc, test_ring_oversized_claim_refused);
+    tcase_add_test(tc, test_ring_bad_skip_refused);
+    tcase_add_test(tc, test_ring_stale_word_cleared);
     tcase_add_loop_test(tc, test_ring_msg_check_malformed, 0,
                         sizeof(check_cases) / sizeof(check_cases[0]));
     suite_add_tcase(s, tc);

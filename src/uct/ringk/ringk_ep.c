@@ -143,8 +143,10 @@ static ucs_status_t uct_ringk_ep_lane_claim(uct_ringk_ep_t *ep)
     }
     if (ep->lane != UCT_RINGK_SHARED_LANE) {
         lane = uct_ringk_seg_lane(ep->seg, ep->lane);
-        /* The previous owner's tail, ordered by the owner hand-over (F1 -> CAS acquire). */
-        ep->next = __atomic_load_n(&ep->ring.prod->pos, __ATOMIC_RELAXED);
+        /* The previous owner's tail and the head, ordered by the owner hand-over (F1 -> CAS
+         * acquire). */
+        ep->prod.pos  = __atomic_load_n(&ep->ring.prod->pos, __ATOMIC_RELAXED);
+        ep->prod.head = __atomic_load_n(&ep->ring.cons->pos, __ATOMIC_ACQUIRE);
         __atomic_store_n(&lane->pid, getpid(), __ATOMIC_RELAXED);
         /* L1: the lane is open; pairs with L2 in uct_ringk_iface_lanes_rescan(). */
         __atomic_store_n(&lane->state, UCT_RINGK_LANE_OPEN, __ATOMIC_RELEASE);
@@ -164,6 +166,11 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
     if (!(params->field_mask & UCT_EP_PARAM_FIELD_IFACE_ADDR) || (params->iface_addr == NULL)) {
         ucs_error("ringk: ep_create needs the peer's iface address");
         return UCS_ERR_INVALID_PARAM;
+    }
+    if (iface->neps >= iface->super.config.max_num_eps) {
+        ucs_error("ringk iface %p: cannot create more than UCX_RINGK_MAX_NUM_EPS=%zu endpoints",
+                  iface, iface->super.config.max_num_eps);
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
     addr = (const uct_ringk_iface_addr_t*)params->iface_addr;
     if ((addr->pid == 0) || (addr->pid > INT32_MAX) || (addr->fd < 0)) {
@@ -320,7 +327,7 @@ static UCS_F_ALWAYS_INLINE ucs_status_t uct_ringk_ep_claim(uct_ringk_ep_t *ep, u
     int ok;
 
     ok = (ep->lane != UCT_RINGK_SHARED_LANE) ?
-         ringk_ring_sp_claim(&ep->ring, &ep->next, ncells, pos_p) :
+         ringk_ring_sp_claim(&ep->ring, &ep->prod, ncells, pos_p) :
          ringk_ring_mp_claim(&ep->ring, ncells, pos_p);
     if (ucs_unlikely(!ok)) {
         ep->need_cells = ncells;
@@ -406,6 +413,28 @@ ucs_status_t uct_ringk_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov
     return UCS_OK;
 }
 
+/* On an own lane with room for the largest message, packs straight into the ring (moving to
+ * the ring's start first if that message could not fit before its end): one copy. */
+static UCS_F_ALWAYS_INLINE void *uct_ringk_ep_bcopy_dst(uct_ringk_iface_t *iface,
+                                                        uct_ringk_ep_t *ep)
+{
+    uint32_t pad;
+
+    if (ep->lane == UCT_RINGK_SHARED_LANE) {
+        return NULL;
+    }
+    pad = ringk_ring_pad(&ep->ring, ep->prod.pos, iface->max_cells);
+    if (!ringk_ring_room(&ep->ring, &ep->prod, pad + iface->max_cells)) {
+        return NULL;
+    }
+    if (pad != 0) {
+        ringk_ring_publish_skip(&ep->ring, ep->prod.pos, pad);
+        ep->prod.pos += pad;
+        ringk_store_relaxed_u64(&ep->ring.prod->pos, ep->prod.pos);
+    }
+    return ringk_ring_payload(&ep->ring, ep->prod.pos);
+}
+
 ssize_t uct_ringk_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
                               void *arg, unsigned flags)
 {
@@ -415,26 +444,36 @@ ssize_t uct_ringk_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pa
     ucs_status_t status;
     uint64_t pos;
     size_t length;
+    void *dst;
 
     UCT_CHECK_AM_ID(id);
-    /* Cheap refusal before packing: at least one cell must be free. */
-    if (ucs_unlikely((ep->lane != UCT_RINGK_SHARED_LANE) &&
-                     !ringk_ring_cells_free(&ep->ring, ep->next, 1))) {
-        ep->need_cells = 1;
-        return UCS_ERR_NO_RESOURCE;
+    dst = uct_ringk_ep_bcopy_dst(iface, ep);
+    if (ucs_likely(dst != NULL)) {
+        length = pack_cb(dst, arg);
+        UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "am_bcopy");
+        ncells = ringk_ring_cells_for(length, ep->ring.cell_size);
+        /* Room for max_cells without wrapping was checked: this claim takes exactly dst. */
+        pos = ep->prod.pos;
+        if (ucs_unlikely(!ringk_ring_sp_claim(&ep->ring, &ep->prod, ncells, &pos) ||
+                         (ringk_ring_payload(&ep->ring, pos) != dst))) {
+            ucs_fatal("ringk ep %p: in-place claim of %u cells at %" PRIu64 " failed", ep,
+                      ncells, pos);
+        }
+    } else {
+        /* Shared lane, or too little room for the largest message: pack aside, then copy. */
+        length = pack_cb(iface->tx_buf, arg);
+        UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "am_bcopy");
+        ncells = ringk_ring_cells_for(length, ep->ring.cell_size);
+        status = uct_ringk_ep_claim(ep, ncells, &pos);
+        if (ucs_unlikely(status != UCS_OK)) {
+            return status;
+        }
+        ringk_ring_write(&ep->ring, pos, 0, iface->tx_buf, length);
     }
-    length = pack_cb(iface->tx_buf, arg);
-    UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "am_bcopy");
-    ncells = ringk_ring_cells_for(length, ep->ring.cell_size);
-    status = uct_ringk_ep_claim(ep, ncells, &pos);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    ringk_ring_write(&ep->ring, pos, 0, iface->tx_buf, length);
     ringk_ring_publish(&ep->ring, pos, length, ncells, id, 0);
     uct_ringk_ep_signal(ep);
-    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, iface->tx_buf, length,
-                       "TX: AM_BCOPY");
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id,
+                       ringk_ring_payload(&ep->ring, pos), length, "TX: AM_BCOPY");
     UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
     return length;
 }
@@ -640,10 +679,17 @@ ucs_status_t uct_ringk_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t
 
 static int uct_ringk_ep_has_tx_resources(uct_ringk_ep_t *ep)
 {
-    uint64_t pos = (ep->lane != UCT_RINGK_SHARED_LANE) ?
-                   ep->next : __atomic_load_n(&ep->ring.prod->pos, __ATOMIC_RELAXED);
+    ringk_ring_prod_t shared;
+    uint32_t pad;
 
-    return ringk_ring_cells_free(&ep->ring, pos, ep->need_cells);
+    if (ep->lane != UCT_RINGK_SHARED_LANE) {
+        pad = ringk_ring_pad(&ep->ring, ep->prod.pos, ep->need_cells);
+        return ringk_ring_room(&ep->ring, &ep->prod, pad + ep->need_cells);
+    }
+    shared.pos  = __atomic_load_n(&ep->ring.prod->pos, __ATOMIC_RELAXED);
+    shared.head = shared.pos - ep->ring.ncells; /* forces a load of the head */
+    pad         = ringk_ring_pad(&ep->ring, shared.pos, ep->need_cells);
+    return ringk_ring_room(&ep->ring, &shared, pad + ep->need_cells);
 }
 
 ucs_status_t uct_ringk_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req, unsigned flags)

@@ -15,7 +15,7 @@ typedef struct uct_ringk_ep {
     uint64_t                 seg_bytes;
     uct_ringk_seg_ctl_shm_t *ctl;         /**< the peer's control line */
     ringk_ring_t             ring;        /**< our lane's ring */
-    uint64_t                 next;        /**< next position on a single-producer lane */
+    ringk_ring_prod_t        prod;        /**< position and cached head on an own lane */
     uint64_t                 token;       /**< our owner token on the lane */
     unsigned                 lane;        /**< lane number; UCT_RINGK_SHARED_LANE if shared */
     unsigned                 max_cells;   /**< most cells one message may span (peer's) */

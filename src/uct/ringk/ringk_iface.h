@@ -68,7 +68,10 @@ typedef struct uct_ringk_iface {
     unsigned                 max_cells;   /**< most cells one message may span */
     size_t                   max_short;   /**< am_short payload limit (header included) */
     size_t                   max_bcopy;   /**< am_bcopy/am_zcopy payload limit */
-    void                    *rx_buf;      /**< multi-cell messages are copied here */
+    void                    *rx_buf;      /**< messages are copied here to meet am_alignment */
+    size_t                   rx_buf_offset; /**< aligned start in rx_buf */
+    size_t                   am_align;    /**< UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT, or 1 */
+    size_t                   am_align_offset; /**< offset that must be aligned */
     void                    *tx_buf;      /**< am_bcopy packs here first */
     int                      wake_fd;     /**< bound datagram socket: the iface event fd */
     int                      signal_fd;   /**< unbound datagram socket to wake peers */
