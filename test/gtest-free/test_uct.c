@@ -180,6 +180,7 @@ static const struct {
     {"SEG_SIZE", "16", "UCX_RINGK_SEG_SIZE 16 is out of range 64..1048576"},
     {"SEG_SIZE", "2m", "UCX_RINGK_SEG_SIZE 2097152 is out of range 64..1048576"},
     {"POLL_BATCH", "0", "UCX_RINGK_POLL_BATCH 0 is out of range 1..1024"},
+    {"LIVENESS_INTERVAL", "5000s", "UCX_RINGK_LIVENESS_INTERVAL 5000.000s is out of range 0..3600s"},
 };
 
 START_TEST(test_iface_config_errors)

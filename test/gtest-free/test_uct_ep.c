@@ -818,6 +818,73 @@ START_TEST(test_uct_ep_kill9_sender)
 }
 END_TEST
 
+/* ---- many peers ---------------------------------------------------------------------------- */
+
+#define MANY_PEERS 70
+
+static uint64_t many_expect[MANY_PEERS];
+static uint64_t many_bad, many_recv;
+
+static ucs_status_t many_am_cb(void *arg, void *data, size_t length, unsigned flags)
+{
+    uint64_t seq, sender, n;
+    size_t i;
+
+    memcpy(&seq, data, 8);
+    sender = seq >> 32;
+    n      = seq & 0xffffffffu;
+    if ((sender >= MANY_PEERS) || (n != many_expect[sender])) {
+        many_bad++;
+        return UCS_OK;
+    }
+    for (i = 8; i < length; i++) {
+        if (((uint8_t*)data)[i] != pat(seq, i)) {
+            many_bad++;
+            break;
+        }
+    }
+    many_expect[sender]++;
+    many_recv++;
+    return UCS_OK;
+}
+
+/* 70 senders into one iface with 16 lanes: 15 get lanes of their own, 55 share lane 0; every
+ * message arrives, in order per sender. */
+START_TEST(test_uct_ep_many_peers)
+{
+    static node_t senders[MANY_PEERS];
+    uct_ep_h eps[MANY_PEERS];
+    const int rounds = 50;
+    node_t b;
+    int i, r;
+
+    node_open(&b, "LANES", "16");
+    ck_assert_int_eq(uct_iface_set_am_handler(b.iface, AM_ID, many_am_cb, NULL, 0), UCS_OK);
+    memset(many_expect, 0, sizeof(many_expect));
+    many_bad = many_recv = 0;
+    for (i = 0; i < MANY_PEERS; i++) {
+        node_open(&senders[i], NULL, NULL);
+        eps[i] = node_connect(&senders[i], b.addr, b.dev_addr);
+    }
+    for (r = 0; r < rounds; r++) {
+        for (i = 0; i < MANY_PEERS; i++) {
+            send_msg(&senders[i], eps[i], r % SEND_MODES, ((uint64_t)i << 32) | r,
+                     8 + (r * 37 + i) % 1500, &b);
+        }
+    }
+    while (many_recv < (uint64_t)MANY_PEERS * rounds) {
+        uct_worker_progress(b.worker);
+    }
+    ck_assert_uint_eq(many_bad, 0);
+    for (i = 0; i < MANY_PEERS; i++) {
+        ck_assert_uint_eq(many_expect[i], rounds);
+        uct_ep_destroy(eps[i]);
+        node_close(&senders[i]);
+    }
+    node_close(&b);
+}
+END_TEST
+
 void test_uct_ep_tcases(Suite *s)
 {
     TCase *tc;
@@ -833,6 +900,7 @@ void test_uct_ep_tcases(Suite *s)
     tcase_add_loop_test(tc, test_uct_ep_malformed_cells, 0,
                         sizeof(bad_cells) / sizeof(bad_cells[0]));
     tcase_add_test(tc, test_uct_ep_arm_busy_with_message);
+    tcase_add_test(tc, test_uct_ep_many_peers);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("ep_process");

@@ -202,6 +202,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
     }
     self->peer_sun_len = uct_ringk_wakeup_addr(addr->pid, addr->iface_id, &self->peer_sun);
     ucs_arbiter_group_init(&self->arb_group);
+    ucs_list_add_tail(&iface->eps, &self->list);
     iface->neps++;
     ucs_debug("ringk ep %p: connected to pid %u iface 0x%" PRIx64 " on %s lane %u", self,
               addr->pid, addr->iface_id,
@@ -214,6 +215,7 @@ err_unmap:
 }
 
 static int uct_ringk_ep_err_cb_match(const ucs_callbackq_elem_t *elem, void *arg);
+void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep);
 
 static UCS_CLASS_CLEANUP_FUNC(uct_ringk_ep_t)
 {
@@ -232,6 +234,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_ringk_ep_t)
         __atomic_fetch_add(&self->ctl->lane_gen, 1, __ATOMIC_RELEASE);
     }
     munmap(self->seg, self->seg_bytes);
+    ucs_list_del(&self->list);
     iface->neps--;
 }
 
@@ -266,7 +269,7 @@ static int uct_ringk_ep_err_cb_match(const ucs_callbackq_elem_t *elem, void *arg
 }
 
 /* Reports the peer's death once, from the worker's progress, as UCT expects. */
-static void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep)
+void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep)
 {
     uct_ringk_iface_t *iface = ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t);
 

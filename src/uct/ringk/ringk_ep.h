@@ -29,6 +29,7 @@ typedef struct uct_ringk_ep {
     ucs_time_t               last_check;  /**< last liveness check while stuck */
     int                      failed;      /**< the peer was found dead */
     int                      err_scheduled; /**< the error callback is queued */
+    ucs_list_link_t          list;        /**< in the iface's list of endpoints */
 } uct_ringk_ep_t;
 
 UCS_CLASS_DECLARE_NEW_FUNC(uct_ringk_ep_t, uct_ep_t, const uct_ep_params_t*);
@@ -69,5 +70,8 @@ ucs_status_t uct_ringk_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t
 
 /** Tells whether the peer of @a ep is gone (process dead or iface closed). */
 int uct_ringk_ep_peer_dead(uct_ringk_ep_t *ep);
+
+/** Reports the peer's death once, from the worker's progress, to the iface error handler. */
+void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep);
 
 #endif

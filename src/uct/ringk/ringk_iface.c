@@ -11,6 +11,7 @@
 #include "ringk_ep.h"
 
 #include <ucs/arch/atomic.h>
+#include <ucs/datastruct/list.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/math.h>
 #include <ucs/sys/string.h>
@@ -49,6 +50,12 @@ static ucs_config_field_t uct_ringk_iface_config_table[] = {
      "Largest active message sent by copy (am_bcopy), in bytes, up to 1m.",
      ucs_offsetof(uct_ringk_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"LIVENESS_INTERVAL", "1s",
+     "How often progress checks that the peers of this iface's endpoints still live (a dead\n"
+     "process or a closed iface is reported to the iface error handler) and reclaims the\n"
+     "lanes of senders that died; 0 disables the periodic check (ep_check still works).",
+     ucs_offsetof(uct_ringk_iface_config_t, liveness), UCS_CONFIG_TYPE_TIME},
+
     {"POLL_BATCH", "16",
      "Most messages taken from one lane in one progress call (1 to 1024), so that a busy\n"
      "sender cannot starve the others.",
@@ -81,6 +88,10 @@ ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config
         (config->seg_size < 64) || (config->seg_size > UCT_RINGK_SEG_SIZE_MAX)) {
         ucs_error("UCX_RINGK_SEG_SIZE %zu is out of range 64..%u", config->seg_size,
                   UCT_RINGK_SEG_SIZE_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->liveness < 0) || (config->liveness > 3600)) {
+        ucs_error("UCX_RINGK_LIVENESS_INTERVAL %.3fs is out of range 0..3600s", config->liveness);
         return UCS_ERR_INVALID_PARAM;
     }
     if ((config->poll_batch < 1) || (config->poll_batch > UCT_RINGK_POLL_BATCH_MAX)) {
@@ -274,6 +285,23 @@ void uct_ringk_iface_sweep(uct_ringk_iface_t *iface)
     uct_ringk_iface_lanes_sweep(iface);
 }
 
+void uct_ringk_iface_liveness_check(uct_ringk_iface_t *iface)
+{
+    ucs_time_t now = ucs_get_time();
+    uct_ringk_ep_t *ep;
+
+    if ((iface->config.liveness <= 0) || (now < iface->next_liveness)) {
+        return;
+    }
+    iface->next_liveness = now + ucs_time_from_sec(iface->config.liveness);
+    ucs_list_for_each(ep, &iface->eps, list) {
+        if (!ep->failed && uct_ringk_ep_peer_dead(ep)) {
+            uct_ringk_ep_set_failed(ep);
+        }
+    }
+    uct_ringk_iface_lanes_sweep(iface);
+}
+
 /* Takes up to poll_batch messages from one lane and hands them to the AM handlers. */
 static UCS_F_ALWAYS_INLINE unsigned
 uct_ringk_iface_poll_lane(uct_ringk_iface_t *iface, uct_ringk_rx_lane_t *rx)
@@ -337,6 +365,11 @@ static unsigned uct_ringk_iface_progress(uct_iface_h tl_iface)
     }
     if (!ucs_arbiter_is_empty(&iface->arbiter)) {
         ucs_arbiter_dispatch(&iface->arbiter, 1, uct_ringk_ep_process_pending, &count);
+    }
+    /* Peers are checked every few thousand calls at most, and then only if their time came:
+     * no clock read and no system call on the busy path. */
+    if (ucs_unlikely((++iface->progress_count & 0xfff) == 0)) {
+        uct_ringk_iface_liveness_check(iface);
     }
     return count;
 }
@@ -587,6 +620,9 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
         goto err_seg_destroy;
     }
     ucs_arbiter_init(&self->arbiter);
+    ucs_list_head_init(&self->eps);
+    self->progress_count = 0;
+    self->next_liveness  = ucs_get_time() + ucs_time_from_sec(config->liveness);
     ucs_debug("ringk iface %p: id 0x%" PRIx64 " segment %" PRIu64 " bytes, %u lanes of %u x %zu"
               " B cells, max_short %zu max_bcopy %zu", self, self->id, self->seg_bytes,
               config->lanes, config->ring_size, config->cell_size, self->max_short,

@@ -9,6 +9,8 @@
 #include <sys/un.h>
 #include <uct/base/uct_iface.h>
 #include <ucs/datastruct/arbiter.h>
+#include <ucs/datastruct/list.h>
+#include <ucs/time/time.h>
 
 /** Limits of the UCX_RINGK_* iface variables, checked at iface open. */
 #define UCT_RINGK_RING_SIZE_MIN   2
@@ -27,6 +29,7 @@ typedef struct uct_ringk_iface_config {
     unsigned           lanes;       /**< lanes per iface, the shared lane included */
     size_t             seg_size;    /**< largest am_bcopy payload, bytes */
     unsigned           poll_batch;  /**< messages consumed per lane per progress call */
+    double             liveness;    /**< seconds between checks that peers live; 0: never */
 } uct_ringk_iface_config_t;
 
 /** What a peer needs to reach this iface: where its receive segment is. */
@@ -78,12 +81,18 @@ typedef struct uct_ringk_iface {
     ucs_arbiter_t            arbiter;     /**< endpoints with pending requests */
     uct_ringk_dev_addr_t     dev_addr;
     unsigned                 neps;        /**< endpoints created on this iface */
+    ucs_list_link_t          eps;         /**< the endpoints, for the liveness check */
+    unsigned                 progress_count; /**< progress calls, to pace the liveness check */
+    ucs_time_t               next_liveness;  /**< when peers are checked next */
 } uct_ringk_iface_t;
 
 ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config);
 
 /** Marks the lanes of dead senders as closing, so they drain and can be reused. */
 void uct_ringk_iface_sweep(uct_ringk_iface_t *iface);
+
+/** Reports endpoints whose peer died and reclaims dead senders' lanes (paced by progress). */
+void uct_ringk_iface_liveness_check(uct_ringk_iface_t *iface);
 
 /** Fills the abstract socket address of the wakeup socket of iface @a id in process @a pid. */
 socklen_t uct_ringk_wakeup_addr(uint32_t pid, uint64_t id, struct sockaddr_un *sun);
