@@ -45,6 +45,8 @@ run_suite() {
     fi
 }
 
+shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
+
 run_suite "default configuration" _build
 run_suite "host-only configuration (--without-cuda)" _build-nocuda --without-cuda
 
@@ -55,6 +57,18 @@ if (cd _build && make distcheck >distcheck.out 2>&1); then
 else
     tail -n 60 _build/distcheck.out
     echo "FAIL: make distcheck"
+    failed=$((failed + 1))
+fi
+
+# The transport never creates files in /dev/shm (its segments are unlinked memfds); nothing the
+# suite ran, kill -9 included, may leave one behind.
+echo "=== /dev/shm after the suite"
+left=$(comm -13 <(echo "$shm_before") <(ls -A /dev/shm 2>/dev/null | sort))
+if [ -z "$left" ]; then
+    echo "PASS: nothing left in /dev/shm"
+    passed=$((passed + 1))
+else
+    echo "FAIL: left in /dev/shm: $left"
     failed=$((failed + 1))
 fi
 
