@@ -55,20 +55,31 @@ uct_md_h test_ringk_md_open(void)
     return md;
 }
 
-static char captured[4096];
+char test_captured[8192];
 
 static ucs_log_func_rc_t capture_log(const char *file, unsigned line, const char *function,
                                      ucs_log_level_t level,
                                      const ucs_log_component_config_t *comp_conf,
                                      const char *message, va_list ap)
 {
-    size_t len = strlen(captured);
+    size_t len = strlen(test_captured);
 
     if (level <= UCS_LOG_LEVEL_ERROR) {
-        vsnprintf(captured + len, sizeof(captured) - len, message, ap);
-        strncat(captured, "\n", sizeof(captured) - strlen(captured) - 1);
+        vsnprintf(test_captured + len, sizeof(test_captured) - len, message, ap);
+        strncat(test_captured, "\n", sizeof(test_captured) - strlen(test_captured) - 1);
     }
     return UCS_LOG_FUNC_RC_STOP;
+}
+
+void test_capture_errors_begin(void)
+{
+    test_captured[0] = '\0';
+    ucs_log_push_handler(capture_log);
+}
+
+void test_capture_errors_end(void)
+{
+    ucs_log_pop_handler();
 }
 
 /* Runs a shell command, returns its exit status and its stdout+stderr in @a out. */
@@ -188,13 +199,12 @@ START_TEST(test_iface_config_errors)
     uct_iface_h iface;
     ucs_status_t status;
 
-    captured[0] = '\0';
-    ucs_log_push_handler(capture_log);
+    test_capture_errors_begin();
     status = iface_open_with(bad_config[_i].name, bad_config[_i].value, &iface);
-    ucs_log_pop_handler();
+    test_capture_errors_end();
     ck_assert_int_eq(status, UCS_ERR_INVALID_PARAM);
-    ck_assert_msg(strstr(captured, bad_config[_i].expect) != NULL,
-                  "expected error '%s', logged '%s'", bad_config[_i].expect, captured);
+    ck_assert_msg(strstr(test_captured, bad_config[_i].expect) != NULL,
+                  "expected error '%s', logged '%s'", bad_config[_i].expect, test_captured);
 }
 END_TEST
 

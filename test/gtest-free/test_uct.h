@@ -12,6 +12,11 @@ uct_component_h test_ringk_component(void);
 /** Opens the ringk memory domain. */
 uct_md_h test_ringk_md_open(void);
 
+/** UCX errors logged between test_capture_errors_begin() and _end(). */
+extern char test_captured[8192];
+void test_capture_errors_begin(void);
+void test_capture_errors_end(void);
+
 /** Adds the data-path test cases of test_uct_ep.c. */
 void test_uct_ep_tcases(Suite *s);
 

@@ -461,22 +461,6 @@ END_TEST
 
 /* ---- hostile peer ------------------------------------------------------------------------------ */
 
-static char captured_err[8192];
-
-static ucs_log_func_rc_t capture_err(const char *file, unsigned line, const char *function,
-                                     ucs_log_level_t level,
-                                     const ucs_log_component_config_t *comp_conf,
-                                     const char *message, va_list ap)
-{
-    size_t len = strlen(captured_err);
-
-    if (level <= UCS_LOG_LEVEL_ERROR) {
-        vsnprintf(captured_err + len, sizeof(captured_err) - len, message, ap);
-        strncat(captured_err, "\n", sizeof(captured_err) - strlen(captured_err) - 1);
-    }
-    return UCS_LOG_FUNC_RC_STOP;
-}
-
 /* Maps a node's receive segment the way a peer does, through its iface address. */
 static void *map_segment(node_t *n, uint64_t *bytes_p)
 {
@@ -536,15 +520,14 @@ START_TEST(test_uct_ep_malformed_cells)
     ringk_ring_write(&ring, pos, 0, &seq, 8);
     ringk_ring_publish(&ring, pos, bad_cells[_i].len, bad_cells[_i].ncells, bad_cells[_i].id, 0);
 
-    captured_err[0] = '\0';
-    ucs_log_push_handler(capture_err);
+    test_capture_errors_begin();
     send_msg(&a, ep, SEND_SHORT, 0, 64, &b);
     send_msg(&a, ep, SEND_BCOPY, 1, 3000, &b);
     wait_recv(&b, 2);
-    ucs_log_pop_handler();
+    test_capture_errors_end();
     /* the malformed cell is dropped with an error, the honest lane is intact */
-    ck_assert_msg(strstr(captured_err, "dropping malformed message") != NULL, "log: %s",
-                  captured_err);
+    ck_assert_msg(strstr(test_captured, "dropping malformed message") != NULL, "log: %s",
+                  test_captured);
     ck_assert_uint_eq(b.nrecv, 2);
     ck_assert_uint_eq(b.nbad, 0);
     munmap(seg, bytes);
