@@ -23,8 +23,10 @@ echo
 echo "=== 3. configuration variables: $run ucx_info -c | grep RINGK"
 $run ucx_info -c | grep '^UCX_RINGK_'
 echo
-echo "=== 4. build and host topology: ringk_info"
+echo "=== 4. topology and paths: ringk_info (this machine), then an 8-GPU NVSwitch fixture"
 _build/src/tools/ringk_info
+echo
+_build/src/tools/ringk_info --topo test/gtest-free/topo/pcie-4gpu.xml
 
 perf() { # perf "ENV" ARGS...: ucx_perftest server and client on this host, prints the result
     local env=$1 port=$((40000 + RANDOM % 10000))

@@ -208,6 +208,22 @@ START_TEST(test_iface_config_errors)
 }
 END_TEST
 
+START_TEST(test_iface_bad_path_override)
+{
+    uct_iface_h iface;
+    ucs_status_t status;
+
+    setenv("RINGK_PATH", "fast", 1);
+    test_capture_errors_begin();
+    status = iface_open_with(NULL, NULL, &iface);
+    test_capture_errors_end();
+    unsetenv("RINGK_PATH");
+    ck_assert_int_eq(status, UCS_ERR_INVALID_PARAM);
+    ck_assert_msg(strstr(test_captured, "RINGK_PATH 'fast' is not one of P2P_NVLINK, P2P_PCIE, "
+                         "CUDA_IPC, HOST_STAGED") != NULL, "logged '%s'", test_captured);
+}
+END_TEST
+
 START_TEST(test_iface_config_unparsable)
 {
     uct_iface_h iface;
@@ -339,6 +355,7 @@ int main(void)
     tcase_add_test(tc, test_iface_open_default);
     tcase_add_loop_test(tc, test_iface_config_errors, 0, sizeof(bad_config) / sizeof(bad_config[0]));
     tcase_add_test(tc, test_iface_config_unparsable);
+    tcase_add_test(tc, test_iface_bad_path_override);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("version");

@@ -10,6 +10,7 @@
 #include <uct/ringk/ringk_seg.h>
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -618,6 +619,21 @@ START_TEST(test_uct_ep_two_process_am_rma)
     ck_assert_int_eq(read(c2p[0], &info, sizeof(info)), sizeof(info));
     node_open(&a, NULL, NULL);
     ep = node_connect(&a, info.addr, info.dev_addr);
+    /* the path the endpoint actually uses, through the plugin's query, and why */
+    {
+        ucs_status_t (*query)(uct_ep_h, const char**, const char**);
+        const char *path, *reason;
+
+        *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
+        ck_assert_ptr_nonnull(query);
+        ck_assert_int_eq(query(ep, &path, &reason), UCS_OK);
+        ck_assert_str_eq(path, "HOST_STAGED");
+        ck_assert_msg(strstr(reason, "shared-memory rings") && strstr(reason, "memfd") &&
+                      strstr(reason, "same node: same boot id, PID and IPC namespaces"),
+                      "reason: %s", reason);
+        ck_assert_msg(strstr(reason, "own lane 1") != NULL, "reason: %s", reason);
+        printf("# two processes: path %s: %s\n", path, reason);
+    }
     /* 2000 messages of each kind, sizes cycling from 8 bytes to the maximum */
     for (mode = 0; mode < SEND_MODES; mode++) {
         for (i = 0; i < 2000; i++) {

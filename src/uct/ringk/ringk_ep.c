@@ -155,6 +155,44 @@ static ucs_status_t uct_ringk_ep_lane_claim(uct_ringk_ep_t *ep)
     return UCS_OK;
 }
 
+/* Host-memory endpoints have one path: the shared-memory rings. The reason says why the peer
+ * is on this node and which lane carries the data; a RINGK_PATH for a GPU path cannot apply to
+ * host memory and the reason says so. */
+static void uct_ringk_ep_choose_path(uct_ringk_ep_t *ep, uct_ringk_iface_t *iface,
+                                     const uct_ep_params_t *params)
+{
+    uct_ringk_dev_addr_t remote = iface->dev_addr;
+    char node[128], forced[96] = "";
+
+    if ((params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) && (params->dev_addr != NULL)) {
+        memcpy(&remote, params->dev_addr, sizeof(remote));
+    }
+    ringk_node_id_same(&iface->dev_addr, &remote, node, sizeof(node));
+    if (iface->policy.forced && (iface->policy.path != RINGK_PATH_HOST_STAGED)) {
+        snprintf(forced, sizeof(forced), "; RINGK_PATH=%s ignored: host memory has only the "
+                 "host-staged path", ringk_path_name(iface->policy.path));
+    }
+    ep->path = RINGK_PATH_HOST_STAGED;
+    snprintf(ep->path_reason, sizeof(ep->path_reason), "host memory: shared-memory rings in the "
+             "receiver's memfd segment, %s lane %u; %s%s",
+             (ep->lane == UCT_RINGK_SHARED_LANE) ? "shared" : "own", ep->lane, node, forced);
+    ucs_debug("ringk ep %p: path %s: %s", ep, ringk_path_name(ep->path), ep->path_reason);
+}
+
+ucs_status_t uct_ringk_ep_path_query(uct_ep_h tl_ep, const char **path_p, const char **reason_p)
+{
+    uct_ringk_ep_t *ep;
+
+    if ((tl_ep == NULL) || (tl_ep->iface == NULL) ||
+        (tl_ep->iface->ops.ep_am_short != uct_ringk_ep_am_short)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+    ep        = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    *path_p   = ringk_path_name(ep->path);
+    *reason_p = ep->path_reason;
+    return UCS_OK;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
 {
     uct_ringk_iface_t *iface = ucs_derived_of(params->iface, uct_ringk_iface_t);
@@ -201,6 +239,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
         goto err_unmap;
     }
     self->peer_sun_len = uct_ringk_wakeup_addr(addr->pid, addr->iface_id, &self->peer_sun);
+    uct_ringk_ep_choose_path(self, iface, params);
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_add_tail(&iface->eps, &self->list);
     iface->neps++;

@@ -30,6 +30,8 @@ typedef struct uct_ringk_ep {
     int                      failed;      /**< the peer was found dead */
     int                      err_scheduled; /**< the error callback is queued */
     ucs_list_link_t          list;        /**< in the iface's list of endpoints */
+    ringk_path_t             path;        /**< the path chosen at creation */
+    char                     path_reason[RINGK_TOPO_REASON_LEN + 96];
 } uct_ringk_ep_t;
 
 UCS_CLASS_DECLARE_NEW_FUNC(uct_ringk_ep_t, uct_ep_t, const uct_ep_params_t*);
@@ -70,6 +72,13 @@ ucs_status_t uct_ringk_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t
 
 /** Tells whether the peer of @a ep is gone (process dead or iface closed). */
 int uct_ringk_ep_peer_dead(uct_ringk_ep_t *ep);
+
+/**
+ * The path endpoint @a tl_ep uses and why (exported: tests and tools look it up with dlsym).
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM when @a tl_ep is not a ringk endpoint.
+ */
+ucs_status_t uct_ringk_ep_path_query(uct_ep_h tl_ep, const char **path_p,
+                                     const char **reason_p);
 
 /** Reports the peer's death once, from the worker's progress, to the iface error handler. */
 void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep);

@@ -113,15 +113,6 @@ socklen_t uct_ringk_wakeup_addr(uint32_t pid, uint64_t id, struct sockaddr_un *s
     return offsetof(struct sockaddr_un, sun_path) + 1 + n;
 }
 
-void uct_ringk_dev_addr_get(uct_ringk_dev_addr_t *addr)
-{
-    memset(addr, 0, sizeof(*addr));
-    addr->system_id = ucs_get_system_id();
-    /* Senders open the segment through /proc/<pid>/fd, which needs the same pid namespace. */
-    addr->pid_ns = ucs_sys_get_ns(UCS_SYS_NS_TYPE_PID);
-    addr->ipc_ns = ucs_sys_get_ns(UCS_SYS_NS_TYPE_IPC);
-}
-
 static ucs_status_t uct_ringk_iface_query(uct_iface_h tl_iface, uct_iface_attr_t *attr)
 {
     uct_ringk_iface_t *iface = ucs_derived_of(tl_iface, uct_ringk_iface_t);
@@ -206,8 +197,18 @@ static int uct_ringk_iface_is_reachable(const uct_iface_h tl_iface,
 {
     uct_ringk_iface_t *iface = ucs_derived_of(tl_iface, uct_ringk_iface_t);
 
-    return (dev_addr != NULL) && (iface_addr != NULL) &&
-           !memcmp(dev_addr, &iface->dev_addr, sizeof(iface->dev_addr));
+    uct_ringk_dev_addr_t remote;
+    char reason[128];
+
+    if ((dev_addr == NULL) || (iface_addr == NULL)) {
+        return 0;
+    }
+    memcpy(&remote, dev_addr, sizeof(remote));
+    if (!ringk_node_id_same(&iface->dev_addr, &remote, reason, sizeof(reason))) {
+        ucs_debug("ringk iface %p: peer not reachable: %s", iface, reason);
+        return 0;
+    }
+    return 1;
 }
 
 /* Rebuilds the list of lanes to poll from the lane table: the shared lane, lanes with an owner,
@@ -558,6 +559,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
                                                             uct_ringk_iface_config_t);
     unsigned short_cells;
     ucs_status_t status;
+    char errbuf[256];
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_ringk_iface_ops,
                               &uct_base_iface_internal_ops, md, worker, params,
@@ -582,7 +584,11 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     self->max_short = ucs_min(self->max_bcopy,
                               ringk_ring_capacity(short_cells, config->cell_size)) -
                       sizeof(uint64_t);
-    uct_ringk_dev_addr_get(&self->dev_addr);
+    ringk_node_id_get(&self->dev_addr);
+    if (ringk_policy_from_env(&self->policy, errbuf, sizeof(errbuf)) != 0) {
+        ucs_error("ringk: %s", errbuf);
+        return UCS_ERR_INVALID_PARAM;
+    }
 
     /* A handler that asks for aligned data gets it: messages that are not aligned in the ring
      * are copied to rx_buf, placed so that data + am_align_offset is aligned. */

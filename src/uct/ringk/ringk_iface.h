@@ -5,6 +5,9 @@
 
 #include "ringk_seg.h"
 
+#include <core/ringk_node.h>
+#include <core/ringk_topo.h>
+
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <uct/base/uct_iface.h>
@@ -40,13 +43,9 @@ typedef struct uct_ringk_iface_addr {
     int32_t  fd;         /**< memfd of the segment in the owner process */
 } UCS_S_PACKED uct_ringk_iface_addr_t;
 
-/** What tells two ifaces they share a host: system id and the pid and IPC namespaces
- * (UCP limits a device address to 31 bytes). */
-typedef struct uct_ringk_dev_addr {
-    uint64_t system_id;  /**< ucs_get_system_id(): boot id and host */
-    uint64_t pid_ns;
-    uint64_t ipc_ns;
-} UCS_S_PACKED uct_ringk_dev_addr_t;
+/** The device address: the node identity (src/core/ringk_node.h), 24 of the 31 bytes UCP
+ * allows. */
+typedef ringk_node_id_t uct_ringk_dev_addr_t;
 
 /** Receiver-side state of one lane. */
 typedef struct uct_ringk_rx_lane {
@@ -80,6 +79,7 @@ typedef struct uct_ringk_iface {
     int                      signal_fd;   /**< unbound datagram socket to wake peers */
     ucs_arbiter_t            arbiter;     /**< endpoints with pending requests */
     uct_ringk_dev_addr_t     dev_addr;
+    ringk_policy_t           policy;      /**< RINGK_P2P_LEVEL / RINGK_PATH at open */
     unsigned                 neps;        /**< endpoints created on this iface */
     ucs_list_link_t          eps;         /**< the endpoints, for the liveness check */
     unsigned                 progress_count; /**< progress calls, to pace the liveness check */
@@ -97,8 +97,6 @@ void uct_ringk_iface_liveness_check(uct_ringk_iface_t *iface);
 /** Fills the abstract socket address of the wakeup socket of iface @a id in process @a pid. */
 socklen_t uct_ringk_wakeup_addr(uint32_t pid, uint64_t id, struct sockaddr_un *sun);
 
-/** Fills this host's device address. */
-void uct_ringk_dev_addr_get(uct_ringk_dev_addr_t *addr);
 
 UCT_TL_DECL(ringk)
 

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ringk node identity: what makes two processes "on the same node" for shared memory. */
+#ifndef RINGK_CORE_NODE_H
+#define RINGK_CORE_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * The identity of this process's node as seen for shared memory: the kernel boot id, the PID
+ * namespace (peers open our segments through /proc/<pid>), and the IPC namespace together with
+ * the identity of /dev/shm (two containers on one host differ in these). Three 64-bit words so
+ * it fits a UCT device address.
+ */
+typedef struct ringk_node_id {
+    uint64_t boot;     /**< hash of /proc/sys/kernel/random/boot_id */
+    uint64_t pid_ns;   /**< inode of /proc/self/ns/pid */
+    uint64_t ipc_shm;  /**< hash of the IPC namespace inode and /dev/shm's device and inode */
+} ringk_node_id_t;
+
+/** Fills @a id for this process; missing sources hash as 0. */
+void ringk_node_id_get(ringk_node_id_t *id);
+
+/**
+ * Tells whether two identities are the same node for shared memory; the reason names what
+ * differs, or what matched.
+ */
+int ringk_node_id_same(const ringk_node_id_t *a, const ringk_node_id_t *b, char *reason,
+                       size_t reason_len);
+
+#endif
