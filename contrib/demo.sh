@@ -23,7 +23,7 @@ echo
 echo "=== 3. configuration variables: $run ucx_info -c | grep RINGK"
 $run ucx_info -c | grep '^UCX_RINGK_'
 echo
-echo "=== 4. topology and paths: ringk_info (this machine), then an 8-GPU NVSwitch fixture"
+echo "=== 4. topology and paths: ringk_info (this machine), then a PCIe-only 4-GPU fixture"
 _build/src/tools/ringk_info
 echo
 _build/src/tools/ringk_info --topo test/gtest-free/topo/pcie-4gpu.xml

@@ -7,6 +7,7 @@
 
 #define _GNU_SOURCE
 #include "ringk_topo.h"
+#include "ringk_cuda.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -614,4 +615,29 @@ int ringk_policy_apply(const ringk_policy_t *pol, const ringk_topo_pair_t *pair,
     }
     snprintf(reason, reason_len, "%s within RINGK_P2P_LEVEL=%s (%s)", cls, lvl, pair->reason);
     return RINGK_PATH_P2P_PCIE;
+}
+
+int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int path,
+                           char *reason, size_t reason_len)
+{
+    size_t len = strlen(reason);
+    char why[256];
+
+    if ((path != RINGK_PATH_P2P_NVLINK) && (path != RINGK_PATH_P2P_PCIE)) {
+        return path;
+    }
+    if (strcmp(topo->source, "this machine") != 0) {
+        snprintf(reason + len, reason_len - len, "; not verified (topology from a file)");
+        return path;
+    }
+    if ((a >= topo->ngpus) || (b >= topo->ngpus)) {
+        return RINGK_PATH_HOST_STAGED;
+    }
+    if (ringk_cuda_p2p_canary(topo->gpus[a].busid, topo->gpus[b].busid, why, sizeof(why)) != 0) {
+        snprintf(reason + len, reason_len - len, "; %s failed its canary (%s): falling back to "
+                 "HOST_STAGED", ringk_path_name((ringk_path_t)path), why);
+        return RINGK_PATH_HOST_STAGED;
+    }
+    snprintf(reason + len, reason_len - len, "; %s", why);
+    return path;
 }

@@ -3,8 +3,14 @@
 #include "ringk_config.h"
 #include "test_util.h"
 
+#include <errno.h>
+
 #ifdef HAVE_CUDA
+#include <core/ringk_cuda.h>
 #include <kernels/ringk_kernels.h>
+
+#include <cuda_runtime_api.h>
+#include <string.h>
 
 static const struct {
     uint32_t ncells, cell_size, nmsgs;
@@ -27,6 +33,33 @@ START_TEST(test_kernels_ring_selftest)
 }
 END_TEST
 
+/* The P2P canary between device 0 and each device (itself included) passes where peer access
+ * exists, and where it does not it refuses with a reason instead of trusting the path. */
+START_TEST(test_kernels_p2p_canary)
+{
+    char a[32], b[32], why[256];
+    int n = 0, i, can, ret;
+
+    ck_assert_int_eq(cudaGetDeviceCount(&n), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceGetPCIBusId(a, sizeof(a), 0), cudaSuccess);
+    for (i = 0; i < n; i++) {
+        ck_assert_int_eq(cudaDeviceGetPCIBusId(b, sizeof(b), i), cudaSuccess);
+        can = 1;
+        if (i != 0) {
+            ck_assert_int_eq(cudaDeviceCanAccessPeer(&can, 0, i), cudaSuccess);
+        }
+        ret = ringk_cuda_p2p_canary(a, b, why, sizeof(why));
+        if (can) {
+            ck_assert_msg(ret == 0, "canary %s -> %s: %s", a, b, why);
+            ck_assert_ptr_nonnull(strstr(why, "verified"));
+        } else {
+            ck_assert_int_eq(ret, -EPERM);
+        }
+        printf("# canary %s -> %s: %s\n", a, b, why);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernels");
@@ -40,6 +73,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_kernels_ring_selftest, 0,
                         sizeof(selftest_cases) / sizeof(selftest_cases[0]));
+    tcase_add_test(tc, test_kernels_p2p_canary);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -328,6 +328,35 @@ START_TEST(test_topo_this_machine)
 }
 END_TEST
 
+/* A P2P path is trusted only after its canary: from a file it is left unverified; on "this
+ * machine" without working peer access (here: no GPU) it falls back to HOST_STAGED and says
+ * why. */
+START_TEST(test_topo_canary_fallback)
+{
+    ringk_policy_t pol;
+    ringk_topo_pair_t pair;
+    char err[256], reason[1024];
+    int path;
+
+    load("pcie-4gpu.xml");
+    ck_assert_int_eq(ringk_policy_parse(NULL, NULL, &pol, err, sizeof(err)), 0);
+    ringk_topo_classify(&topo, 0, 1, &pair);
+    path = ringk_policy_apply(&pol, &pair, reason, sizeof(reason));
+    ck_assert_int_eq(path, RINGK_PATH_P2P_PCIE);
+    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason));
+    ck_assert_int_eq(path, RINGK_PATH_P2P_PCIE);
+    ck_assert_ptr_nonnull(strstr(reason, "not verified (topology from a file)"));
+
+    /* the same GPUs claimed to be on this machine: the canary cannot pass here */
+    snprintf(topo.source, sizeof(topo.source), "this machine");
+    path = ringk_policy_apply(&pol, &pair, reason, sizeof(reason));
+    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason));
+    ck_assert_int_eq(path, RINGK_PATH_HOST_STAGED);
+    ck_assert_msg(strstr(reason, "P2P_PCIE failed its canary") != NULL, "reason: %s", reason);
+    ck_assert_ptr_nonnull(strstr(reason, "falling back to HOST_STAGED"));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("topo");
@@ -343,6 +372,7 @@ int main(void)
     tc = tcase_create("policy");
     tcase_add_loop_test(tc, test_topo_overrides, 0, sizeof(overrides) / sizeof(overrides[0]));
     tcase_add_test(tc, test_topo_env_policy);
+    tcase_add_test(tc, test_topo_canary_fallback);
     tcase_add_loop_test(tc, test_topo_bad_policy, 0, sizeof(bad_policy) / sizeof(bad_policy[0]));
     suite_add_tcase(s, tc);
 
