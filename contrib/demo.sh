@@ -54,4 +54,7 @@ if [ -x _build/examples/mpi/mpi_pingpong ]; then
     "${mpi[@]}" -np 4 --mca osc ucx _build/examples/mpi/mpi_osc
 fi
 echo
+echo "=== 8. the actor runtime: two ring kernels bouncing a counter (K2K routes, every value checked)"
+_build/examples/pingpong 100000
+echo
 echo "demo: done (benchmark against posix: bash bench/ringk_vs_posix.sh)"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libringk public API: the ring-kernel actor runtime (this release: version and build queries). */
+/* libringk public API: the ring-kernel actor runtime. Calls return 0 or a negative errno and
+ * write their outputs only on success; parameter structs start with a field_mask. */
 #ifndef RINGK_API_RINGK_H
 #define RINGK_API_RINGK_H
 
@@ -14,6 +15,8 @@ extern "C" {
 #define RINGK_VERSION_MAJOR 0
 #define RINGK_VERSION_MINOR 1
 #define RINGK_VERSION_PATCH 0
+
+/* ---- build information ------------------------------------------------------------------- */
 
 /** Fields of ringk_build_info_t. */
 enum ringk_build_info_field {
@@ -35,6 +38,246 @@ typedef struct ringk_build_info {
  * @return 0, or -EINVAL when @a info_p is NULL or asks for an unknown field.
  */
 int ringk_build_info_query(ringk_build_info_t *info_p);
+
+/* ---- hybrid logical clock ------------------------------------------------------------------ */
+
+/**
+ * A hybrid logical clock in one 64-bit word: milliseconds since the Unix epoch in the upper 48
+ * bits, a logical counter in the lower 16. Both parts change together in one atomic update.
+ */
+typedef struct ringk_hlc {
+    uint64_t word;
+} ringk_hlc_t;
+
+#define RINGK_HLC_PHYSICAL_MS(_t) ((_t) >> 16)
+#define RINGK_HLC_LOGICAL(_t)     ((_t) & 0xffffu)
+
+/** Starts @a clock at the current time. */
+void ringk_hlc_init(ringk_hlc_t *clock);
+
+/** A local or send event: returns a timestamp greater than every earlier one of @a clock. */
+uint64_t ringk_hlc_tick(ringk_hlc_t *clock);
+
+/** A receive event of a message stamped @a remote: the result exceeds both @a remote and every
+ *  earlier timestamp of @a clock. */
+uint64_t ringk_hlc_recv(ringk_hlc_t *clock, uint64_t remote);
+
+/* ---- messages ------------------------------------------------------------------------------- */
+
+/** Message types. */
+typedef enum ringk_msg_type {
+    RINGK_MSG_DATA      = 0,
+    RINGK_MSG_CONTROL   = 1,
+    RINGK_MSG_TERMINATE = 2   /**< the receiver drains what came before, then stops */
+} ringk_msg_type_t;
+
+#define RINGK_MSG_BROADCAST   UINT32_MAX   /**< receiver id of a message to every subscriber */
+#define RINGK_MSG_MAX_DEFAULT 65536u       /**< default largest payload, bytes */
+
+/** Message header; the payload follows it. */
+typedef struct ringk_msg {
+    uint32_t sender;     /**< sender kernel id (0: the host) */
+    uint32_t receiver;   /**< receiver kernel id, or RINGK_MSG_BROADCAST */
+    uint16_t type;       /**< ringk_msg_type_t */
+    uint16_t flags;      /**< reserved, 0 */
+    uint32_t length;     /**< payload bytes */
+    uint64_t seq;        /**< per-sender sequence number, from 0 */
+    uint64_t timestamp;  /**< hybrid logical clock at send (0 when timestamps are off) */
+    uint64_t enq_ns;     /**< monotonic time of enqueue, for latency statistics */
+} ringk_msg_t;
+
+/** The payload that follows @a msg. */
+static inline const void *ringk_msg_payload(const ringk_msg_t *msg)
+{
+    return msg + 1;
+}
+
+/** Fills a header for a data, control or terminate message. */
+void ringk_msg_init(ringk_msg_t *msg, ringk_msg_type_t type, uint32_t sender, uint32_t receiver,
+                    uint32_t length);
+
+/** 1 when two messages have equal headers and payloads. */
+int ringk_msg_equal(const ringk_msg_t *a, const ringk_msg_t *b);
+
+/* ---- context ------------------------------------------------------------------------------- */
+
+typedef struct ringk_ctx    ringk_ctx_t;
+typedef struct ringk_kernel ringk_kernel_t;
+
+/** Log levels of the log hook. */
+enum { RINGK_LOG_ERROR = 0, RINGK_LOG_WARN = 1, RINGK_LOG_INFO = 2, RINGK_LOG_DEBUG = 3 };
+
+/** The log hook: the library never prints; it calls this. */
+typedef void (*ringk_log_func_t)(void *arg, int level, const char *message);
+
+enum ringk_ctx_param_field {
+    RINGK_CTX_PARAM_FIELD_LOG         = 1u << 0,
+    RINGK_CTX_PARAM_FIELD_POOL_THREADS = 1u << 1,
+    RINGK_CTX_PARAM_FIELD_PIN         = 1u << 2
+};
+
+typedef struct ringk_ctx_params {
+    uint64_t         field_mask;
+    ringk_log_func_t log;           /**< default: none */
+    void            *log_arg;
+    unsigned         pool_threads;  /**< threads running event-driven kernels, default 1 */
+    int              pin;           /**< 1: pin executor threads to cores with hwloc (default) */
+} ringk_ctx_params_t;
+
+int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p);
+/** Terminates every kernel (draining their inboxes), joins the threads, frees everything. */
+int ringk_ctx_destroy(ringk_ctx_t *ctx);
+
+/* ---- ring kernels --------------------------------------------------------------------------- */
+
+/** The handler a kernel runs for each message; @a msg is valid during the call only. A
+ *  negative return is counted as a handler error. */
+typedef int (*ringk_handler_t)(ringk_kernel_t *kernel, const ringk_msg_t *msg, void *arg);
+
+typedef enum ringk_kernel_mode {
+    RINGK_MODE_PERSISTENT   = 0,  /**< a thread of its own, spinning then sleeping */
+    RINGK_MODE_EVENT_DRIVEN = 1   /**< run by pool threads when messages arrive */
+} ringk_kernel_mode_t;
+
+typedef enum ringk_processing {
+    RINGK_PROCESSING_CONTINUOUS = 0, /**< one message per iteration: lowest latency */
+    RINGK_PROCESSING_BATCH      = 1, /**< up to max_msgs_per_iteration (0: all) per iteration */
+    RINGK_PROCESSING_ADAPTIVE   = 2  /**< one at a time when the inbox is short, else batch */
+} ringk_processing_t;
+
+typedef enum ringk_backend {
+    RINGK_BACKEND_CPU  = 1u << 0,
+    RINGK_BACKEND_CUDA = 1u << 1   /**< reserved: not available in this release */
+} ringk_backend_t;
+
+typedef enum ringk_domain {
+    RINGK_DOMAIN_GENERAL = 0, RINGK_DOMAIN_GRAPH = 1, RINGK_DOMAIN_SPATIAL = 2,
+    RINGK_DOMAIN_ACTOR = 3
+} ringk_domain_t;
+
+enum ringk_kernel_param_field {
+    RINGK_KERNEL_PARAM_FIELD_NAME            = 1u << 0,
+    RINGK_KERNEL_PARAM_FIELD_HANDLER         = 1u << 1,
+    RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE      = 1u << 2,
+    RINGK_KERNEL_PARAM_FIELD_OUTBOX_SIZE     = 1u << 3,
+    RINGK_KERNEL_PARAM_FIELD_MAX_IN          = 1u << 4,
+    RINGK_KERNEL_PARAM_FIELD_MAX_OUT         = 1u << 5,
+    RINGK_KERNEL_PARAM_FIELD_MODE            = 1u << 6,
+    RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS  = 1u << 7,
+    RINGK_KERNEL_PARAM_FIELD_PROCESSING      = 1u << 8,
+    RINGK_KERNEL_PARAM_FIELD_MAX_PER_ITER    = 1u << 9,
+    RINGK_KERNEL_PARAM_FIELD_BACKENDS        = 1u << 10,
+    RINGK_KERNEL_PARAM_FIELD_DOMAIN          = 1u << 11,
+    RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS      = 1u << 12,
+    RINGK_KERNEL_PARAM_FIELD_CAUSAL          = 1u << 13,
+    RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO    = 1u << 14,
+    RINGK_KERNEL_PARAM_FIELD_SUBSCRIBES_TO   = 1u << 15,
+    RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB      = 1u << 16,
+    RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB      = 1u << 17,
+    RINGK_KERNEL_PARAM_FIELD_BARRIERS        = 1u << 18,
+    RINGK_KERNEL_PARAM_FIELD_CAPACITY        = 1u << 19,
+    RINGK_KERNEL_PARAM_FIELD_START_INACTIVE  = 1u << 20
+};
+
+/** Every attribute of a ring kernel; defaults follow the ring-kernel model. */
+typedef struct ringk_kernel_params {
+    uint64_t            field_mask;
+    const char         *name;             /**< unique id (required), up to 63 characters */
+    ringk_handler_t     handler;          /**< required */
+    void               *arg;              /**< passed to the handler */
+    unsigned            capacity;         /**< work items in flight, default 1024 */
+    unsigned            inbox_size;       /**< messages, a power of 2, default 256 */
+    unsigned            outbox_size;      /**< messages, a power of 2, default 256 */
+    unsigned            max_in;           /**< largest input payload, default 65536 */
+    unsigned            max_out;          /**< largest output payload, default 65536 */
+    ringk_kernel_mode_t mode;             /**< default persistent */
+    unsigned            max_iterations;   /**< event-driven: iterations before yielding, 1000 */
+    ringk_processing_t  processing;       /**< default continuous */
+    unsigned            max_per_iteration;/**< fairness limit, 0 = unlimited (default) */
+    unsigned            backends;         /**< ringk_backend_t bits, default CPU */
+    ringk_domain_t      domain;           /**< hint, default general */
+    int                 timestamps;       /**< stamp messages with the HLC, default 0 */
+    int                 causal;           /**< release/acquire ordering, default 1 (always on
+                                               for the CPU backend) */
+    const char * const *publishes_to;     /**< kernels it may send to (NULL-terminated) */
+    const char * const *subscribes_to;    /**< kernels it receives from (NULL-terminated; empty:
+                                               any) */
+    const char * const *topics_pub;       /**< topics it publishes to (NULL-terminated) */
+    const char * const *topics_sub;       /**< topics it subscribes to (NULL-terminated) */
+    const char * const *barriers;         /**< named barriers it takes part in */
+} ringk_kernel_params_t;
+
+/** Launches a kernel (active unless RINGK_KERNEL_PARAM_FIELD_START_INACTIVE). Errors name the
+ *  bad value and the limit through the log hook. */
+int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
+                        ringk_kernel_t **kernel_p);
+/** Terminates the kernel (drains its inbox) and frees it. */
+int ringk_kernel_destroy(ringk_kernel_t *kernel);
+
+/** Resumes consuming. */
+int ringk_kernel_activate(ringk_kernel_t *kernel);
+/** Stops consuming; queued messages stay and new ones are still accepted. */
+int ringk_kernel_deactivate(ringk_kernel_t *kernel);
+/** Drains what is queued, then stops; later sends fail with -EPIPE. Returns when it stopped. */
+int ringk_kernel_terminate(ringk_kernel_t *kernel);
+
+/** The kernel's id (1.. in creation order) and name. */
+uint32_t ringk_kernel_id(const ringk_kernel_t *kernel);
+const char *ringk_kernel_name(const ringk_kernel_t *kernel);
+
+typedef enum ringk_kernel_state {
+    RINGK_KERNEL_ACTIVE = 0, RINGK_KERNEL_INACTIVE = 1, RINGK_KERNEL_TERMINATING = 2,
+    RINGK_KERNEL_TERMINATED = 3
+} ringk_kernel_state_t;
+
+/** Status and statistics of a kernel. */
+typedef struct ringk_kernel_stats {
+    ringk_kernel_state_t state;
+    uint64_t msgs_in;          /**< messages handled */
+    uint64_t msgs_out;         /**< messages sent (topic publishes count once per receiver) */
+    uint64_t queue_depth;      /**< inbox cells in use now (one per message up to 224 B) */
+    uint64_t refused_full;     /**< sends to it refused because its inbox was full */
+    uint64_t drops;            /**< messages lost: always 0 (nothing is dropped silently) */
+    uint64_t handler_errors;   /**< handler calls that returned < 0 */
+    uint64_t latency_hist[32]; /**< enqueue-to-handler latency, bucket i: [2^i, 2^(i+1)) ns */
+} ringk_kernel_stats_t;
+
+int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
+
+/* ---- sending -------------------------------------------------------------------------------- */
+
+#define RINGK_WAIT_NONE    0      /**< timeout: a full inbox returns -EAGAIN at once */
+#define RINGK_WAIT_FOREVER (-1)   /**< timeout: wait until there is room */
+
+/**
+ * Sends a message from @a from (NULL: the host) to the kernel named @a to. A kernel may send
+ * only to kernels in its publishes_to list; the receiver, if it lists subscribes_to, must list
+ * the sender. FIFO per sender and receiver.
+ * @param timeout_ms RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds to wait for room.
+ * @return 0; -ENOENT unknown kernel; -EPERM undeclared route; -EMSGSIZE too large (limits of
+ *         both ends); -EAGAIN inbox full (RINGK_WAIT_NONE); -ETIMEDOUT still full at the
+ *         timeout; -EPIPE the receiver terminated; -EINVAL bad arguments.
+ */
+int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to, ringk_msg_type_t type,
+               const void *payload, size_t length, int timeout_ms);
+
+/**
+ * Publishes to every subscriber of @a topic (the publisher, if a kernel, must list the topic in
+ * topics_pub). Waits up to @a timeout_ms for room in each subscriber.
+ * @return the number of subscribers reached (all of them), or a negative errno; on -ETIMEDOUT
+ *         or -EPIPE some subscribers may have received it: *delivered_p says how many.
+ */
+int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
+                  const void *payload, size_t length, int timeout_ms, unsigned *delivered_p);
+
+/**
+ * Waits at the named barrier until every kernel that lists it has arrived (call it from the
+ * kernel's handler). @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT.
+ */
+int ringk_barrier_wait(ringk_kernel_t *kernel, const char *barrier, int timeout_ms);
+
+/** The context's clock (shared by its kernels). */
+ringk_hlc_t *ringk_ctx_clock(ringk_ctx_t *ctx);
 
 #ifdef __cplusplus
 }

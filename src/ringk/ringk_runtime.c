@@ -1,0 +1,1135 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk runtime, CPU executor: contexts, ring kernels with inboxes on the core ring protocol,
+ * K2K sends with routes and backpressure, lifecycle, topics, named barriers and statistics. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include <core/ringk_ring.h>
+#include <ringk/api/ringk.h>
+
+#include <errno.h>
+#include <hwloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RINGK_MAX_KERNELS   256
+#define RINGK_NAME_MAX      64
+#define RINGK_LIST_MAX      32
+#define RINGK_MAX_TOPICS    64
+#define RINGK_MAX_BARRIERS  64
+#define RINGK_MAX_POOL      16
+#define RINGK_CELL          256u               /* inbox cell: a 224-byte payload fits one */
+#define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
+#define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
+#define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
+
+typedef char ringk_name_t[RINGK_NAME_MAX];
+
+/* A name list copied from the parameters. */
+typedef struct {
+    ringk_name_t names[RINGK_LIST_MAX];
+    unsigned     count;
+} name_list_t;
+
+/* A resolved K2K route of a sender: target and whether the target accepts this sender. */
+typedef struct {
+    ringk_kernel_t *target;
+    int             allowed;
+} route_t;
+
+struct ringk_kernel {
+    ringk_ctx_t          *ctx;
+    uint32_t              id;
+    ringk_name_t          name;
+    ringk_handler_t       handler;
+    void                 *arg;
+    ringk_kernel_mode_t   mode;
+    ringk_processing_t    processing;
+    unsigned              max_per_iteration;
+    unsigned              max_iterations;
+    unsigned              max_in, max_out, inbox_size, outbox_size, capacity;
+    int                   timestamps;
+    name_list_t           publishes_to, subscribes_to, topics_pub, topics_sub, barriers;
+    route_t               routes[RINGK_LIST_MAX];  /* parallel to publishes_to */
+    /* inbox: multi-producer ring, consumed by the kernel's executor only */
+    void                 *inbox_mem;
+    ringk_ring_t          inbox;
+    uint64_t              head;          /* consumer position (read by pool threads as a hint) */
+    int                   state;         /* ringk_kernel_state_t, atomic */
+    int                   inflight;      /* senders between the state check and publish */
+    uint64_t              seq;           /* per-sender sequence, atomic */
+    /* executor */
+    pthread_t             thread;
+    int                   has_thread;
+    unsigned              core;          /* core index for pinning */
+    int                   running;       /* event-driven: a pool thread runs it, atomic */
+    int                   sleeping;      /* its thread waits on cv, atomic */
+    pthread_mutex_t       mu;
+    pthread_cond_t        cv;
+    /* statistics, atomic */
+    uint64_t              msgs_in, msgs_out, refused_full, handler_errors;
+    uint64_t              latency_hist[32];
+};
+
+typedef struct {
+    ringk_name_t    name;
+    ringk_kernel_t *subs[RINGK_MAX_KERNELS];
+    unsigned        nsubs;
+} topic_t;
+
+typedef struct {
+    ringk_name_t name;
+    unsigned     expected, arrived;
+    uint64_t     generation;
+} barrier_t;
+
+struct ringk_ctx {
+    pthread_mutex_t  lock;            /* registry, topics, barriers: not on the send path */
+    ringk_kernel_t  *kernels[RINGK_MAX_KERNELS];
+    unsigned         nkernels;        /* slots used, atomic for pool threads */
+    ringk_hlc_t      clock;
+    uint64_t         host_seq;
+    ringk_log_func_t log;
+    void            *log_arg;
+    topic_t          topics[RINGK_MAX_TOPICS];
+    unsigned         ntopics;
+    barrier_t        barriers[RINGK_MAX_BARRIERS];
+    unsigned         nbarriers;
+    pthread_cond_t   barrier_cv;
+    /* event-driven pool */
+    pthread_t        pool[RINGK_MAX_POOL];
+    unsigned         npool;
+    pthread_mutex_t  pool_mu;
+    pthread_cond_t   pool_cv;
+    int              pool_sleeping;   /* atomic */
+    int              stop;            /* atomic */
+    /* pinning */
+    int              pin;
+    hwloc_topology_t topo;
+    unsigned         next_core;
+};
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static void rk_log(ringk_ctx_t *ctx, int level, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+
+    if ((ctx == NULL) || (ctx->log == NULL)) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    ctx->log(ctx->log_arg, level, buf);
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static int load_i(const int *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void add_u64(uint64_t *p, uint64_t v)
+{
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+static void timespec_in_ms(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec  += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static int copy_list(ringk_ctx_t *ctx, const char *kernel, const char *what,
+                     const char *const *src, name_list_t *dst)
+{
+    dst->count = 0;
+    for (; (src != NULL) && (*src != NULL); src++) {
+        if (dst->count == RINGK_LIST_MAX) {
+            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': %s has more than %d entries", kernel, what,
+                   RINGK_LIST_MAX);
+            return -EINVAL;
+        }
+        if ((**src == '\0') || (strlen(*src) >= RINGK_NAME_MAX)) {
+            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': %s entry '%s' is empty or longer than %d "
+                   "characters", kernel, what, *src, RINGK_NAME_MAX - 1);
+            return -EINVAL;
+        }
+        strcpy(dst->names[dst->count++], *src);
+    }
+    return 0;
+}
+
+static int list_has(const name_list_t *l, const char *name)
+{
+    unsigned i;
+
+    for (i = 0; i < l->count; i++) {
+        if (!strcmp(l->names[i], name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the consumer side: one iteration of a kernel's dispatch loop ------------------------- */
+
+static int inbox_empty(ringk_kernel_t *k)
+{
+    return __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&k->head, __ATOMIC_RELAXED);
+}
+
+/* Handles up to the processing mode's number of messages; returns how many. Only the kernel's
+ * executor calls it (its thread, or the pool thread holding k->running). */
+static unsigned kernel_iteration(ringk_kernel_t *k)
+{
+    uint64_t depth = __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_RELAXED) - k->head;
+    unsigned limit, n = 0, bucket;
+    const ringk_cell_hdr_t *cell;
+    const ringk_msg_t *msg;
+    uint32_t len, ncells;
+    uint64_t lat;
+    uint8_t flags;
+    int rc;
+
+    switch (k->processing) {
+    case RINGK_PROCESSING_CONTINUOUS:
+        limit = 1;
+        break;
+    case RINGK_PROCESSING_ADAPTIVE:
+        if (depth <= 16) {
+            limit = 1;
+            break;
+        }
+        /* fall through */
+    default:
+        limit = k->max_per_iteration ? k->max_per_iteration : UINT32_MAX;
+        break;
+    }
+    while (n < limit) {
+        cell = ringk_ring_peek(&k->inbox, &k->head);
+        if (cell == NULL) {
+            break;
+        }
+        len    = cell->len;
+        ncells = cell->ncells;
+        flags  = cell->flags;
+        if ((ringk_ring_msg_check(&k->inbox, k->head, len, ncells, flags, k->inbox.ncells) != 0) ||
+            (len < sizeof(ringk_msg_t))) {
+            /* Only this process writes inboxes: a bad cell is a bug, reported, never used. */
+            rk_log(k->ctx, RINGK_LOG_ERROR, "kernel '%s': malformed inbox cell at %llu "
+                   "(length %u, cells %u)", k->name, (unsigned long long)k->head, len, ncells);
+            ringk_ring_release(&k->inbox, k->head, 1, 0xff);
+            __atomic_store_n(&k->head, k->head + 1, __ATOMIC_RELAXED);
+            continue;
+        }
+        msg = ringk_ring_payload(&k->inbox, k->head);
+        if (msg->timestamp != 0) {
+            ringk_hlc_recv(&k->ctx->clock, msg->timestamp);
+        }
+        lat    = now_ns() - msg->enq_ns;
+        bucket = (lat == 0) ? 0 : (63 - __builtin_clzll(lat));
+        add_u64(&k->latency_hist[bucket > 31 ? 31 : bucket], 1);
+        if (msg->type != RINGK_MSG_TERMINATE) {
+            rc = k->handler(k, msg, k->arg);
+            if (rc < 0) {
+                add_u64(&k->handler_errors, 1);
+            }
+        } else {
+            /* a terminate message: everything before it is handled; stop taking more */
+            int expect = RINGK_KERNEL_ACTIVE;
+            __atomic_compare_exchange_n(&k->state, &expect, RINGK_KERNEL_TERMINATING, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+            expect = RINGK_KERNEL_INACTIVE;
+            __atomic_compare_exchange_n(&k->state, &expect, RINGK_KERNEL_TERMINATING, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+        }
+        add_u64(&k->msgs_in, 1);
+        ringk_ring_release(&k->inbox, k->head, ncells, flags);
+        __atomic_store_n(&k->head, k->head + ncells, __ATOMIC_RELAXED);
+        n++;
+    }
+    return n;
+}
+
+/* A terminating kernel stops once no sender is between its state check and its publish and
+ * the inbox is drained (senders raise 'inflight' before reading the state: T1/T2). */
+static int kernel_try_finish(ringk_kernel_t *k)
+{
+    if (load_i(&k->state) != RINGK_KERNEL_TERMINATING) {
+        return 0;
+    }
+    /* T2: pairs with T1 in deliver(). */
+    if ((__atomic_load_n(&k->inflight, __ATOMIC_SEQ_CST) != 0) || !inbox_empty(k)) {
+        return 0;
+    }
+    pthread_mutex_lock(&k->mu);
+    __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    return 1;
+}
+
+/* Pins the calling thread to core @a index (modulo the cores hwloc sees). Persistent kernels
+ * get cores in creation order, so two kernels created one after the other never share a core
+ * while another is free; pool threads are left to the scheduler. */
+static void pin_thread(ringk_ctx_t *ctx, unsigned index)
+{
+    hwloc_obj_t core;
+    int ncores;
+
+    if (!ctx->pin || (ctx->topo == NULL)) {
+        return;
+    }
+    ncores = hwloc_get_nbobjs_by_type(ctx->topo, HWLOC_OBJ_CORE);
+    if (ncores <= 0) {
+        return;
+    }
+    core = hwloc_get_obj_by_type(ctx->topo, HWLOC_OBJ_CORE, index % ncores);
+    if ((core != NULL) &&
+        (hwloc_set_cpubind(ctx->topo, core->cpuset, HWLOC_CPUBIND_THREAD) != 0)) {
+        rk_log(ctx, RINGK_LOG_DEBUG, "cannot pin a thread to core %u", core->logical_index);
+    }
+}
+
+/* Sleeps until woken by a sender or a state change; W1 pairs with W2 in wake(). */
+static void kernel_sleep(ringk_kernel_t *k)
+{
+    struct timespec ts;
+
+    pthread_mutex_lock(&k->mu);
+    __atomic_store_n(&k->sleeping, 1, __ATOMIC_RELAXED);
+    /* W1: 'sleeping' before re-reading the inbox and the state. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if ((inbox_empty(k) || (load_i(&k->state) == RINGK_KERNEL_INACTIVE)) &&
+        (load_i(&k->state) != RINGK_KERNEL_TERMINATING)) {
+        timespec_in_ms(&ts, 100); /* a bounded sleep: state changes are signalled too */
+        pthread_cond_timedwait(&k->cv, &k->mu, &ts);
+    }
+    __atomic_store_n(&k->sleeping, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void *persistent_main(void *arg)
+{
+    ringk_kernel_t *k = arg;
+    unsigned idle = 0;
+    int state;
+
+    pin_thread(k->ctx, k->core);
+    for (;;) {
+        state = load_i(&k->state);
+        if (state == RINGK_KERNEL_TERMINATED) {
+            break;
+        }
+        if (state == RINGK_KERNEL_INACTIVE) {
+            kernel_sleep(k);
+            continue;
+        }
+        if (kernel_iteration(k) > 0) {
+            idle = 0;
+            continue;
+        }
+        if (kernel_try_finish(k)) {
+            break;
+        }
+        if (++idle < RINGK_SPIN_POLLS) {
+            /* spin briefly, then yield: a thread sharing our core gets to run */
+            if (idle < 128) {
+                cpu_relax();
+            } else {
+                sched_yield();
+            }
+            continue;
+        }
+        idle = 0;
+        kernel_sleep(k);
+    }
+    return NULL;
+}
+
+static void *pool_main(void *arg)
+{
+    ringk_ctx_t *ctx = arg;
+    unsigned i, n, it, did, idle = 0, count;
+    struct timespec ts;
+    ringk_kernel_t *k;
+    int state;
+
+    while (!load_i(&ctx->stop)) {
+        did   = 0;
+        count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
+        for (i = 0; i < count; i++) {
+            k = ctx->kernels[i];
+            if ((k == NULL) || (k->mode != RINGK_MODE_EVENT_DRIVEN)) {
+                continue;
+            }
+            state = load_i(&k->state);
+            if ((state == RINGK_KERNEL_INACTIVE) || (state == RINGK_KERNEL_TERMINATED) ||
+                (inbox_empty(k) && (state != RINGK_KERNEL_TERMINATING))) {
+                continue;
+            }
+            if (__atomic_exchange_n(&k->running, 1, __ATOMIC_ACQUIRE)) {
+                continue; /* another pool thread has it */
+            }
+            for (it = 0; it < k->max_iterations; it++) {
+                n = kernel_iteration(k);
+                if (n == 0) {
+                    break;
+                }
+                did += n;
+            }
+            kernel_try_finish(k);
+            __atomic_store_n(&k->running, 0, __ATOMIC_RELEASE);
+        }
+        if (did > 0) {
+            idle = 0;
+            continue;
+        }
+        if (++idle < RINGK_SPIN_POLLS / 4) {
+            sched_yield();
+            continue;
+        }
+        idle = 0;
+        pthread_mutex_lock(&ctx->pool_mu);
+        __atomic_store_n(&ctx->pool_sleeping, 1, __ATOMIC_RELAXED);
+        /* W1 (pool): as in kernel_sleep(); a short timeout covers state changes. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (!load_i(&ctx->stop)) {
+            timespec_in_ms(&ts, 10);
+            pthread_cond_timedwait(&ctx->pool_cv, &ctx->pool_mu, &ts);
+        }
+        __atomic_store_n(&ctx->pool_sleeping, 0, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&ctx->pool_mu);
+    }
+    return NULL;
+}
+
+/* Wakes the executor of @a k if it sleeps. */
+static void wake(ringk_kernel_t *k)
+{
+    ringk_ctx_t *ctx = k->ctx;
+
+    /* W2: the publish before reading 'sleeping'; pairs with W1. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (k->mode == RINGK_MODE_PERSISTENT) {
+        if (__atomic_load_n(&k->sleeping, __ATOMIC_RELAXED)) {
+            pthread_mutex_lock(&k->mu);
+            pthread_cond_signal(&k->cv);
+            pthread_mutex_unlock(&k->mu);
+        }
+    } else if (__atomic_load_n(&ctx->pool_sleeping, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&ctx->pool_mu);
+        pthread_cond_broadcast(&ctx->pool_cv);
+        pthread_mutex_unlock(&ctx->pool_mu);
+    }
+}
+
+/* ---- the producer side ---------------------------------------------------------------------- */
+
+/* Puts one message into @a to's inbox, waiting for room as @a timeout_ms says. */
+static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
+                   ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
+                   int timeout_ms)
+{
+    uint32_t ncells = RINGK_MSG_CELLS(length);
+    uint64_t deadline = 0, pos;
+    unsigned spins = 0;
+    ringk_msg_t *msg;
+    int state;
+
+    /* T1: announce the send before reading the state; pairs with T2 in kernel_try_finish(). */
+    __atomic_fetch_add(&to->inflight, 1, __ATOMIC_SEQ_CST);
+    state = load_i(&to->state);
+    if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
+        __atomic_fetch_sub(&to->inflight, 1, __ATOMIC_RELEASE);
+        return -EPIPE;
+    }
+    while (!ringk_ring_mp_claim(&to->inbox, ncells, &pos)) {
+        if (timeout_ms == RINGK_WAIT_NONE) {
+            add_u64(&to->refused_full, 1);
+            __atomic_fetch_sub(&to->inflight, 1, __ATOMIC_RELEASE);
+            return -EAGAIN;
+        }
+        if (deadline == 0) {
+            deadline = (timeout_ms < 0) ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000u;
+        }
+        if (((spins & 63) == 0) && (now_ns() > deadline)) {
+            add_u64(&to->refused_full, 1);
+            __atomic_fetch_sub(&to->inflight, 1, __ATOMIC_RELEASE);
+            return -ETIMEDOUT;
+        }
+        if (++spins < 256) {
+            cpu_relax();
+        } else {
+            sched_yield();
+        }
+    }
+    msg = ringk_ring_payload(&to->inbox, pos);
+    msg->sender    = from ? from->id : 0;
+    msg->receiver  = receiver;
+    msg->type      = type;
+    msg->flags     = 0;
+    msg->length    = (uint32_t)length;
+    msg->seq       = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
+                          : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
+    msg->timestamp = ((from && from->timestamps) || to->timestamps) ?
+                     ringk_hlc_tick(&ctx->clock) : 0;
+    msg->enq_ns    = now_ns();
+    if (length > 0) {
+        memcpy(msg + 1, payload, length);
+    }
+    ringk_ring_publish(&to->inbox, pos, sizeof(*msg) + length, ncells, (uint8_t)type, 0);
+    __atomic_fetch_sub(&to->inflight, 1, __ATOMIC_RELEASE);
+    if (from != NULL) {
+        add_u64(&from->msgs_out, 1);
+    }
+    wake(to);
+    return 0;
+}
+
+static ringk_kernel_t *lookup(ringk_ctx_t *ctx, const char *name)
+{
+    ringk_kernel_t *k = NULL;
+    unsigned i;
+
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 0; i < ctx->nkernels; i++) {
+        if ((ctx->kernels[i] != NULL) && !strcmp(ctx->kernels[i]->name, name)) {
+            k = ctx->kernels[i];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return k;
+}
+
+int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
+               ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    ringk_kernel_t *to = NULL;
+    route_t *route;
+    unsigned i;
+
+    if ((ctx == NULL) || (to_name == NULL) || ((payload == NULL) && (length > 0)) ||
+        ((unsigned)type > RINGK_MSG_TERMINATE) || (timeout_ms < RINGK_WAIT_FOREVER)) {
+        return -EINVAL;
+    }
+    if (from != NULL) {
+        /* a route is declared once and resolved once; afterwards this is a short scan */
+        for (i = 0; i < from->publishes_to.count; i++) {
+            if (!strcmp(from->publishes_to.names[i], to_name)) {
+                break;
+            }
+        }
+        if (i == from->publishes_to.count) {
+            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
+                   from->name, to_name);
+            return -EPERM;
+        }
+        route = &from->routes[i];
+        if (route->target == NULL) {
+            to = lookup(ctx, to_name);
+            if (to == NULL) {
+                rk_log(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
+                       to_name, from->name);
+                return -ENOENT;
+            }
+            route->allowed = (to->subscribes_to.count == 0) ||
+                             list_has(&to->subscribes_to, from->name);
+            __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
+        }
+        to = route->target;
+        if (!route->allowed) {
+            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' does not subscribe to '%s'", to->name,
+                   from->name);
+            return -EPERM;
+        }
+        if (length > from->max_out) {
+            rk_log(ctx, RINGK_LOG_ERROR, "message of %zu bytes from '%s' exceeds its max_out %u",
+                   length, from->name, from->max_out);
+            return -EMSGSIZE;
+        }
+    } else {
+        to = lookup(ctx, to_name);
+        if (to == NULL) {
+            rk_log(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
+            return -ENOENT;
+        }
+    }
+    if (length > to->max_in) {
+        rk_log(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u", length,
+               to->name, to->max_in);
+        return -EMSGSIZE;
+    }
+    return deliver(ctx, from, to, type, to->id, payload, length, timeout_ms);
+}
+
+int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, const void *payload,
+                  size_t length, int timeout_ms, unsigned *delivered_p)
+{
+    ringk_kernel_t *subs[RINGK_MAX_KERNELS];
+    unsigned nsubs = 0, i, done = 0;
+    int ret = 0;
+
+    if ((ctx == NULL) || (topic == NULL) || ((payload == NULL) && (length > 0))) {
+        return -EINVAL;
+    }
+    if ((from != NULL) && !list_has(&from->topics_pub, topic)) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' does not publish to topic '%s' (topics_pub)",
+               from->name, topic);
+        return -EPERM;
+    }
+    if ((from != NULL) && (length > from->max_out)) {
+        return -EMSGSIZE;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 0; i < ctx->ntopics; i++) {
+        if (!strcmp(ctx->topics[i].name, topic)) {
+            nsubs = ctx->topics[i].nsubs;
+            memcpy(subs, ctx->topics[i].subs, nsubs * sizeof(subs[0]));
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    for (i = 0; i < nsubs; i++) {
+        if (length > subs[i]->max_in) {
+            ret = -EMSGSIZE;
+            break;
+        }
+    }
+    for (i = 0; (ret == 0) && (i < nsubs); i++) {
+        ret = deliver(ctx, from, subs[i], RINGK_MSG_DATA, RINGK_MSG_BROADCAST, payload, length,
+                      timeout_ms);
+        done += (ret == 0);
+    }
+    if (delivered_p != NULL) {
+        *delivered_p = done;
+    }
+    if (ret != 0) {
+        rk_log(ctx, RINGK_LOG_ERROR, "publish to topic '%s' reached %u of %u subscribers: %s",
+               topic, done, nsubs, strerror(-ret));
+        return ret;
+    }
+    return (int)done;
+}
+
+int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
+{
+    ringk_ctx_t *ctx = k->ctx;
+    struct timespec ts;
+    barrier_t *b = NULL;
+    uint64_t gen;
+    unsigned i;
+    int ret = 0;
+
+    if (!list_has(&k->barriers, name)) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' does not take part in barrier '%s'", k->name,
+               name);
+        return -ENOENT;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 0; i < ctx->nbarriers; i++) {
+        if (!strcmp(ctx->barriers[i].name, name)) {
+            b = &ctx->barriers[i];
+        }
+    }
+    gen = b->generation;
+    if (++b->arrived == b->expected) {
+        b->arrived = 0;
+        b->generation++;
+        pthread_cond_broadcast(&ctx->barrier_cv);
+    } else {
+        if (timeout_ms >= 0) {
+            timespec_in_ms(&ts, timeout_ms);
+        }
+        while ((b->generation == gen) && (ret == 0)) {
+            ret = (timeout_ms < 0) ? pthread_cond_wait(&ctx->barrier_cv, &ctx->lock)
+                                   : pthread_cond_timedwait(&ctx->barrier_cv, &ctx->lock, &ts);
+        }
+        if (b->generation == gen) {
+            b->arrived--; /* leave: the others still wait for everyone */
+            ret = -ETIMEDOUT;
+        } else {
+            ret = 0;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return ret;
+}
+
+/* ---- context -------------------------------------------------------------------------------- */
+
+int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
+{
+    ringk_ctx_t *ctx;
+    unsigned i;
+
+    if ((ctx_p == NULL) || ((params != NULL) &&
+        (params->field_mask & ~(uint64_t)(RINGK_CTX_PARAM_FIELD_LOG |
+                                          RINGK_CTX_PARAM_FIELD_POOL_THREADS |
+                                          RINGK_CTX_PARAM_FIELD_PIN)))) {
+        return -EINVAL;
+    }
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return -ENOMEM;
+    }
+    ctx->npool = 1;
+    ctx->pin   = 1;
+    if (params != NULL) {
+        if (params->field_mask & RINGK_CTX_PARAM_FIELD_LOG) {
+            ctx->log     = params->log;
+            ctx->log_arg = params->log_arg;
+        }
+        if (params->field_mask & RINGK_CTX_PARAM_FIELD_POOL_THREADS) {
+            if ((params->pool_threads < 1) || (params->pool_threads > RINGK_MAX_POOL)) {
+                rk_log(ctx, RINGK_LOG_ERROR, "pool_threads %u is out of range 1..%d",
+                       params->pool_threads, RINGK_MAX_POOL);
+                free(ctx);
+                return -EINVAL;
+            }
+            ctx->npool = params->pool_threads;
+        }
+        if (params->field_mask & RINGK_CTX_PARAM_FIELD_PIN) {
+            ctx->pin = params->pin;
+        }
+    }
+    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_cond_init(&ctx->barrier_cv, NULL);
+    pthread_mutex_init(&ctx->pool_mu, NULL);
+    pthread_cond_init(&ctx->pool_cv, NULL);
+    ringk_hlc_init(&ctx->clock);
+    if (ctx->pin && ((hwloc_topology_init(&ctx->topo) != 0) ||
+                     (hwloc_topology_load(ctx->topo) != 0))) {
+        rk_log(ctx, RINGK_LOG_WARN, "hwloc cannot load the topology: threads are not pinned");
+        ctx->topo = NULL;
+    }
+    for (i = 0; i < ctx->npool; i++) {
+        if (pthread_create(&ctx->pool[i], NULL, pool_main, ctx) != 0) {
+            rk_log(ctx, RINGK_LOG_ERROR, "cannot start pool thread %u", i);
+            ctx->npool = i;
+            ringk_ctx_destroy(ctx);
+            return -EAGAIN;
+        }
+    }
+    *ctx_p = ctx;
+    return 0;
+}
+
+static void kernel_free(ringk_kernel_t *k)
+{
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    free(k->inbox_mem);
+    free(k);
+}
+
+int ringk_ctx_destroy(ringk_ctx_t *ctx)
+{
+    unsigned i;
+
+    if (ctx == NULL) {
+        return -EINVAL;
+    }
+    for (i = 0; i < ctx->nkernels; i++) {
+        if (ctx->kernels[i] != NULL) {
+            ringk_kernel_terminate(ctx->kernels[i]);
+        }
+    }
+    __atomic_store_n(&ctx->stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&ctx->pool_mu);
+    pthread_cond_broadcast(&ctx->pool_cv);
+    pthread_mutex_unlock(&ctx->pool_mu);
+    for (i = 0; i < ctx->npool; i++) {
+        pthread_join(ctx->pool[i], NULL);
+    }
+    for (i = 0; i < ctx->nkernels; i++) {
+        if (ctx->kernels[i] != NULL) {
+            kernel_free(ctx->kernels[i]);
+        }
+    }
+    if (ctx->topo != NULL) {
+        hwloc_topology_destroy(ctx->topo);
+    }
+    pthread_mutex_destroy(&ctx->lock);
+    pthread_cond_destroy(&ctx->barrier_cv);
+    pthread_mutex_destroy(&ctx->pool_mu);
+    pthread_cond_destroy(&ctx->pool_cv);
+    free(ctx);
+    return 0;
+}
+
+ringk_hlc_t *ringk_ctx_clock(ringk_ctx_t *ctx)
+{
+    return &ctx->clock;
+}
+
+/* ---- kernels -------------------------------------------------------------------------------- */
+
+static int check_pow2(ringk_ctx_t *ctx, const char *kernel, const char *what, unsigned v)
+{
+    if ((v < 2) || (v > 65536) || (v & (v - 1))) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': %s %u is not a power of 2 between 2 and 65536",
+               kernel, what, v);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int check_size(ringk_ctx_t *ctx, const char *kernel, const char *what, unsigned v)
+{
+    if ((v < 1) || (v > RINGK_MAX_PAYLOAD)) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': %s %u is out of range 1..%u", kernel, what, v,
+               RINGK_MAX_PAYLOAD);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Validates the parameters into @a k; every refusal names the value and the limit. */
+static int kernel_params(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k)
+{
+    const uint64_t f = p->field_mask;
+    const char *name;
+    int ret;
+
+    if (!(f & RINGK_KERNEL_PARAM_FIELD_NAME) || (p->name == NULL) || (*p->name == '\0')) {
+        rk_log(ctx, RINGK_LOG_ERROR, "a kernel needs a name (RINGK_KERNEL_PARAM_FIELD_NAME)");
+        return -EINVAL;
+    }
+    if (strlen(p->name) >= RINGK_NAME_MAX) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel name '%.20s...' is longer than %d characters",
+               p->name, RINGK_NAME_MAX - 1);
+        return -EINVAL;
+    }
+    strcpy(k->name, p->name);
+    name = k->name;
+    if (!(f & RINGK_KERNEL_PARAM_FIELD_HANDLER) || (p->handler == NULL)) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' needs a handler", name);
+        return -EINVAL;
+    }
+    k->handler           = p->handler;
+    k->arg               = p->arg;
+    k->capacity          = (f & RINGK_KERNEL_PARAM_FIELD_CAPACITY) ? p->capacity : 1024;
+    k->inbox_size        = (f & RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE) ? p->inbox_size : 256;
+    k->outbox_size       = (f & RINGK_KERNEL_PARAM_FIELD_OUTBOX_SIZE) ? p->outbox_size : 256;
+    k->max_in            = (f & RINGK_KERNEL_PARAM_FIELD_MAX_IN) ? p->max_in
+                                                                 : RINGK_MSG_MAX_DEFAULT;
+    k->max_out           = (f & RINGK_KERNEL_PARAM_FIELD_MAX_OUT) ? p->max_out
+                                                                  : RINGK_MSG_MAX_DEFAULT;
+    k->mode              = (f & RINGK_KERNEL_PARAM_FIELD_MODE) ? p->mode : RINGK_MODE_PERSISTENT;
+    k->max_iterations    = (f & RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS) ? p->max_iterations
+                                                                         : 1000;
+    k->processing        = (f & RINGK_KERNEL_PARAM_FIELD_PROCESSING) ? p->processing
+                                                                     : RINGK_PROCESSING_CONTINUOUS;
+    k->max_per_iteration = (f & RINGK_KERNEL_PARAM_FIELD_MAX_PER_ITER) ? p->max_per_iteration : 0;
+    k->timestamps        = (f & RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS) ? !!p->timestamps : 0;
+    if ((k->capacity < 1) || (k->capacity > (1u << 20))) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': capacity %u is out of range 1..%u", name,
+               k->capacity, 1u << 20);
+        return -EINVAL;
+    }
+    if (((ret = check_pow2(ctx, name, "inbox_size", k->inbox_size)) != 0) ||
+        ((ret = check_pow2(ctx, name, "outbox_size", k->outbox_size)) != 0) ||
+        ((ret = check_size(ctx, name, "max_in", k->max_in)) != 0) ||
+        ((ret = check_size(ctx, name, "max_out", k->max_out)) != 0)) {
+        return ret;
+    }
+    if ((unsigned)k->mode > RINGK_MODE_EVENT_DRIVEN) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': mode %d is not persistent (0) or "
+               "event-driven (1)", name, (int)k->mode);
+        return -EINVAL;
+    }
+    if ((unsigned)k->processing > RINGK_PROCESSING_ADAPTIVE) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': processing %d is not continuous (0), batch (1)"
+               " or adaptive (2)", name, (int)k->processing);
+        return -EINVAL;
+    }
+    if ((k->max_iterations < 1) || (k->max_iterations > 100000000)) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': max_iterations %u is out of range 1..100000000",
+               name, k->max_iterations);
+        return -EINVAL;
+    }
+    if ((f & RINGK_KERNEL_PARAM_FIELD_DOMAIN) && ((unsigned)p->domain > RINGK_DOMAIN_ACTOR)) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': domain %d is not one of 0..3", name,
+               (int)p->domain);
+        return -EINVAL;
+    }
+    if (f & RINGK_KERNEL_PARAM_FIELD_BACKENDS) {
+        if (p->backends & ~(unsigned)(RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA)) {
+            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x has unknown bits", name,
+                   p->backends);
+            return -EINVAL;
+        }
+        if (!(p->backends & RINGK_BACKEND_CPU)) {
+            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x: only the CPU backend is "
+                   "available in this release", name, p->backends);
+            return -ENOTSUP;
+        }
+    }
+    if (((f & RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO) &&
+         (ret = copy_list(ctx, name, "publishes_to", p->publishes_to, &k->publishes_to))) ||
+        ((f & RINGK_KERNEL_PARAM_FIELD_SUBSCRIBES_TO) &&
+         (ret = copy_list(ctx, name, "subscribes_to", p->subscribes_to, &k->subscribes_to))) ||
+        ((f & RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB) &&
+         (ret = copy_list(ctx, name, "topics_pub", p->topics_pub, &k->topics_pub))) ||
+        ((f & RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB) &&
+         (ret = copy_list(ctx, name, "topics_sub", p->topics_sub, &k->topics_sub))) ||
+        ((f & RINGK_KERNEL_PARAM_FIELD_BARRIERS) &&
+         (ret = copy_list(ctx, name, "barriers", p->barriers, &k->barriers)))) {
+        return ret;
+    }
+    return 0;
+}
+
+/* Adds @a k to its topics and barriers; under ctx->lock. */
+static int kernel_register(ringk_ctx_t *ctx, ringk_kernel_t *k)
+{
+    unsigned i, j;
+
+    for (i = 0; i < k->topics_sub.count; i++) {
+        for (j = 0; (j < ctx->ntopics) && strcmp(ctx->topics[j].name, k->topics_sub.names[i]);
+             j++) {
+        }
+        if (j == ctx->ntopics) {
+            if (j == RINGK_MAX_TOPICS) {
+                rk_log(ctx, RINGK_LOG_ERROR, "more than %d topics", RINGK_MAX_TOPICS);
+                return -ENOSPC;
+            }
+            strcpy(ctx->topics[j].name, k->topics_sub.names[i]);
+            ctx->ntopics++;
+        }
+        ctx->topics[j].subs[ctx->topics[j].nsubs++] = k;
+    }
+    for (i = 0; i < k->barriers.count; i++) {
+        for (j = 0; (j < ctx->nbarriers) && strcmp(ctx->barriers[j].name, k->barriers.names[i]);
+             j++) {
+        }
+        if (j == ctx->nbarriers) {
+            if (j == RINGK_MAX_BARRIERS) {
+                rk_log(ctx, RINGK_LOG_ERROR, "more than %d barriers", RINGK_MAX_BARRIERS);
+                return -ENOSPC;
+            }
+            strcpy(ctx->barriers[j].name, k->barriers.names[i]);
+            ctx->nbarriers++;
+        }
+        ctx->barriers[j].expected++;
+    }
+    return 0;
+}
+
+int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
+                        ringk_kernel_t **kernel_p)
+{
+    uint32_t ncells, big;
+    uint64_t bytes;
+    ringk_kernel_t *k;
+    unsigned i;
+    int ret;
+
+    if ((ctx == NULL) || (params == NULL) || (kernel_p == NULL)) {
+        return -EINVAL;
+    }
+    k = calloc(1, sizeof(*k));
+    if (k == NULL) {
+        return -ENOMEM;
+    }
+    k->ctx = ctx;
+    ret    = kernel_params(ctx, params, k);
+    if (ret != 0) {
+        free(k);
+        return ret;
+    }
+    /* The inbox holds inbox_size messages of up to 224 payload bytes (one cell each) and at
+     * least two of the largest. */
+    big    = RINGK_MSG_CELLS(k->max_in);
+    ncells = k->inbox_size;
+    while (ncells < 2 * big) {
+        ncells *= 2;
+    }
+    bytes = ringk_ring_bytes(ncells, RINGK_CELL);
+    if ((posix_memalign(&k->inbox_mem, 4096, bytes) != 0) ||
+        (ringk_ring_init(&k->inbox, k->inbox_mem, bytes, ncells, RINGK_CELL) != 0)) {
+        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': cannot allocate an inbox of %llu bytes",
+               k->name, (unsigned long long)bytes);
+        free(k->inbox_mem);
+        free(k);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    k->state = (params->field_mask & RINGK_KERNEL_PARAM_FIELD_START_INACTIVE) ?
+               RINGK_KERNEL_INACTIVE : RINGK_KERNEL_ACTIVE;
+
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 0; i < ctx->nkernels; i++) {
+        if ((ctx->kernels[i] != NULL) && !strcmp(ctx->kernels[i]->name, k->name)) {
+            pthread_mutex_unlock(&ctx->lock);
+            rk_log(ctx, RINGK_LOG_ERROR, "a kernel named '%s' exists already", k->name);
+            kernel_free(k);
+            return -EEXIST;
+        }
+    }
+    if (ctx->nkernels == RINGK_MAX_KERNELS) {
+        pthread_mutex_unlock(&ctx->lock);
+        rk_log(ctx, RINGK_LOG_ERROR, "more than %d kernels in one context", RINGK_MAX_KERNELS);
+        kernel_free(k);
+        return -ENOSPC;
+    }
+    ret = kernel_register(ctx, k);
+    if (ret != 0) {
+        pthread_mutex_unlock(&ctx->lock);
+        kernel_free(k);
+        return ret;
+    }
+    k->id                     = ctx->nkernels + 1;
+    ctx->kernels[ctx->nkernels] = k;
+    __atomic_store_n(&ctx->nkernels, ctx->nkernels + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ctx->lock);
+
+    if (k->mode == RINGK_MODE_PERSISTENT) {
+        k->core = __atomic_fetch_add(&ctx->next_core, 1, __ATOMIC_RELAXED);
+        if (pthread_create(&k->thread, NULL, persistent_main, k) != 0) {
+            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': cannot start its thread", k->name);
+            __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
+            return -EAGAIN;
+        }
+        k->has_thread = 1;
+    }
+    rk_log(ctx, RINGK_LOG_DEBUG, "kernel '%s' (id %u) launched: %s, inbox %u cells of %u bytes",
+           k->name, k->id, (k->mode == RINGK_MODE_PERSISTENT) ? "persistent" : "event-driven",
+           ncells, RINGK_CELL);
+    *kernel_p = k;
+    return 0;
+}
+
+static int set_state(ringk_kernel_t *k, int from, int to)
+{
+    int expect = from;
+
+    if (!__atomic_compare_exchange_n(&k->state, &expect, to, 0, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_RELAXED)) {
+        return (expect == to) ? 0 : -EINVAL;
+    }
+    pthread_mutex_lock(&k->mu);
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    wake(k);
+    return 0;
+}
+
+int ringk_kernel_activate(ringk_kernel_t *k)
+{
+    return (k == NULL) ? -EINVAL : set_state(k, RINGK_KERNEL_INACTIVE, RINGK_KERNEL_ACTIVE);
+}
+
+int ringk_kernel_deactivate(ringk_kernel_t *k)
+{
+    return (k == NULL) ? -EINVAL : set_state(k, RINGK_KERNEL_ACTIVE, RINGK_KERNEL_INACTIVE);
+}
+
+int ringk_kernel_terminate(ringk_kernel_t *k)
+{
+    int state;
+
+    if (k == NULL) {
+        return -EINVAL;
+    }
+    state = load_i(&k->state);
+    if ((state == RINGK_KERNEL_ACTIVE) || (state == RINGK_KERNEL_INACTIVE)) {
+        /* an inactive kernel is resumed to drain */
+        __atomic_compare_exchange_n(&k->state, &state, RINGK_KERNEL_TERMINATING, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&k->mu);
+        pthread_cond_broadcast(&k->cv);
+        pthread_mutex_unlock(&k->mu);
+        wake(k);
+    }
+    pthread_mutex_lock(&k->mu);
+    while (load_i(&k->state) != RINGK_KERNEL_TERMINATED) {
+        struct timespec ts;
+        timespec_in_ms(&ts, 10);
+        pthread_cond_timedwait(&k->cv, &k->mu, &ts);
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (k->has_thread) {
+        pthread_join(k->thread, NULL);
+        k->has_thread = 0;
+    }
+    return 0;
+}
+
+int ringk_kernel_destroy(ringk_kernel_t *k)
+{
+    ringk_ctx_t *ctx;
+
+    if (k == NULL) {
+        return -EINVAL;
+    }
+    ctx = k->ctx;
+    ringk_kernel_terminate(k);
+    /* The memory stays until the context goes: other kernels may hold routes to it, and a
+     * send to it keeps failing with -EPIPE instead of touching freed memory. */
+    (void)ctx;
+    return 0;
+}
+
+uint32_t ringk_kernel_id(const ringk_kernel_t *k)
+{
+    return k->id;
+}
+
+const char *ringk_kernel_name(const ringk_kernel_t *k)
+{
+    return k->name;
+}
+
+int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
+{
+    unsigned i;
+
+    if ((k == NULL) || (s == NULL)) {
+        return -EINVAL;
+    }
+    memset(s, 0, sizeof(*s));
+    s->state          = (ringk_kernel_state_t)load_i(&k->state);
+    s->msgs_in        = __atomic_load_n(&k->msgs_in, __ATOMIC_RELAXED);
+    s->msgs_out       = __atomic_load_n(&k->msgs_out, __ATOMIC_RELAXED);
+    s->refused_full   = __atomic_load_n(&k->refused_full, __ATOMIC_RELAXED);
+    s->handler_errors = __atomic_load_n(&k->handler_errors, __ATOMIC_RELAXED);
+    s->drops          = 0;
+    s->queue_depth    = __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_RELAXED) -
+                        __atomic_load_n(&k->head, __ATOMIC_RELAXED);
+    for (i = 0; i < 32; i++) {
+        s->latency_hist[i] = __atomic_load_n(&k->latency_hist[i], __ATOMIC_RELAXED);
+    }
+    return 0;
+}

@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests of the libringk runtime (one process, CPU executor): clock properties, messages,
+ * per-pair FIFO under concurrency with backpressure, lifecycle, topics, barriers, statistics
+ * and bad input. */
+#include "test_util.h"
+
+#include <ringk/api/ringk.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static char logbuf[16384];
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void log_hook(void *arg, int level, const char *message)
+{
+    pthread_mutex_lock(&log_mu);
+    if (level <= RINGK_LOG_WARN) {
+        strncat(logbuf, message, sizeof(logbuf) - strlen(logbuf) - 2);
+        strcat(logbuf, "\n");
+    }
+    pthread_mutex_unlock(&log_mu);
+}
+
+static ringk_ctx_t *ctx_new(void)
+{
+    ringk_ctx_params_t p = {
+        .field_mask = RINGK_CTX_PARAM_FIELD_LOG | RINGK_CTX_PARAM_FIELD_PIN,
+        .log        = log_hook,
+        .pin        = 0
+    };
+    ringk_ctx_t *ctx;
+
+    logbuf[0] = '\0';
+    ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
+    return ctx;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Waits up to 30 s for *counter to reach @a value. */
+static void wait_for(volatile uint64_t *counter, uint64_t value)
+{
+    double deadline = now_s() + 30;
+
+    while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < value) {
+        ck_assert_msg(now_s() < deadline, "waited 30 s: %llu of %llu",
+                      (unsigned long long)*counter, (unsigned long long)value);
+        usleep(100);
+    }
+}
+
+/* ---- clock -------------------------------------------------------------------------------- */
+
+START_TEST(test_hlc_monotonic)
+{
+    ringk_hlc_t c;
+    uint64_t prev, t;
+    int i;
+
+    ringk_hlc_init(&c);
+    prev = ringk_hlc_tick(&c);
+    for (i = 0; i < 1000000; i++) {
+        t = ringk_hlc_tick(&c);
+        ck_assert_uint_gt(t, prev);
+        prev = t;
+    }
+    /* the physical part stays near the wall clock */
+    ck_assert_uint_ge(RINGK_HLC_PHYSICAL_MS(prev), (uint64_t)time(NULL) * 1000 - 1000);
+    ck_assert_uint_le(RINGK_HLC_PHYSICAL_MS(prev), (uint64_t)time(NULL) * 1000 + 5000);
+}
+END_TEST
+
+START_TEST(test_hlc_causal)
+{
+    ringk_hlc_t a, b;
+    uint64_t sent, recvd, ahead, later;
+
+    ringk_hlc_init(&a);
+    ringk_hlc_init(&b);
+    sent  = ringk_hlc_tick(&a);
+    recvd = ringk_hlc_recv(&b, sent);
+    ck_assert_uint_gt(recvd, sent);                   /* receive after send */
+    /* a sender whose clock runs 10 s ahead: the receiver moves past it, logically */
+    ahead = ((RINGK_HLC_PHYSICAL_MS(sent) + 10000) << 16) | 7;
+    recvd = ringk_hlc_recv(&b, ahead);
+    ck_assert_uint_gt(recvd, ahead);
+    ck_assert_uint_eq(RINGK_HLC_PHYSICAL_MS(recvd), RINGK_HLC_PHYSICAL_MS(ahead));
+    ck_assert_uint_eq(RINGK_HLC_LOGICAL(recvd), 8);
+    later = ringk_hlc_tick(&b);
+    ck_assert_uint_gt(later, recvd);                  /* and stays monotonic */
+}
+END_TEST
+
+#define HLC_THREADS 4
+#define HLC_TICKS   100000
+
+static ringk_hlc_t shared_clock;
+static uint64_t hlc_values[HLC_THREADS][HLC_TICKS];
+
+static void *hlc_thread(void *arg)
+{
+    uint64_t *out = arg;
+    int i;
+
+    for (i = 0; i < HLC_TICKS; i++) {
+        out[i] = ringk_hlc_tick(&shared_clock);
+    }
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+    return (x > y) - (x < y);
+}
+
+START_TEST(test_hlc_concurrent_unique)
+{
+    pthread_t th[HLC_THREADS];
+    static uint64_t all[HLC_THREADS * HLC_TICKS];
+    int i, j;
+
+    ringk_hlc_init(&shared_clock);
+    for (i = 0; i < HLC_THREADS; i++) {
+        pthread_create(&th[i], NULL, hlc_thread, hlc_values[i]);
+    }
+    for (i = 0; i < HLC_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        for (j = 1; j < HLC_TICKS; j++) {
+            ck_assert_uint_gt(hlc_values[i][j], hlc_values[i][j - 1]);
+        }
+        memcpy(&all[i * HLC_TICKS], hlc_values[i], sizeof(hlc_values[i]));
+    }
+    qsort(all, HLC_THREADS * HLC_TICKS, sizeof(all[0]), cmp_u64);
+    for (i = 1; i < HLC_THREADS * HLC_TICKS; i++) {
+        ck_assert_uint_ne(all[i], all[i - 1]); /* one atomic word: no two events alike */
+    }
+}
+END_TEST
+
+START_TEST(test_msg_helpers)
+{
+    struct {
+        ringk_msg_t hdr;
+        char        data[8];
+    } a, b;
+
+    ringk_msg_init(&a.hdr, RINGK_MSG_CONTROL, 3, RINGK_MSG_BROADCAST, 8);
+    ck_assert_uint_eq(a.hdr.type, RINGK_MSG_CONTROL);
+    ck_assert_uint_eq(a.hdr.receiver, RINGK_MSG_BROADCAST);
+    memcpy(a.data, "payload!", 8);
+    b = a;
+    ck_assert(ringk_msg_equal(&a.hdr, &b.hdr));
+    b.data[7] = '?';
+    ck_assert(!ringk_msg_equal(&a.hdr, &b.hdr));
+    b = a;
+    b.hdr.seq = 1;
+    ck_assert(!ringk_msg_equal(&a.hdr, &b.hdr));
+}
+END_TEST
+
+/* ---- FIFO under concurrency, backpressure ------------------------------------------------- */
+
+#define SOURCES   3
+#define PER_SRC   20000
+
+typedef struct {
+    uint32_t src;
+    uint32_t n;
+} item_t;
+
+static uint64_t sink_got, sink_bad, sink_expect[SOURCES], sink_seq[SOURCES + 8];
+
+static int sink_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    const item_t *it = ringk_msg_payload(msg);
+
+    if ((msg->length != sizeof(*it)) || (it->src >= SOURCES) || (it->n != sink_expect[it->src]) ||
+        (msg->seq != sink_seq[msg->sender])) {
+        sink_bad++;
+    }
+    sink_expect[it->src] = it->n + 1;
+    sink_seq[msg->sender] = msg->seq + 1;
+    __atomic_fetch_add(&sink_got, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static ringk_ctx_t *fifo_ctx;
+
+static int source_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    item_t it = {.src = (uint32_t)(uintptr_t)arg};
+    int ret;
+
+    for (it.n = 0; it.n < PER_SRC; it.n++) {
+        ret = ringk_send(fifo_ctx, k, "sink", RINGK_MSG_DATA, &it, sizeof(it),
+                         RINGK_WAIT_FOREVER);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+START_TEST(test_runtime_fifo_backpressure)
+{
+    static const char *to_sink[] = {"sink", NULL};
+    ringk_kernel_params_t sp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
+                      RINGK_KERNEL_PARAM_FIELD_PROCESSING,
+        .name = "sink", .handler = sink_handler, .inbox_size = 16, .max_in = 64,
+        .processing = RINGK_PROCESSING_BATCH
+    };
+    ringk_kernel_t *sink, *src[SOURCES];
+    ringk_kernel_stats_t st;
+    char name[16];
+    int i;
+
+    fifo_ctx = ctx_new();
+    memset(sink_expect, 0, sizeof(sink_expect));
+    memset(sink_seq, 0, sizeof(sink_seq));
+    sink_got = sink_bad = 0;
+    ck_assert_int_eq(ringk_kernel_create(fifo_ctx, &sp, &sink), 0);
+    for (i = 0; i < SOURCES; i++) {
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO |
+                          ((i == 2) ? RINGK_KERNEL_PARAM_FIELD_MODE : 0),
+            .name = name, .handler = source_handler, .arg = (void*)(uintptr_t)i,
+            .publishes_to = to_sink, .mode = RINGK_MODE_EVENT_DRIVEN
+        };
+        snprintf(name, sizeof(name), "source%d", i);
+        ck_assert_int_eq(ringk_kernel_create(fifo_ctx, &p, &src[i]), 0);
+    }
+    for (i = 0; i < SOURCES; i++) {
+        snprintf(name, sizeof(name), "source%d", i);
+        ck_assert_int_eq(ringk_send(fifo_ctx, NULL, name, RINGK_MSG_DATA, NULL, 0,
+                                    RINGK_WAIT_NONE), 0);
+    }
+    wait_for(&sink_got, (uint64_t)SOURCES * PER_SRC);
+    ck_assert_uint_eq(sink_bad, 0);
+    for (i = 0; i < SOURCES; i++) {
+        ck_assert_uint_eq(sink_expect[i], PER_SRC);
+        ck_assert_int_eq(ringk_kernel_stats_query(src[i], &st), 0);
+        ck_assert_uint_eq(st.msgs_out, PER_SRC);
+        ck_assert_uint_eq(st.handler_errors, 0);
+    }
+    ck_assert_int_eq(ringk_kernel_stats_query(sink, &st), 0);
+    ck_assert_uint_eq(st.msgs_in, (uint64_t)SOURCES * PER_SRC);
+    ck_assert_uint_eq(st.drops, 0);
+    ck_assert_int_eq(ringk_ctx_destroy(fifo_ctx), 0);
+}
+END_TEST
+
+static uint64_t counted;
+
+static int count_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_fetch_add(&counted, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static ringk_kernel_params_t counter_params(const char *name, unsigned inbox, int inactive)
+{
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
+                      (inactive ? RINGK_KERNEL_PARAM_FIELD_START_INACTIVE : 0),
+        .name = name, .handler = count_handler, .inbox_size = inbox, .max_in = 128
+    };
+    return p;
+}
+
+/* A full inbox refuses with -EAGAIN (or -ETIMEDOUT after waiting): every message is either
+ * accepted and later handled, or refused and counted; none is lost. */
+START_TEST(test_runtime_backpressure_counted)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_params_t p = counter_params("slow", 8, 1);
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *k;
+    uint64_t accepted = 0, refused = 0;
+    double t0;
+    int i, ret;
+
+    counted = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 100; i++) {
+        ret = ringk_send(ctx, NULL, "slow", RINGK_MSG_DATA, &i, sizeof(i), RINGK_WAIT_NONE);
+        ck_assert(ret == 0 || ret == -EAGAIN);
+        accepted += (ret == 0);
+        refused  += (ret == -EAGAIN);
+    }
+    ck_assert_uint_eq(accepted, 8); /* the inbox holds 8 small messages */
+    ck_assert_uint_eq(refused, 92);
+    t0  = now_s();
+    ret = ringk_send(ctx, NULL, "slow", RINGK_MSG_DATA, &i, sizeof(i), 50);
+    ck_assert_int_eq(ret, -ETIMEDOUT);
+    ck_assert(now_s() - t0 >= 0.045);
+    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+    ck_assert_uint_eq(st.refused_full, 93);
+    ck_assert_uint_eq(st.queue_depth, 8);
+    ck_assert_uint_eq(st.msgs_in, 0);       /* inactive: nothing consumed */
+    ck_assert_int_eq(ringk_kernel_activate(k), 0);
+    wait_for(&counted, 8);
+    usleep(10000);
+    ck_assert_uint_eq(counted, 8);
+    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+    ck_assert_uint_eq(st.msgs_in, 8);
+    ck_assert_uint_eq(st.queue_depth, 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ---- lifecycle -------------------------------------------------------------------------------- */
+
+START_TEST(test_runtime_activate_deactivate_terminate)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_params_t p = counter_params("worker", 64, 0);
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *k;
+    int i;
+
+    counted = 0;
+    if (_i == 1) {
+        p.field_mask |= RINGK_KERNEL_PARAM_FIELD_MODE;
+        p.mode = RINGK_MODE_EVENT_DRIVEN;
+    }
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 10; i++) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "worker", RINGK_MSG_DATA, &i, 4, 1000), 0);
+    }
+    wait_for(&counted, 10);
+    ck_assert_int_eq(ringk_kernel_deactivate(k), 0);
+    usleep(20000);
+    for (i = 0; i < 20; i++) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "worker", RINGK_MSG_DATA, &i, 4, 1000), 0);
+    }
+    usleep(50000);
+    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+    ck_assert_int_eq(st.state, RINGK_KERNEL_INACTIVE);
+    ck_assert_uint_eq(st.msgs_in, 10);       /* kept, not consumed */
+    ck_assert_uint_eq(st.queue_depth, 20);
+    ck_assert_int_eq(ringk_kernel_activate(k), 0);
+    wait_for(&counted, 30);
+    /* terminate: what is queued is drained first, then sends fail */
+    ck_assert_int_eq(ringk_kernel_deactivate(k), 0);
+    for (i = 0; i < 5; i++) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "worker", RINGK_MSG_DATA, &i, 4, 1000), 0);
+    }
+    ck_assert_int_eq(ringk_kernel_terminate(k), 0);
+    ck_assert_uint_eq(counted, 35);
+    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+    ck_assert_int_eq(st.state, RINGK_KERNEL_TERMINATED);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "worker", RINGK_MSG_DATA, &i, 4, 0), -EPIPE);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_runtime_terminate_message)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_params_t p = counter_params("t", 64, 0);
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *k;
+    double deadline;
+    int i;
+
+    counted = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 7; i++) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "t", RINGK_MSG_DATA, &i, 4, 1000), 0);
+    }
+    ck_assert_int_eq(ringk_send(ctx, NULL, "t", RINGK_MSG_TERMINATE, NULL, 0, 1000), 0);
+    deadline = now_s() + 10;
+    do {
+        ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+        ck_assert(now_s() < deadline);
+    } while (st.state != RINGK_KERNEL_TERMINATED);
+    ck_assert_uint_eq(counted, 7); /* the 7 before it were handled, the terminate is not */
+    ck_assert_int_eq(ringk_send(ctx, NULL, "t", RINGK_MSG_DATA, &i, 4, 0), -EPIPE);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ---- topics and barriers ----------------------------------------------------------------------- */
+
+static uint64_t topic_got[8];
+
+static int topic_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    if (msg->receiver == RINGK_MSG_BROADCAST) {
+        __atomic_fetch_add(&topic_got[(uintptr_t)arg], 1, __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+
+START_TEST(test_runtime_topic_fanout)
+{
+    static const char *sub[] = {"news", NULL}, *pub[] = {"news", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_t *k, *publisher;
+    unsigned delivered;
+    char name[16];
+    int i;
+
+    memset(topic_got, 0, sizeof(topic_got));
+    for (i = 0; i < 5; i++) {
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB | RINGK_KERNEL_PARAM_FIELD_MODE,
+            .name = name, .handler = topic_handler, .arg = (void*)(uintptr_t)i,
+            .topics_sub = sub, .mode = (i % 2) ? RINGK_MODE_EVENT_DRIVEN : RINGK_MODE_PERSISTENT
+        };
+        snprintf(name, sizeof(name), "sub%d", i);
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    }
+    {
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB,
+            .name = "publisher", .handler = topic_handler, .arg = (void*)(uintptr_t)7,
+            .topics_pub = pub
+        };
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &publisher), 0);
+    }
+    for (i = 0; i < 100; i++) {
+        ck_assert_int_eq(ringk_publish(ctx, publisher, "news", &i, sizeof(i), 1000, &delivered),
+                         5);
+        ck_assert_uint_eq(delivered, 5);
+    }
+    for (i = 0; i < 5; i++) {
+        wait_for(&topic_got[i], 100);
+    }
+    usleep(10000);
+    for (i = 0; i < 5; i++) {
+        ck_assert_uint_eq(topic_got[i], 100);
+    }
+    ck_assert_int_eq(ringk_publish(ctx, publisher, "nobody-listens", &i, 4, 0, &delivered),
+                     -EPERM); /* not in topics_pub */
+    ck_assert_int_eq(ringk_publish(ctx, NULL, "nobody-listens", &i, 4, 0, &delivered), 0);
+    ck_assert_uint_eq(delivered, 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+#define BARRIER_KERNELS 4
+#define BARRIER_ROUNDS  5
+
+static int arrived[BARRIER_ROUNDS], passed_early;
+static uint64_t barrier_done;
+
+static int barrier_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    int r;
+
+    for (r = 0; r < BARRIER_ROUNDS; r++) {
+        __atomic_fetch_add(&arrived[r], 1, __ATOMIC_SEQ_CST);
+        usleep(1000 * ((uintptr_t)arg + 1)); /* arrive at different times */
+        if (ringk_barrier_wait(k, "step", 10000) != 0) {
+            return -1;
+        }
+        if (__atomic_load_n(&arrived[r], __ATOMIC_SEQ_CST) != BARRIER_KERNELS) {
+            __atomic_fetch_add(&passed_early, 1, __ATOMIC_SEQ_CST);
+        }
+    }
+    __atomic_fetch_add(&barrier_done, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_barrier)
+{
+    static const char *barriers[] = {"step", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *k[BARRIER_KERNELS];
+    char name[16];
+    int i;
+
+    memset(arrived, 0, sizeof(arrived));
+    passed_early = 0;
+    barrier_done = 0;
+    for (i = 0; i < BARRIER_KERNELS; i++) {
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_BARRIERS,
+            .name = name, .handler = barrier_handler, .arg = (void*)(uintptr_t)i,
+            .barriers = barriers
+        };
+        snprintf(name, sizeof(name), "b%d", i);
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[i]), 0);
+    }
+    for (i = 0; i < BARRIER_KERNELS; i++) {
+        snprintf(name, sizeof(name), "b%d", i);
+        ck_assert_int_eq(ringk_send(ctx, NULL, name, RINGK_MSG_DATA, NULL, 0, 0), 0);
+    }
+    wait_for(&barrier_done, BARRIER_KERNELS);
+    ck_assert_int_eq(passed_early, 0);
+    for (i = 0; i < BARRIER_KERNELS; i++) {
+        ck_assert_int_eq(ringk_kernel_stats_query(k[i], &st), 0);
+        ck_assert_uint_eq(st.handler_errors, 0);
+    }
+    ck_assert_int_eq(ringk_barrier_wait(k[0], "other", 0), -ENOENT);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ---- statistics, bad input -------------------------------------------------------------------- */
+
+START_TEST(test_runtime_latency_histogram)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_params_t p = counter_params("h", 256, 0);
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *k;
+    uint64_t sum = 0;
+    int i;
+
+    counted = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 1000; i++) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "h", RINGK_MSG_DATA, &i, 4, RINGK_WAIT_FOREVER), 0);
+    }
+    wait_for(&counted, 1000);
+    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+    for (i = 0; i < 32; i++) {
+        sum += st.latency_hist[i];
+    }
+    ck_assert_uint_eq(sum, 1000);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+static const struct {
+    const char *what;
+    uint64_t    extra_fields;
+    unsigned    inbox, max_in, mode, backends, iterations;
+    const char *name;
+    int         expect;
+    const char *log;
+} bad_params[] = {
+    {"inbox not pow2", RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE, 1000, 0, 0, 0, 0, "k", -EINVAL,
+     "inbox_size 1000 is not a power of 2 between 2 and 65536"},
+    {"inbox too big", RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE, 131072, 0, 0, 0, 0, "k", -EINVAL,
+     "inbox_size 131072 is not a power of 2"},
+    {"max_in 0", RINGK_KERNEL_PARAM_FIELD_MAX_IN, 0, 0, 0, 0, 0, "k", -EINVAL,
+     "max_in 0 is out of range 1..16777216"},
+    {"bad mode", RINGK_KERNEL_PARAM_FIELD_MODE, 0, 0, 7, 0, 0, "k", -EINVAL,
+     "mode 7 is not persistent (0) or event-driven (1)"},
+    {"cuda only", RINGK_KERNEL_PARAM_FIELD_BACKENDS, 0, 0, 0, RINGK_BACKEND_CUDA, 0, "k",
+     -ENOTSUP, "only the CPU backend is available"},
+    {"iterations 0", RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS, 0, 0, 0, 0, 0, "k", -EINVAL,
+     "max_iterations 0 is out of range"},
+    {"empty name", 0, 0, 0, 0, 0, 0, "", -EINVAL, "a kernel needs a name"},
+    {"long name", 0, 0, 0, 0, 0, 0,
+     "a-very-long-kernel-name-that-goes-on-and-on-and-on-past-sixty-four-chars", -EINVAL,
+     "is longer than 63 characters"},
+};
+
+START_TEST(test_runtime_bad_params)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_params_t p = counter_params(bad_params[_i].name, 16, 0);
+    ringk_kernel_t *k = (ringk_kernel_t*)0x1;
+
+    p.field_mask |= bad_params[_i].extra_fields;
+    if (bad_params[_i].extra_fields & RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE) {
+        p.inbox_size = bad_params[_i].inbox;
+    }
+    p.max_in         = (bad_params[_i].extra_fields & RINGK_KERNEL_PARAM_FIELD_MAX_IN) ?
+                       bad_params[_i].max_in : 128;
+    p.mode           = bad_params[_i].mode;
+    p.backends       = bad_params[_i].backends;
+    p.max_iterations = bad_params[_i].iterations;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), bad_params[_i].expect);
+    ck_assert_ptr_eq(k, (ringk_kernel_t*)0x1); /* output untouched on error */
+    ck_assert_msg(strstr(logbuf, bad_params[_i].log) != NULL, "%s: log '%s'",
+                  bad_params[_i].what, logbuf);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(test_runtime_bad_sends)
+{
+    static const char *routes[] = {"b", "ghost", NULL}, *only_c[] = {"c", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_params_t pa = counter_params("a", 16, 0), pb = counter_params("b", 16, 0),
+                          pc = counter_params("c", 16, 0);
+    ringk_kernel_t *a, *b, *c, *dup;
+    static char big[200000];
+
+    pa.field_mask |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    pa.publishes_to = routes;
+    pb.field_mask |= RINGK_KERNEL_PARAM_FIELD_SUBSCRIBES_TO;
+    pb.subscribes_to = only_c; /* b accepts only c */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &pa, &a), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &pb, &b), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &pc, &c), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &pc, &dup), -EEXIST);
+    ck_assert_ptr_nonnull(strstr(logbuf, "a kernel named 'c' exists already"));
+    ck_assert_int_eq(ringk_send(ctx, NULL, "nobody", RINGK_MSG_DATA, "x", 1, 0), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(logbuf, "undeliverable: no kernel named 'nobody'"));
+    ck_assert_int_eq(ringk_send(ctx, a, "c", RINGK_MSG_DATA, "x", 1, 0), -EPERM);
+    ck_assert_ptr_nonnull(strstr(logbuf, "kernel 'a' has no route to 'c'"));
+    ck_assert_int_eq(ringk_send(ctx, a, "ghost", RINGK_MSG_DATA, "x", 1, 0), -ENOENT);
+    ck_assert_int_eq(ringk_send(ctx, a, "b", RINGK_MSG_DATA, "x", 1, 0), -EPERM);
+    ck_assert_ptr_nonnull(strstr(logbuf, "kernel 'b' does not subscribe to 'a'"));
+    ck_assert_int_eq(ringk_send(ctx, NULL, "c", RINGK_MSG_DATA, big, 129, 0), -EMSGSIZE);
+    ck_assert_ptr_nonnull(strstr(logbuf, "exceeds its max_in 128"));
+    ck_assert_int_eq(ringk_send(ctx, NULL, "c", RINGK_MSG_DATA, NULL, 5, 0), -EINVAL);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "c", (ringk_msg_type_t)9, "x", 1, 0), -EINVAL);
+    ck_assert_int_eq(ringk_send(NULL, NULL, "c", RINGK_MSG_DATA, "x", 1, 0), -EINVAL);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("runtime");
+    TCase *tc;
+
+    tc = tcase_create("clock");
+    tcase_add_test(tc, test_hlc_monotonic);
+    tcase_add_test(tc, test_hlc_causal);
+    tcase_add_test(tc, test_hlc_concurrent_unique);
+    tcase_add_test(tc, test_msg_helpers);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("kernel");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_runtime_fifo_backpressure);
+    tcase_add_test(tc, test_runtime_backpressure_counted);
+    tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);
+    tcase_add_test(tc, test_runtime_terminate_message);
+    tcase_add_test(tc, test_runtime_topic_fanout);
+    tcase_add_test(tc, test_runtime_barrier);
+    tcase_add_test(tc, test_runtime_latency_histogram);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_loop_test(tc, test_runtime_bad_params, 0, sizeof(bad_params) / sizeof(bad_params[0]));
+    tcase_add_test(tc, test_runtime_bad_sends);
+    suite_add_tcase(s, tc);
+
+    return test_run_suite(s);
+}
