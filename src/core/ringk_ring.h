@@ -341,12 +341,14 @@ RINGK_HD int ringk_ring_sp_claim(ringk_ring_t *r, ringk_ring_prod_t *prod, uint3
 }
 
 /**
- * Multi-producer claim for a ring shared by several producers: reads the tail and the head and
- * takes the cells with one compare-and-swap on the tail. The head only grows, so room seen
+ * Multi-producer claim for a ring shared by several producers: reads the tail, checks room
+ * against the producer's cached copy of the head (@a head_cache, reloaded when it says full)
+ * and takes the cells with one compare-and-swap on the tail. The head only grows, so room seen
  * before the swap is still there after it.
  * @return 1 and the claimed position, or 0 when the ring is full.
  */
-RINGK_HD int ringk_ring_mp_claim(ringk_ring_t *r, uint32_t ncells, uint64_t *claimed_p)
+RINGK_HD int ringk_ring_mp_claim_cached(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
+                                        uint64_t *claimed_p)
 {
     uint64_t tail, head;
     uint32_t pad;
@@ -357,8 +359,14 @@ RINGK_HD int ringk_ring_mp_claim(ringk_ring_t *r, uint32_t ncells, uint64_t *cla
     for (;;) {
         tail = ringk_load_relaxed_u64(&r->prod->pos);
         pad  = ringk_ring_pad(r, tail, ncells);
-        /* C2: as in ringk_ring_room(). */
-        head = ringk_load_acquire_u64(&r->cons->pos);
+        /* A cached head is never ahead of the real one (it only grows), so room it shows is
+         * real; the shared head line is read only when the cache says full. */
+        head = *head_cache;
+        if (tail + pad + ncells - head > r->ncells) {
+            /* C2: as in ringk_ring_room(). */
+            head        = ringk_load_acquire_u64(&r->cons->pos);
+            *head_cache = head;
+        }
         if (tail + pad + ncells - head > r->ncells) {
             if (ringk_load_relaxed_u64(&r->prod->pos) != tail) {
                 continue; /* raced with another claim */
@@ -373,6 +381,14 @@ RINGK_HD int ringk_ring_mp_claim(ringk_ring_t *r, uint32_t ncells, uint64_t *cla
             return 1;
         }
     }
+}
+
+/** ringk_ring_mp_claim_cached() without a cache: reads the head every time. */
+RINGK_HD int ringk_ring_mp_claim(ringk_ring_t *r, uint32_t ncells, uint64_t *claimed_p)
+{
+    uint64_t head = 0;
+
+    return ringk_ring_mp_claim_cached(r, ncells, &head, claimed_p);
 }
 
 /** Payload of the message at @a pos: contiguous, ringk_ring_capacity(ncells) bytes. */

@@ -40,7 +40,11 @@ typedef struct {
 typedef struct {
     ringk_kernel_t *target;
     int             allowed;
+    uint64_t        head_cache;   /* this sender's copy of the target inbox's head */
 } route_t;
+
+#define RINGK_LAT_SAMPLE 64        /* one message in 64 carries an enqueue time */
+#define RINGK_CELL_CANCELLED 0xff  /* cell id of cells a sender claimed, then gave up */
 
 struct ringk_kernel {
     ringk_ctx_t          *ctx;
@@ -59,21 +63,28 @@ struct ringk_kernel {
     /* inbox: multi-producer ring, consumed by the kernel's executor only */
     void                 *inbox_mem;
     ringk_ring_t          inbox;
-    uint64_t              head;          /* consumer position (read by pool threads as a hint) */
-    int                   state;         /* ringk_kernel_state_t, atomic */
-    int                   inflight;      /* senders between the state check and publish */
-    uint64_t              seq;           /* per-sender sequence, atomic */
     /* executor */
     pthread_t             thread;
     int                   has_thread;
     unsigned              core;          /* core index for pinning */
-    int                   running;       /* event-driven: a pool thread runs it, atomic */
-    int                   sleeping;      /* its thread waits on cv, atomic */
     pthread_mutex_t       mu;
     pthread_cond_t        cv;
-    /* statistics, atomic */
-    uint64_t              msgs_in, msgs_out, refused_full, handler_errors;
+    /* Fields written on every message live on lines of their own, grouped by writer, so a
+     * sender's updates never invalidate the line the consumer works on (false sharing made
+     * every send cost a cache-line transfer). */
+    /* read by every sender, written rarely */
+    int                   state __attribute__((aligned(64))); /* ringk_kernel_state_t */
+    int                   sleeping;      /* its thread waits on cv, atomic */
+    int                   running;       /* event-driven: a pool thread runs it, atomic */
+    /* written by senders, rarely */
+    uint64_t              refused_full __attribute__((aligned(64)));
+    /* written by the consumer */
+    uint64_t              head __attribute__((aligned(64))); /* consumer position */
+    uint64_t              msgs_in, handler_errors;
     uint64_t              latency_hist[32];
+    /* written by this kernel's executor when it sends */
+    uint64_t              seq __attribute__((aligned(64))); /* per-sender sequence */
+    uint64_t              msgs_out;
 };
 
 typedef struct {
@@ -210,7 +221,6 @@ static int inbox_empty(ringk_kernel_t *k)
  * executor calls it (its thread, or the pool thread holding k->running). */
 static unsigned kernel_iteration(ringk_kernel_t *k)
 {
-    uint64_t depth = __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_RELAXED) - k->head;
     unsigned limit, n = 0, bucket;
     const ringk_cell_hdr_t *cell;
     const ringk_msg_t *msg;
@@ -224,7 +234,8 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
         limit = 1;
         break;
     case RINGK_PROCESSING_ADAPTIVE:
-        if (depth <= 16) {
+        /* the producers' line is read only in this mode */
+        if (__atomic_load_n(&k->inbox.prod->pos, __ATOMIC_RELAXED) - k->head <= 16) {
             limit = 1;
             break;
         }
@@ -241,6 +252,13 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
         len    = cell->len;
         ncells = cell->ncells;
         flags  = cell->flags;
+        if ((cell->id == RINGK_CELL_CANCELLED) &&
+            (ringk_ring_msg_check(&k->inbox, k->head, len, ncells, flags, k->inbox.ncells) == 0)) {
+            /* a sender claimed these cells, found the kernel terminating and gave up */
+            ringk_ring_release(&k->inbox, k->head, ncells, flags);
+            __atomic_store_n(&k->head, k->head + ncells, __ATOMIC_RELAXED);
+            continue;
+        }
         if ((ringk_ring_msg_check(&k->inbox, k->head, len, ncells, flags, k->inbox.ncells) != 0) ||
             (len < sizeof(ringk_msg_t))) {
             /* Only this process writes inboxes: a bad cell is a bug, reported, never used. */
@@ -254,9 +272,11 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
         if (msg->timestamp != 0) {
             ringk_hlc_recv(&k->ctx->clock, msg->timestamp);
         }
-        lat    = now_ns() - msg->enq_ns;
-        bucket = (lat == 0) ? 0 : (63 - __builtin_clzll(lat));
-        add_u64(&k->latency_hist[bucket > 31 ? 31 : bucket], 1);
+        if (msg->enq_ns != 0) {
+            lat    = now_ns() - msg->enq_ns;
+            bucket = (lat == 0) ? 0 : (63 - __builtin_clzll(lat));
+            add_u64(&k->latency_hist[bucket > 31 ? 31 : bucket], 1);
+        }
         if (msg->type != RINGK_MSG_TERMINATE) {
             rc = k->handler(k, msg, k->arg);
             if (rc < 0) {
@@ -271,7 +291,8 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
             __atomic_compare_exchange_n(&k->state, &expect, RINGK_KERNEL_TERMINATING, 0,
                                         __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
         }
-        add_u64(&k->msgs_in, 1);
+        /* only the consumer writes it: a plain increment, read racily by stats */
+        __atomic_store_n(&k->msgs_in, k->msgs_in + 1, __ATOMIC_RELAXED);
         ringk_ring_release(&k->inbox, k->head, ncells, flags);
         __atomic_store_n(&k->head, k->head + ncells, __ATOMIC_RELAXED);
         n++;
@@ -279,15 +300,16 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
     return n;
 }
 
-/* A terminating kernel stops once no sender is between its state check and its publish and
- * the inbox is drained (senders raise 'inflight' before reading the state: T1/T2). */
+/* A terminating kernel stops once every claimed cell was consumed: T2 reads the tail after the
+ * state was set, and a sender that claims later sees the state (T1) and cancels. */
 static int kernel_try_finish(ringk_kernel_t *k)
 {
     if (load_i(&k->state) != RINGK_KERNEL_TERMINATING) {
         return 0;
     }
     /* T2: pairs with T1 in deliver(). */
-    if ((__atomic_load_n(&k->inflight, __ATOMIC_SEQ_CST) != 0) || !inbox_empty(k)) {
+    if (__atomic_load_n(&k->inbox.prod->pos, __ATOMIC_SEQ_CST) !=
+        __atomic_load_n(&k->head, __ATOMIC_RELAXED)) {
         return 0;
     }
     pthread_mutex_lock(&k->mu);
@@ -457,25 +479,26 @@ static void wake(ringk_kernel_t *k)
 /* Puts one message into @a to's inbox, waiting for room as @a timeout_ms says. */
 static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
                    ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
-                   int timeout_ms)
+                   int timeout_ms, uint64_t *head_cache)
 {
+    uint64_t local_head = 0;
     uint32_t ncells = RINGK_MSG_CELLS(length);
-    uint64_t deadline = 0, pos;
+    uint64_t deadline = 0, pos = 0;
     unsigned spins = 0;
     ringk_msg_t *msg;
     int state;
 
-    /* T1: announce the send before reading the state; pairs with T2 in kernel_try_finish(). */
-    __atomic_fetch_add(&to->inflight, 1, __ATOMIC_SEQ_CST);
+    /* Fast refusal; the check that counts comes after the claim (T1). */
     state = load_i(&to->state);
     if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
-        __atomic_fetch_sub(&to->inflight, 1, __ATOMIC_RELEASE);
         return -EPIPE;
     }
-    while (!ringk_ring_mp_claim(&to->inbox, ncells, &pos)) {
+    if (head_cache == NULL) {
+        head_cache = &local_head;
+    }
+    while (!ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, &pos)) {
         if (timeout_ms == RINGK_WAIT_NONE) {
             add_u64(&to->refused_full, 1);
-            __atomic_fetch_sub(&to->inflight, 1, __ATOMIC_RELEASE);
             return -EAGAIN;
         }
         if (deadline == 0) {
@@ -483,14 +506,24 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
         }
         if (((spins & 63) == 0) && (now_ns() > deadline)) {
             add_u64(&to->refused_full, 1);
-            __atomic_fetch_sub(&to->inflight, 1, __ATOMIC_RELEASE);
             return -ETIMEDOUT;
+        }
+        if (((spins & 63) == 0) && (load_i(&to->state) >= RINGK_KERNEL_TERMINATING)) {
+            return -EPIPE;
         }
         if (++spins < 256) {
             cpu_relax();
         } else {
             sched_yield();
         }
+    }
+    /* T1: the claim (a compare-and-swap on the tail) comes before this read of the state;
+     * pairs with T2 in kernel_try_finish(), which reads the state, then the tail. A sender that
+     * finds the kernel terminating here fills its cells with a cancelled cell and is told. */
+    state = __atomic_load_n(&to->state, __ATOMIC_SEQ_CST);
+    if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
+        ringk_ring_publish(&to->inbox, pos, 0, ncells, RINGK_CELL_CANCELLED, 0);
+        return -EPIPE;
     }
     msg = ringk_ring_payload(&to->inbox, pos);
     msg->sender    = from ? from->id : 0;
@@ -502,14 +535,16 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
                           : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
     msg->timestamp = ((from && from->timestamps) || to->timestamps) ?
                      ringk_hlc_tick(&ctx->clock) : 0;
-    msg->enq_ns    = now_ns();
+    /* the latency histogram samples: a clock read on every message would cost more than the
+     * rest of the send */
+    msg->enq_ns    = ((msg->seq % RINGK_LAT_SAMPLE) == 0) ? now_ns() : 0;
     if (length > 0) {
         memcpy(msg + 1, payload, length);
     }
     ringk_ring_publish(&to->inbox, pos, sizeof(*msg) + length, ncells, (uint8_t)type, 0);
-    __atomic_fetch_sub(&to->inflight, 1, __ATOMIC_RELEASE);
     if (from != NULL) {
-        add_u64(&from->msgs_out, 1);
+        /* only the sender's executor sends as it: a plain increment, read racily by stats */
+        __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
     }
     wake(to);
     return 0;
@@ -589,7 +624,8 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                to->name, to->max_in);
         return -EMSGSIZE;
     }
-    return deliver(ctx, from, to, type, to->id, payload, length, timeout_ms);
+    return deliver(ctx, from, to, type, to->id, payload, length, timeout_ms,
+                   (from != NULL) ? &route->head_cache : NULL);
 }
 
 int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, const void *payload,
@@ -627,7 +663,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     }
     for (i = 0; (ret == 0) && (i < nsubs); i++) {
         ret = deliver(ctx, from, subs[i], RINGK_MSG_DATA, RINGK_MSG_BROADCAST, payload, length,
-                      timeout_ms);
+                      timeout_ms, NULL);
         done += (ret == 0);
     }
     if (delivered_p != NULL) {
@@ -958,10 +994,10 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     if ((ctx == NULL) || (params == NULL) || (kernel_p == NULL)) {
         return -EINVAL;
     }
-    k = calloc(1, sizeof(*k));
-    if (k == NULL) {
+    if (posix_memalign((void**)&k, 64, sizeof(*k)) != 0) {
         return -ENOMEM;
     }
+    memset(k, 0, sizeof(*k));
     k->ctx = ctx;
     ret    = kernel_params(ctx, params, k);
     if (ret != 0) {

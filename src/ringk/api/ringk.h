@@ -83,7 +83,7 @@ typedef struct ringk_msg {
     uint32_t length;     /**< payload bytes */
     uint64_t seq;        /**< per-sender sequence number, from 0 */
     uint64_t timestamp;  /**< hybrid logical clock at send (0 when timestamps are off) */
-    uint64_t enq_ns;     /**< monotonic time of enqueue, for latency statistics */
+    uint64_t enq_ns;     /**< monotonic enqueue time of sampled messages (seq % 64 == 0), else 0 */
 } ringk_msg_t;
 
 /** The payload that follows @a msg. */
@@ -239,7 +239,8 @@ typedef struct ringk_kernel_stats {
     uint64_t refused_full;     /**< sends to it refused because its inbox was full */
     uint64_t drops;            /**< messages lost: always 0 (nothing is dropped silently) */
     uint64_t handler_errors;   /**< handler calls that returned < 0 */
-    uint64_t latency_hist[32]; /**< enqueue-to-handler latency, bucket i: [2^i, 2^(i+1)) ns */
+    uint64_t latency_hist[32]; /**< enqueue-to-handler latency of one message in 64 (those with
+                                    seq % 64 == 0), bucket i: [2^i, 2^(i+1)) ns */
 } ringk_kernel_stats_t;
 
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
