@@ -54,7 +54,9 @@ if [ -x _build/examples/mpi/mpi_pingpong ]; then
     "${mpi[@]}" -np 4 --mca osc ucx _build/examples/mpi/mpi_osc
 fi
 echo
-echo "=== 8. the actor runtime: two ring kernels bouncing a counter (K2K routes, every value checked)"
+echo "=== 8. the actor runtime: ping-pong, a producer/workers/aggregator pipeline and a heat stencil with halo exchange, each checked against a sequential computation"
 _build/examples/pingpong 100000
+_build/examples/pipeline 200000 4
+_build/examples/heat 256 256 100 4
 echo
 echo "demo: done (benchmark against posix: bash bench/ringk_vs_posix.sh)"

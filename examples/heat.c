@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* 2-D heat stencil on ring kernels in one process: the grid is cut into horizontal strips, one
+ * kernel per strip; every step each kernel sends its edge rows to its neighbours (halo
+ * exchange), waits for theirs, and updates its strip (Jacobi). The result is compared bit for
+ * bit with a sequential computation. Usage: heat [ROWS COLS STEPS STRIPS] */
+#include <ringk/api/ringk.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_STRIPS 16
+
+typedef struct {
+    int      step;      /* the step the halo row belongs to */
+    int      from_up;   /* 1: the row above this strip, 0: the row below */
+    double   row[];
+} halo_t;
+
+typedef struct {
+    int     index, r0, nrows;   /* global rows [r0, r0 + nrows) */
+    double *cur, *next;         /* (nrows + 2) x cols, with a halo row above and below */
+    int     step;               /* steps done */
+    /* halos received for step s land in slot s % 2 (a neighbour is at most one step ahead) */
+    double *halo[2][2];         /* [slot][0: below, 1: above] */
+    int     have[2][2];
+    char    up[16], down[16];
+} strip_t;
+
+static ringk_ctx_t *ctx;
+static int rows = 256, cols = 256, steps = 100, nstrips = 4, finished;
+static strip_t strips[MAX_STRIPS];
+
+static double initial(int r, int c)
+{
+    /* a hot spot and a warm edge */
+    if ((r - rows / 3) * (r - rows / 3) + (c - cols / 2) * (c - cols / 2) < rows * cols / 64) {
+        return 100.0;
+    }
+    return (c == 0) ? 50.0 : 0.0;
+}
+
+/* One Jacobi step of rows 1..nrows of @a cur into @a next; rows 0 and nrows+1 are halos and the
+ * global boundary (first and last rows and columns) stays fixed. */
+static void update(const double *cur, double *next, int r0, int nrows)
+{
+    int r, c, g;
+
+    for (r = 1; r <= nrows; r++) {
+        g = r0 + r - 1;
+        for (c = 0; c < cols; c++) {
+            const double *p = &cur[r * cols + c];
+            if ((g == 0) || (g == rows - 1) || (c == 0) || (c == cols - 1)) {
+                next[r * cols + c] = *p;
+            } else {
+                next[r * cols + c] = 0.25 * (p[-cols] + p[cols] + p[-1] + p[1]);
+            }
+        }
+    }
+}
+
+static int send_halos(ringk_kernel_t *k, strip_t *s)
+{
+    size_t len = sizeof(halo_t) + cols * sizeof(double);
+    halo_t *h = malloc(len);
+    int ret = 0;
+
+    h->step = s->step;
+    if (s->up[0]) { /* our top row is the row below the upper neighbour */
+        h->from_up = 0;
+        memcpy(h->row, &s->cur[1 * cols], cols * sizeof(double));
+        ret = ringk_send(ctx, k, s->up, RINGK_MSG_DATA, h, len, RINGK_WAIT_FOREVER);
+    }
+    if ((ret == 0) && s->down[0]) {
+        h->from_up = 1;
+        memcpy(h->row, &s->cur[s->nrows * cols], cols * sizeof(double));
+        ret = ringk_send(ctx, k, s->down, RINGK_MSG_DATA, h, len, RINGK_WAIT_FOREVER);
+    }
+    free(h);
+    return ret;
+}
+
+/* Steps as long as the halos of the current step are there. */
+static int advance(ringk_kernel_t *k, strip_t *s)
+{
+    double *t;
+    int slot;
+
+    while (s->step < steps) {
+        slot = s->step % 2;
+        if ((s->up[0] && !s->have[slot][1]) || (s->down[0] && !s->have[slot][0])) {
+            return 0;
+        }
+        if (s->up[0]) {
+            memcpy(&s->cur[0], s->halo[slot][1], cols * sizeof(double));
+        }
+        if (s->down[0]) {
+            memcpy(&s->cur[(s->nrows + 1) * cols], s->halo[slot][0], cols * sizeof(double));
+        }
+        s->have[slot][0] = s->have[slot][1] = 0;
+        update(s->cur, s->next, s->r0, s->nrows);
+        t = s->cur; s->cur = s->next; s->next = t;
+        s->step++;
+        if (s->step < steps) {
+            int ret = send_halos(k, s);
+            if (ret != 0) {
+                return ret;
+            }
+        }
+    }
+    __atomic_fetch_add(&finished, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int strip_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    strip_t *s = arg;
+    const halo_t *h;
+
+    if (msg->length == 0) { /* start */
+        int ret = send_halos(k, s);
+        return ret ? ret : advance(k, s);
+    }
+    h = ringk_msg_payload(msg);
+    if ((msg->length != sizeof(halo_t) + cols * sizeof(double)) || (h->step < s->step) ||
+        (h->step > s->step + 1)) {
+        fprintf(stderr, "heat: strip %d got a bad halo (step %d at step %d)\n", s->index,
+                h->step, s->step);
+        return -1;
+    }
+    memcpy(s->halo[h->step % 2][h->from_up], h->row, cols * sizeof(double));
+    s->have[h->step % 2][h->from_up] = 1;
+    return advance(k, s);
+}
+
+static void log_stderr(void *arg, int level, const char *message)
+{
+    if (level <= RINGK_LOG_WARN) {
+        fprintf(stderr, "ringk: %s\n", message);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
+    double *a, *b, *t, maxdiff = 0;
+    int i, r, c, base, extra, mismatches = 0;
+    char name[16];
+
+    if (argc > 4) {
+        rows = atoi(argv[1]); cols = atoi(argv[2]); steps = atoi(argv[3]); nstrips = atoi(argv[4]);
+    }
+    if ((nstrips < 1) || (nstrips > MAX_STRIPS) || (rows < 2 * nstrips) || (cols < 3) ||
+        (steps < 1) || (cols * sizeof(double) + sizeof(halo_t) > 60000)) {
+        fprintf(stderr, "usage: heat [ROWS COLS STEPS STRIPS(1..%d)]\n", MAX_STRIPS);
+        return 2;
+    }
+    if (ringk_ctx_create(&cp, &ctx) != 0) {
+        return 1;
+    }
+    base  = rows / nstrips;
+    extra = rows % nstrips;
+    for (i = 0, r = 0; i < nstrips; i++) {
+        strip_t *s = &strips[i];
+        s->index = i;
+        s->r0    = r;
+        s->nrows = base + (i < extra);
+        r       += s->nrows;
+        s->cur   = calloc((size_t)(s->nrows + 2) * cols, sizeof(double));
+        s->next  = calloc((size_t)(s->nrows + 2) * cols, sizeof(double));
+        for (int j = 0; j < 4; j++) {
+            s->halo[j / 2][j % 2] = calloc(cols, sizeof(double));
+        }
+        for (int rr = 0; rr < s->nrows; rr++) {
+            for (c = 0; c < cols; c++) {
+                s->cur[(rr + 1) * cols + c] = initial(s->r0 + rr, c);
+            }
+        }
+        if (i > 0) {
+            snprintf(s->up, sizeof(s->up), "strip%d", i - 1);
+        }
+        if (i < nstrips - 1) {
+            snprintf(s->down, sizeof(s->down), "strip%d", i + 1);
+        }
+    }
+    for (i = 0; i < nstrips; i++) {
+        const char *routes[3] = {NULL, NULL, NULL};
+        int nr = 0;
+        ringk_kernel_t *k;
+        if (strips[i].up[0]) routes[nr++] = strips[i].up;
+        if (strips[i].down[0]) routes[nr++] = strips[i].down;
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MODE |
+                          RINGK_KERNEL_PARAM_FIELD_DOMAIN,
+            .name = name, .handler = strip_handler, .arg = &strips[i], .publishes_to = routes,
+            .mode = RINGK_MODE_EVENT_DRIVEN, .domain = RINGK_DOMAIN_SPATIAL
+        };
+        snprintf(name, sizeof(name), "strip%d", i);
+        if (ringk_kernel_create(ctx, &p, &k) != 0) {
+            return 1;
+        }
+    }
+    for (i = 0; i < nstrips; i++) {
+        snprintf(name, sizeof(name), "strip%d", i);
+        ringk_send(ctx, NULL, name, RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER);
+    }
+    while (__atomic_load_n(&finished, __ATOMIC_ACQUIRE) < nstrips) {
+        usleep(1000);
+    }
+    ringk_ctx_destroy(ctx);
+
+    /* the same steps, sequentially */
+    a = calloc((size_t)(rows + 2) * cols, sizeof(double));
+    b = calloc((size_t)(rows + 2) * cols, sizeof(double));
+    for (r = 0; r < rows; r++) {
+        for (c = 0; c < cols; c++) {
+            a[(r + 1) * cols + c] = initial(r, c);
+        }
+    }
+    for (i = 0; i < steps; i++) {
+        update(a, b, 0, rows);
+        t = a; a = b; b = t;
+    }
+    for (i = 0; i < nstrips; i++) {
+        for (r = 0; r < strips[i].nrows; r++) {
+            for (c = 0; c < cols; c++) {
+                double x = strips[i].cur[(r + 1) * cols + c];
+                double y = a[(strips[i].r0 + r + 1) * cols + c];
+                if (x != y) {
+                    mismatches++;
+                    if (x - y > maxdiff || y - x > maxdiff) {
+                        maxdiff = (x > y) ? x - y : y - x;
+                    }
+                }
+            }
+        }
+    }
+    printf("heat: %dx%d grid, %d steps, %d strip kernels with halo exchange: %d of %d cells "
+           "differ from the sequential result (max diff %g): %s\n", rows, cols, steps, nstrips,
+           mismatches, rows * cols, maxdiff, mismatches ? "MISMATCH" : "OK");
+    return mismatches ? 1 : 0;
+}

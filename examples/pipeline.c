@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Pipeline of ring kernels in one process: a producer deals N work items round-robin to W worker
+ * kernels, the workers transform them and send the results to an aggregator, which sums them.
+ * The sum is compared with a sequential computation. Usage: pipeline [N [W]] */
+#include <ringk/api/ringk.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_WORKERS 16
+
+static ringk_ctx_t *ctx;
+static uint64_t n = 200000, sum, got, done;
+static unsigned workers = 4;
+static char worker_names[MAX_WORKERS][16];
+
+static uint64_t work(uint64_t x)
+{
+    return (x * x + 7 * x) % 1000003; /* the same function for the sequential check */
+}
+
+static int producer(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t x;
+    int ret;
+
+    for (x = 1; x <= n; x++) {
+        ret = ringk_send(ctx, k, worker_names[x % workers], RINGK_MSG_DATA, &x, sizeof(x),
+                         RINGK_WAIT_FOREVER);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+static int worker(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t x;
+
+    memcpy(&x, ringk_msg_payload(msg), sizeof(x));
+    x = work(x);
+    return ringk_send(ctx, k, "aggregator", RINGK_MSG_DATA, &x, sizeof(x), RINGK_WAIT_FOREVER);
+}
+
+static int aggregator(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t y;
+
+    memcpy(&y, ringk_msg_payload(msg), sizeof(y));
+    sum += y;
+    if (++got == n) {
+        __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+
+static void log_stderr(void *arg, int level, const char *message)
+{
+    if (level <= RINGK_LOG_WARN) {
+        fprintf(stderr, "ringk: %s\n", message);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    static const char *to_agg[] = {"aggregator", NULL};
+    const char *to_workers[MAX_WORKERS + 1];
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
+                      RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_PROCESSING,
+        .max_in = 64, .processing = RINGK_PROCESSING_BATCH
+    };
+    uint64_t expect = 0, x;
+    ringk_kernel_t *k;
+    unsigned i;
+
+    if (argc > 1) {
+        n = strtoull(argv[1], NULL, 10);
+    }
+    if (argc > 2) {
+        workers = (unsigned)atoi(argv[2]);
+    }
+    if ((workers < 1) || (workers > MAX_WORKERS) || (n < 1)) {
+        fprintf(stderr, "usage: pipeline [N>=1 [WORKERS 1..%d]]\n", MAX_WORKERS);
+        return 2;
+    }
+    if (ringk_ctx_create(&cp, &ctx) != 0) {
+        return 1;
+    }
+    p.name = "aggregator"; p.handler = aggregator; p.mode = RINGK_MODE_PERSISTENT;
+    p.publishes_to = NULL;
+    if (ringk_kernel_create(ctx, &p, &k) != 0) {
+        return 1;
+    }
+    /* workers are event-driven: run by the pool when items arrive */
+    for (i = 0; i < workers; i++) {
+        snprintf(worker_names[i], sizeof(worker_names[i]), "worker%u", i);
+        to_workers[i] = worker_names[i];
+        p.name = worker_names[i]; p.handler = worker; p.mode = RINGK_MODE_EVENT_DRIVEN;
+        p.publishes_to = to_agg;
+        if (ringk_kernel_create(ctx, &p, &k) != 0) {
+            return 1;
+        }
+    }
+    to_workers[workers] = NULL;
+    p.name = "producer"; p.handler = producer; p.mode = RINGK_MODE_PERSISTENT;
+    p.publishes_to = to_workers;
+    if (ringk_kernel_create(ctx, &p, &k) != 0) {
+        return 1;
+    }
+    if (ringk_send(ctx, NULL, "producer", RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER) != 0) {
+        return 1;
+    }
+    while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+        usleep(1000);
+    }
+    ringk_ctx_destroy(ctx);
+    for (x = 1; x <= n; x++) {
+        expect += work(x);
+    }
+    printf("pipeline: %llu items through %u workers, sum %llu, sequential %llu: %s\n",
+           (unsigned long long)n, workers, (unsigned long long)sum,
+           (unsigned long long)expect, (sum == expect) ? "OK" : "MISMATCH");
+    return (sum == expect) ? 0 : 1;
+}
