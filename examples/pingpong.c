@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Ping-pong between two ring kernels in one process: "ping" and "pong" bounce a counter
- * ROUNDS times over K2K routes; the result is checked and the round-trip time printed. */
+/* Ping-pong between two ring kernels: "ping" and "pong" bounce a counter ROUNDS times over K2K
+ * routes; the result is checked and the round-trip time printed. In one process, or in a job
+ * of two (RINGK_ROOT=host:port RINGK_RANK=0|1 RINGK_SIZE=2): rank 0 runs ping, rank 1 pong. */
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -20,6 +21,8 @@ static int ping(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 
     memcpy(&v, ringk_msg_payload(msg), sizeof(v));
     if (v == rounds) {
+        /* pong may live in another process: tell it to stop once it drained */
+        ringk_send(ctx, k, "pong", RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
         __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
         return 0;
     }
@@ -53,9 +56,10 @@ int main(int argc, char **argv)
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                       RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_IN
     };
-    ringk_kernel_t *kping, *kpong;
+    ringk_kernel_t *kping = NULL, *kpong = NULL;
     struct timespec t0, t1;
     uint64_t zero = 0;
+    int rank, size;
     double us;
 
     if (argc > 1) {
@@ -64,32 +68,56 @@ int main(int argc, char **argv)
     if (ringk_ctx_create(&cp, &ctx) != 0) {
         return 1;
     }
-    p.max_in       = 64;
-    p.name         = "ping";
-    p.handler      = ping;
-    p.publishes_to = to_pong;
-    if (ringk_kernel_create(ctx, &p, &kping) != 0) {
-        return 1;
+    p.max_in = 64;
+    rank     = ringk_ctx_rank(ctx);
+    size     = ringk_ctx_size(ctx);
+    if (size > 2) {
+        fprintf(stderr, "pingpong: runs as 1 or 2 processes, not %d\n", size);
+        return 2;
     }
-    p.name         = "pong";
-    p.handler      = pong;
-    p.publishes_to = to_ping;
-    if (ringk_kernel_create(ctx, &p, &kpong) != 0) {
+    if (rank == 0) {
+        p.name         = "ping";
+        p.handler      = ping;
+        p.publishes_to = to_pong;
+        if (ringk_kernel_create(ctx, &p, &kping) != 0) {
+            return 1;
+        }
+    }
+    if ((size == 1) || (rank == 1)) {
+        p.name         = "pong";
+        p.handler      = pong;
+        p.publishes_to = to_ping;
+        if (ringk_kernel_create(ctx, &p, &kpong) != 0) {
+            return 1;
+        }
+    }
+    if (ringk_ctx_start(ctx) != 0) {
         return 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    /* the host serves the first ball to pong as if ping had sent 0 */
-    zero = 1;
-    if (ringk_send(ctx, NULL, "pong", RINGK_MSG_DATA, &zero, sizeof(zero), RINGK_WAIT_FOREVER)) {
-        return 1;
-    }
-    while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        usleep(1000);
+    if (rank == 0) {
+        /* the host serves the first ball to pong as if ping had sent 0 */
+        zero = 1;
+        if (ringk_send(ctx, NULL, "pong", RINGK_MSG_DATA, &zero, sizeof(zero),
+                       RINGK_WAIT_FOREVER)) {
+            return 1;
+        }
+        while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+            usleep(1000);
+        }
+    } else {
+        ringk_kernel_stats_t st;
+        do {
+            usleep(1000);
+            ringk_kernel_stats_query(kpong, &st);
+        } while (st.state != RINGK_KERNEL_TERMINATED);
+        rounds = pong_seen; /* report what this side saw */
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3;
     ringk_ctx_destroy(ctx);
-    printf("pingpong: %llu round trips between two ring kernels, %llu errors, %.3f us per round "
-           "trip\n", (unsigned long long)rounds, (unsigned long long)errors, us / rounds);
+    printf("pingpong%s: %llu round trips between two ring kernels, %llu errors, %.3f us per "
+           "round trip\n", (size > 1) ? ((rank == 0) ? " [rank 0 of 2]" : " [rank 1 of 2]") : "",
+           (unsigned long long)rounds, (unsigned long long)errors, us / rounds);
     return errors ? 1 : 0;
 }

@@ -4,8 +4,8 @@
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
-#include <core/ringk_ring.h>
-#include <ringk/api/ringk.h>
+#include "ringk_internal.h"
+#include "ringk_job.h"
 
 #include <errno.h>
 #include <hwloc.h>
@@ -17,117 +17,23 @@
 #include <string.h>
 #include <time.h>
 
-#define RINGK_MAX_KERNELS   256
-#define RINGK_NAME_MAX      64
-#define RINGK_LIST_MAX      32
-#define RINGK_MAX_TOPICS    64
-#define RINGK_MAX_BARRIERS  64
-#define RINGK_MAX_POOL      16
-#define RINGK_CELL          256u               /* inbox cell: a 224-byte payload fits one */
-#define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
-#define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
-#define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
-
-typedef char ringk_name_t[RINGK_NAME_MAX];
-
-/* A name list copied from the parameters. */
-typedef struct {
-    ringk_name_t names[RINGK_LIST_MAX];
-    unsigned     count;
-} name_list_t;
-
-/* A resolved K2K route of a sender: target and whether the target accepts this sender. */
-typedef struct {
-    ringk_kernel_t *target;
-    int             allowed;
-    uint64_t        head_cache;   /* this sender's copy of the target inbox's head */
-} route_t;
-
-#define RINGK_LAT_SAMPLE 64        /* one message in 64 carries an enqueue time */
-#define RINGK_CELL_CANCELLED 0xff  /* cell id of cells a sender claimed, then gave up */
-
-struct ringk_kernel {
-    ringk_ctx_t          *ctx;
-    uint32_t              id;
-    ringk_name_t          name;
-    ringk_handler_t       handler;
-    void                 *arg;
-    ringk_kernel_mode_t   mode;
-    ringk_processing_t    processing;
-    unsigned              max_per_iteration;
-    unsigned              max_iterations;
-    unsigned              max_in, max_out, inbox_size, outbox_size, capacity;
-    int                   timestamps;
-    name_list_t           publishes_to, subscribes_to, topics_pub, topics_sub, barriers;
-    route_t               routes[RINGK_LIST_MAX];  /* parallel to publishes_to */
-    /* inbox: multi-producer ring, consumed by the kernel's executor only */
-    void                 *inbox_mem;
-    ringk_ring_t          inbox;
-    /* executor */
-    pthread_t             thread;
-    int                   has_thread;
-    unsigned              core;          /* core index for pinning */
-    pthread_mutex_t       mu;
-    pthread_cond_t        cv;
-    /* Fields written on every message live on lines of their own, grouped by writer, so a
-     * sender's updates never invalidate the line the consumer works on (false sharing made
-     * every send cost a cache-line transfer). */
-    /* read by every sender, written rarely */
-    int                   state __attribute__((aligned(64))); /* ringk_kernel_state_t */
-    int                   sleeping;      /* its thread waits on cv, atomic */
-    int                   running;       /* event-driven: a pool thread runs it, atomic */
-    /* written by senders, rarely */
-    uint64_t              refused_full __attribute__((aligned(64)));
-    /* written by the consumer */
-    uint64_t              head __attribute__((aligned(64))); /* consumer position */
-    uint64_t              msgs_in, handler_errors;
-    uint64_t              latency_hist[32];
-    /* written by this kernel's executor when it sends */
-    uint64_t              seq __attribute__((aligned(64))); /* per-sender sequence */
-    uint64_t              msgs_out;
-};
-
-typedef struct {
-    ringk_name_t    name;
-    ringk_kernel_t *subs[RINGK_MAX_KERNELS];
-    unsigned        nsubs;
-} topic_t;
-
-typedef struct {
-    ringk_name_t name;
-    unsigned     expected, arrived;
-    uint64_t     generation;
-} barrier_t;
-
-struct ringk_ctx {
-    pthread_mutex_t  lock;            /* registry, topics, barriers: not on the send path */
-    ringk_kernel_t  *kernels[RINGK_MAX_KERNELS];
-    unsigned         nkernels;        /* slots used, atomic for pool threads */
-    ringk_hlc_t      clock;
-    uint64_t         host_seq;
-    ringk_log_func_t log;
-    void            *log_arg;
-    topic_t          topics[RINGK_MAX_TOPICS];
-    unsigned         ntopics;
-    barrier_t        barriers[RINGK_MAX_BARRIERS];
-    unsigned         nbarriers;
-    pthread_cond_t   barrier_cv;
-    /* event-driven pool */
-    pthread_t        pool[RINGK_MAX_POOL];
-    unsigned         npool;
-    pthread_mutex_t  pool_mu;
-    pthread_cond_t   pool_cv;
-    int              pool_sleeping;   /* atomic */
-    int              stop;            /* atomic */
-    /* pinning */
-    int              pin;
-    hwloc_topology_t topo;
-    unsigned         next_core;
-};
-
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 static void rk_log(ringk_ctx_t *ctx, int level, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+
+    if ((ctx == NULL) || (ctx->log == NULL)) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    ctx->log(ctx->log_arg, level, buf);
+}
+
+void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
 {
     char buf[512];
     va_list ap;
@@ -479,7 +385,7 @@ static void wake(ringk_kernel_t *k)
 /* Puts one message into @a to's inbox, waiting for room as @a timeout_ms says. */
 static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
                    ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
-                   int timeout_ms, uint64_t *head_cache)
+                   int timeout_ms, uint64_t *head_cache, const ringk_msg_t *remote_hdr)
 {
     uint64_t local_head = 0;
     uint32_t ncells = RINGK_MSG_CELLS(length);
@@ -526,15 +432,22 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
         return -EPIPE;
     }
     msg = ringk_ring_payload(&to->inbox, pos);
-    msg->sender    = from ? from->id : 0;
     msg->receiver  = receiver;
     msg->type      = type;
     msg->flags     = 0;
     msg->length    = (uint32_t)length;
-    msg->seq       = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
-                          : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
-    msg->timestamp = ((from && from->timestamps) || to->timestamps) ?
-                     ringk_hlc_tick(&ctx->clock) : 0;
+    if (remote_hdr != NULL) {
+        /* from another process: its sender, sequence and clock */
+        msg->sender    = remote_hdr->sender;
+        msg->seq       = remote_hdr->seq;
+        msg->timestamp = remote_hdr->timestamp;
+    } else {
+        msg->sender    = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
+        msg->seq       = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
+                              : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
+        msg->timestamp = ((from && from->timestamps) || to->timestamps) ?
+                         ringk_hlc_tick(&ctx->clock) : 0;
+    }
     /* the latency histogram samples: a clock read on every message would cost more than the
      * rest of the send */
     msg->enq_ns    = ((msg->seq % RINGK_LAT_SAMPLE) == 0) ? now_ns() : 0;
@@ -548,6 +461,23 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
     }
     wake(to);
     return 0;
+}
+
+int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *hdr,
+                      const void *payload, int timeout_ms)
+{
+    if (hdr->length > to->max_in) {
+        return -EMSGSIZE;
+    }
+    return deliver(ctx, NULL, to, (ringk_msg_type_t)hdr->type, hdr->receiver, payload,
+                   hdr->length, timeout_ms, NULL, hdr);
+}
+
+ringk_kernel_t *ringk_kernel_by_id(ringk_ctx_t *ctx, uint32_t id)
+{
+    unsigned count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
+
+    return ((id >= 1) && (id <= count)) ? ctx->kernels[id - 1] : NULL;
 }
 
 static ringk_kernel_t *lookup(ringk_ctx_t *ctx, const char *name)
@@ -590,16 +520,29 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
             return -EPERM;
         }
         route = &from->routes[i];
-        if (route->target == NULL) {
+        if (length > from->max_out) {
+            rk_log(ctx, RINGK_LOG_ERROR, "message of %zu bytes from '%s' exceeds its max_out %u",
+                   length, from->name, from->max_out);
+            return -EMSGSIZE;
+        }
+        if ((route->target == NULL) && (route->rank < 0)) {
             to = lookup(ctx, to_name);
-            if (to == NULL) {
+            if (to != NULL) {
+                route->allowed = (to->subscribes_to.count == 0) ||
+                                 list_has(&to->subscribes_to, from->name);
+                __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
+            } else if ((ctx->remote != NULL) &&
+                       (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
+                route->allowed = 1; /* the receiving process checks its subscribes_to */
+            } else {
                 rk_log(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
                        to_name, from->name);
                 return -ENOENT;
             }
-            route->allowed = (to->subscribes_to.count == 0) ||
-                             list_has(&to->subscribes_to, from->name);
-            __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
+        }
+        if (route->target == NULL) {
+            return ringk_remote_send(ctx, from, route->rank, route->remote_id, type, payload,
+                                     length);
         }
         to = route->target;
         if (!route->allowed) {
@@ -607,14 +550,15 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                    from->name);
             return -EPERM;
         }
-        if (length > from->max_out) {
-            rk_log(ctx, RINGK_LOG_ERROR, "message of %zu bytes from '%s' exceeds its max_out %u",
-                   length, from->name, from->max_out);
-            return -EMSGSIZE;
-        }
     } else {
         to = lookup(ctx, to_name);
         if (to == NULL) {
+            int rank;
+            uint32_t id;
+
+            if ((ctx->remote != NULL) && (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
+                return ringk_remote_send(ctx, NULL, rank, id, type, payload, length);
+            }
             rk_log(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
             return -ENOENT;
         }
@@ -625,7 +569,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
         return -EMSGSIZE;
     }
     return deliver(ctx, from, to, type, to->id, payload, length, timeout_ms,
-                   (from != NULL) ? &route->head_cache : NULL);
+                   (from != NULL) ? &route->head_cache : NULL, NULL);
 }
 
 int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, const void *payload,
@@ -663,7 +607,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     }
     for (i = 0; (ret == 0) && (i < nsubs); i++) {
         ret = deliver(ctx, from, subs[i], RINGK_MSG_DATA, RINGK_MSG_BROADCAST, payload, length,
-                      timeout_ms, NULL);
+                      timeout_ms, NULL, NULL);
         done += (ret == 0);
     }
     if (delivered_p != NULL) {
@@ -758,6 +702,28 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
             ctx->pin = params->pin;
         }
     }
+    if ((params != NULL) && (params->field_mask & RINGK_CTX_PARAM_FIELD_JOB)) {
+        ctx->job = params->job;
+        if ((ctx->job.size < 1) || (ctx->job.rank < 0) || (ctx->job.rank >= ctx->job.size) ||
+            (ctx->job.size > (1 << (32 - RINGK_RANK_SHIFT))) ||
+            ((ctx->job.size > 1) && (ctx->job.allgather == NULL))) {
+            rk_log(ctx, RINGK_LOG_ERROR, "job rank %d size %d: need 0 <= rank < size <= %d and "
+                   "an allgather for more than one process", ctx->job.rank, ctx->job.size,
+                   1 << (32 - RINGK_RANK_SHIFT));
+            free(ctx);
+            return -EINVAL;
+        }
+    } else {
+        char err[256];
+        int ret = ringk_job_from_env(&ctx->job, err, sizeof(err));
+
+        if (ret < 0) {
+            rk_log(ctx, RINGK_LOG_ERROR, "%s", err);
+            free(ctx);
+            return ret;
+        }
+        ctx->job_from_env = (ret == 0);
+    }
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_cond_init(&ctx->barrier_cv, NULL);
     pthread_mutex_init(&ctx->pool_mu, NULL);
@@ -800,6 +766,12 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
             ringk_kernel_terminate(ctx->kernels[i]);
         }
     }
+    if (ctx->remote != NULL) {
+        ringk_remote_stop(ctx);
+    }
+    if (ctx->job_from_env) {
+        ringk_job_env_release(&ctx->job);
+    }
     __atomic_store_n(&ctx->stop, 1, __ATOMIC_RELEASE);
     pthread_mutex_lock(&ctx->pool_mu);
     pthread_cond_broadcast(&ctx->pool_cv);
@@ -826,6 +798,27 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
 ringk_hlc_t *ringk_ctx_clock(ringk_ctx_t *ctx)
 {
     return &ctx->clock;
+}
+
+int ringk_ctx_start(ringk_ctx_t *ctx)
+{
+    if (ctx == NULL) {
+        return -EINVAL;
+    }
+    if ((ctx->job.size == 1) || (ctx->remote != NULL)) {
+        return 0;
+    }
+    return ringk_remote_start(ctx);
+}
+
+int ringk_ctx_rank(const ringk_ctx_t *ctx)
+{
+    return ctx->job.rank;
+}
+
+int ringk_ctx_size(const ringk_ctx_t *ctx)
+{
+    return ctx->job.size;
 }
 
 /* ---- kernels -------------------------------------------------------------------------------- */
@@ -1019,6 +1012,9 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
         free(k->inbox_mem);
         free(k);
         return -ENOMEM;
+    }
+    for (i = 0; i < RINGK_LIST_MAX; i++) {
+        k->routes[i].rank = -1;
     }
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);

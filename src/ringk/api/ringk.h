@@ -76,7 +76,7 @@ typedef enum ringk_msg_type {
 
 /** Message header; the payload follows it. */
 typedef struct ringk_msg {
-    uint32_t sender;     /**< sender kernel id (0: the host) */
+    uint32_t sender;     /**< sender: rank << 20 | kernel id (kernel id 0: the host) */
     uint32_t receiver;   /**< receiver kernel id, or RINGK_MSG_BROADCAST */
     uint16_t type;       /**< ringk_msg_type_t */
     uint16_t flags;      /**< reserved, 0 */
@@ -113,8 +113,23 @@ typedef void (*ringk_log_func_t)(void *arg, int level, const char *message);
 enum ringk_ctx_param_field {
     RINGK_CTX_PARAM_FIELD_LOG         = 1u << 0,
     RINGK_CTX_PARAM_FIELD_POOL_THREADS = 1u << 1,
-    RINGK_CTX_PARAM_FIELD_PIN         = 1u << 2
+    RINGK_CTX_PARAM_FIELD_PIN         = 1u << 2,
+    RINGK_CTX_PARAM_FIELD_JOB         = 1u << 3
 };
+
+/**
+ * A job of several processes: this process's rank, their number, and an allgather the runtime
+ * uses at ringk_ctx_start() (for example one calling MPI_Allgather). Without one, the runtime
+ * reads RINGK_ROOT=host:port, RINGK_RANK and RINGK_SIZE (rank 0 listens on host:port), and
+ * without those it is a job of one process.
+ */
+typedef struct ringk_job {
+    int   rank;
+    int   size;
+    /** Gathers @a len bytes from every rank into @a out, in rank order. 0 or a negative errno. */
+    int (*allgather)(void *arg, const void *in, void *out, size_t len);
+    void *arg;
+} ringk_job_t;
 
 typedef struct ringk_ctx_params {
     uint64_t         field_mask;
@@ -122,11 +137,24 @@ typedef struct ringk_ctx_params {
     void            *log_arg;
     unsigned         pool_threads;  /**< threads running event-driven kernels, default 1 */
     int              pin;           /**< 1: pin executor threads to cores with hwloc (default) */
+    ringk_job_t      job;           /**< the job (default: from the environment, or one process) */
 } ringk_ctx_params_t;
 
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p);
 /** Terminates every kernel (draining their inboxes), joins the threads, frees everything. */
 int ringk_ctx_destroy(ringk_ctx_t *ctx);
+
+/**
+ * Joins the job (collective: every process calls it once its kernels exist): connects the
+ * processes with UCP (UCX picks ringk within a host, tcp or ib between hosts) and exchanges the
+ * kernel directory, so kernels are reached by name wherever they run. A no-op for one process.
+ * @return 0, or a negative errno (the log hook says why).
+ */
+int ringk_ctx_start(ringk_ctx_t *ctx);
+
+/** This process's rank and the number of processes of the job. */
+int ringk_ctx_rank(const ringk_ctx_t *ctx);
+int ringk_ctx_size(const ringk_ctx_t *ctx);
 
 /* ---- ring kernels --------------------------------------------------------------------------- */
 

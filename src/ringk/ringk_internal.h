@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk internals shared by the runtime's files: the context, kernels, and the remote part. */
+#ifndef RINGK_INTERNAL_H
+#define RINGK_INTERNAL_H
+
+#include <core/ringk_ring.h>
+#include <ringk/api/ringk.h>
+
+#include <hwloc.h>
+#include <pthread.h>
+#include <ucp/api/ucp.h>
+
+#define RINGK_RANK_SHIFT 20        /* sender ids: rank << 20 | local kernel id */
+
+#define RINGK_MAX_KERNELS   256
+#define RINGK_NAME_MAX      64
+#define RINGK_LIST_MAX      32
+#define RINGK_MAX_TOPICS    64
+#define RINGK_MAX_BARRIERS  64
+#define RINGK_MAX_POOL      16
+#define RINGK_CELL          256u               /* inbox cell: a 224-byte payload fits one */
+#define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
+#define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
+#define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
+
+typedef char ringk_name_t[RINGK_NAME_MAX];
+
+/* A name list copied from the parameters. */
+typedef struct {
+    ringk_name_t names[RINGK_LIST_MAX];
+    unsigned     count;
+} name_list_t;
+
+/* A resolved K2K route of a sender: target and whether the target accepts this sender. */
+typedef struct {
+    ringk_kernel_t *target;       /* local target, or NULL */
+    int             allowed;
+    uint64_t        head_cache;   /* this sender's copy of the target inbox's head */
+    int             rank;         /* remote target: its process (-1: not resolved) */
+    uint32_t        remote_id;    /* remote target: its id in that process */
+} route_t;
+
+#define RINGK_LAT_SAMPLE 64        /* one message in 64 carries an enqueue time */
+#define RINGK_CELL_CANCELLED 0xff  /* cell id of cells a sender claimed, then gave up */
+
+struct ringk_kernel {
+    ringk_ctx_t          *ctx;
+    uint32_t              id;
+    ringk_name_t          name;
+    ringk_handler_t       handler;
+    void                 *arg;
+    ringk_kernel_mode_t   mode;
+    ringk_processing_t    processing;
+    unsigned              max_per_iteration;
+    unsigned              max_iterations;
+    unsigned              max_in, max_out, inbox_size, outbox_size, capacity;
+    int                   timestamps;
+    name_list_t           publishes_to, subscribes_to, topics_pub, topics_sub, barriers;
+    route_t               routes[RINGK_LIST_MAX];  /* parallel to publishes_to */
+    /* inbox: multi-producer ring, consumed by the kernel's executor only */
+    void                 *inbox_mem;
+    ringk_ring_t          inbox;
+    /* executor */
+    pthread_t             thread;
+    int                   has_thread;
+    unsigned              core;          /* core index for pinning */
+    pthread_mutex_t       mu;
+    pthread_cond_t        cv;
+    /* Fields written on every message live on lines of their own, grouped by writer, so a
+     * sender's updates never invalidate the line the consumer works on (false sharing made
+     * every send cost a cache-line transfer). */
+    /* read by every sender, written rarely */
+    int                   state __attribute__((aligned(64))); /* ringk_kernel_state_t */
+    int                   sleeping;      /* its thread waits on cv, atomic */
+    int                   running;       /* event-driven: a pool thread runs it, atomic */
+    /* written by senders, rarely */
+    uint64_t              refused_full __attribute__((aligned(64)));
+    /* written by the consumer */
+    uint64_t              head __attribute__((aligned(64))); /* consumer position */
+    uint64_t              msgs_in, handler_errors;
+    uint64_t              latency_hist[32];
+    /* written by this kernel's executor when it sends */
+    uint64_t              seq __attribute__((aligned(64))); /* per-sender sequence */
+    uint64_t              msgs_out;
+};
+
+typedef struct {
+    ringk_name_t    name;
+    ringk_kernel_t *subs[RINGK_MAX_KERNELS];
+    unsigned        nsubs;
+} topic_t;
+
+typedef struct {
+    ringk_name_t name;
+    unsigned     expected, arrived;
+    uint64_t     generation;
+} barrier_t;
+
+typedef struct ringk_remote ringk_remote_t;
+
+struct ringk_ctx {
+    pthread_mutex_t  lock;            /* registry, topics, barriers: not on the send path */
+    ringk_remote_t  *remote;          /* the other processes of the job, NULL: one process */
+    ringk_job_t      job;
+    int              job_from_env;
+    ringk_kernel_t  *kernels[RINGK_MAX_KERNELS];
+    unsigned         nkernels;        /* slots used, atomic for pool threads */
+    ringk_hlc_t      clock;
+    uint64_t         host_seq;
+    ringk_log_func_t log;
+    void            *log_arg;
+    topic_t          topics[RINGK_MAX_TOPICS];
+    unsigned         ntopics;
+    barrier_t        barriers[RINGK_MAX_BARRIERS];
+    unsigned         nbarriers;
+    pthread_cond_t   barrier_cv;
+    /* event-driven pool */
+    pthread_t        pool[RINGK_MAX_POOL];
+    unsigned         npool;
+    pthread_mutex_t  pool_mu;
+    pthread_cond_t   pool_cv;
+    int              pool_sleeping;   /* atomic */
+    int              stop;            /* atomic */
+    /* pinning */
+    int              pin;
+    hwloc_topology_t topo;
+    unsigned         next_core;
+};
+
+
+/* ---- runtime.c, for remote.c ---- */
+
+/** Puts a message built elsewhere (a remote sender's header) into @a to's inbox. */
+int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *hdr,
+                      const void *payload, int timeout_ms);
+/** The local kernel with that local id, or NULL. */
+ringk_kernel_t *ringk_kernel_by_id(ringk_ctx_t *ctx, uint32_t id);
+void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- remote.c ---- */
+
+/** Connects to the job's other processes (collective): UCP worker, endpoints, directory. */
+int ringk_remote_start(ringk_ctx_t *ctx);
+void ringk_remote_stop(ringk_ctx_t *ctx);
+/** Finds a kernel of another process by name: rank and its local id. */
+int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
+/** Sends one message to kernel @a id of process @a rank as one active message. */
+int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
+                      ringk_msg_type_t type, const void *payload, size_t length);
+
+#endif

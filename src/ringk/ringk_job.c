@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk job bootstrap from the environment: RINGK_ROOT=host:port, RINGK_RANK, RINGK_SIZE give
+ * an allgather over TCP; rank 0 listens, the others connect. Everything a peer sends is
+ * checked (rank, length) before use. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "ringk_job.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JOB_TIMEOUT_MS 60000
+
+typedef struct {
+    char     host[256];
+    char     port[16];
+    int      rank, size;
+    int      listen_fd;   /* rank 0, kept across rounds */
+} env_job_t;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Reads or writes exactly @a len bytes, waiting at most until @a deadline. */
+static int xfer(int fd, void *buf, size_t len, int writing, double deadline)
+{
+    struct pollfd pfd = {.fd = fd, .events = writing ? POLLOUT : POLLIN};
+    char *p = buf;
+    ssize_t n;
+
+    while (len > 0) {
+        if (poll(&pfd, 1, (int)(deadline - now_ms())) <= 0) {
+            return -ETIMEDOUT;
+        }
+        n = writing ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+        if (n <= 0) {
+            return (n == 0) ? -ECONNRESET : -errno;
+        }
+        p   += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int env_allgather(void *arg, const void *in, void *out, size_t len)
+{
+    env_job_t *job  = arg;
+    double deadline = now_ms() + JOB_TIMEOUT_MS;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
+    uint64_t hdr[2];
+    int *fds, fd, i, ret = 0, one = 1;
+
+    memcpy((char*)out + (size_t)job->rank * len, in, len);
+    if (job->size == 1) {
+        return 0;
+    }
+    if (job->rank != 0) {
+        if (getaddrinfo(job->host, job->port, &hints, &ai) != 0) {
+            return -EHOSTUNREACH;
+        }
+        for (;;) { /* the root may not listen yet */
+            fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if ((fd >= 0) && (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)) {
+                break;
+            }
+            if (fd >= 0) {
+                close(fd);
+            }
+            if (now_ms() > deadline) {
+                freeaddrinfo(ai);
+                return -ETIMEDOUT;
+            }
+            usleep(20000);
+        }
+        freeaddrinfo(ai);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        hdr[0] = job->rank;
+        hdr[1] = len;
+        if (((ret = xfer(fd, hdr, sizeof(hdr), 1, deadline)) == 0) &&
+            ((ret = xfer(fd, (void*)in, len, 1, deadline)) == 0)) {
+            ret = xfer(fd, out, len * job->size, 0, deadline);
+        }
+        close(fd);
+        return ret;
+    }
+
+    fds = calloc(job->size, sizeof(*fds));
+    if (fds == NULL) {
+        return -ENOMEM;
+    }
+    for (i = 1; (i < job->size) && (ret == 0); i++) {
+        struct pollfd pfd = {.fd = job->listen_fd, .events = POLLIN};
+
+        if (poll(&pfd, 1, (int)(deadline - now_ms())) <= 0) {
+            ret = -ETIMEDOUT;
+            break;
+        }
+        fd = accept4(job->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            ret = -errno;
+            break;
+        }
+        ret = xfer(fd, hdr, sizeof(hdr), 0, deadline);
+        /* a peer's header: rank in range, not seen yet, the agreed length */
+        if ((ret == 0) && ((hdr[0] == 0) || (hdr[0] >= (uint64_t)job->size) ||
+                           (fds[hdr[0]] != 0) || (hdr[1] != len))) {
+            ret = -EPROTO;
+        }
+        if (ret == 0) {
+            fds[hdr[0]] = fd;
+            ret = xfer(fd, (char*)out + hdr[0] * len, len, 0, deadline);
+        } else {
+            close(fd);
+        }
+    }
+    for (i = 1; i < job->size; i++) {
+        if (fds[i] > 0) {
+            if (ret == 0) {
+                ret = xfer(fds[i], out, len * job->size, 1, deadline);
+            }
+            close(fds[i]);
+        }
+    }
+    free(fds);
+    return ret;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v;
+
+    if ((s == NULL) || (*s == '\0')) {
+        return -EINVAL;
+    }
+    errno = 0;
+    v     = strtol(s, &end, 10);
+    if ((errno != 0) || (*end != '\0') || (v < lo) || (v > hi)) {
+        return -EINVAL;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int ringk_job_from_env(ringk_job_t *job, char *err, size_t err_len)
+{
+    const char *root = getenv("RINGK_ROOT"), *rank = getenv("RINGK_RANK"),
+               *size = getenv("RINGK_SIZE"), *colon;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE}, *ai;
+    env_job_t *ej;
+    int port, one = 1;
+
+    if ((size == NULL) || (*size == '\0')) {
+        job->rank = 0;
+        job->size = 1;
+        job->allgather = NULL;
+        return 1; /* no job in the environment: one process */
+    }
+    ej = calloc(1, sizeof(*ej));
+    if (ej == NULL) {
+        return -ENOMEM;
+    }
+    ej->listen_fd = -1;
+    if (parse_int(size, 1, 4096, &ej->size) != 0) {
+        snprintf(err, err_len, "RINGK_SIZE '%s' is not a number 1..4096", size);
+        goto err;
+    }
+    if (parse_int(rank, 0, ej->size - 1, &ej->rank) != 0) {
+        snprintf(err, err_len, "RINGK_RANK '%s' is not a number 0..%d", rank ? rank : "",
+                 ej->size - 1);
+        goto err;
+    }
+    colon = (root != NULL) ? strrchr(root, ':') : NULL;
+    if ((colon == NULL) || (colon == root) || ((size_t)(colon - root) >= sizeof(ej->host)) ||
+        (parse_int(colon + 1, 1, 65535, &port) != 0)) {
+        snprintf(err, err_len, "RINGK_ROOT '%s' is not HOST:PORT (port 1..65535)",
+                 root ? root : "");
+        goto err;
+    }
+    memcpy(ej->host, root, colon - root);
+    snprintf(ej->port, sizeof(ej->port), "%d", port);
+    if ((ej->rank == 0) && (ej->size > 1)) {
+        if (getaddrinfo(ej->host, ej->port, &hints, &ai) != 0) {
+            snprintf(err, err_len, "RINGK_ROOT host '%s' cannot be resolved", ej->host);
+            goto err;
+        }
+        ej->listen_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        setsockopt(ej->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if ((ej->listen_fd < 0) || (bind(ej->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0) ||
+            (listen(ej->listen_fd, ej->size) != 0)) {
+            snprintf(err, err_len, "rank 0 cannot listen on RINGK_ROOT %s: %s", root,
+                     strerror(errno));
+            freeaddrinfo(ai);
+            goto err;
+        }
+        freeaddrinfo(ai);
+    }
+    job->rank      = ej->rank;
+    job->size      = ej->size;
+    job->allgather = env_allgather;
+    job->arg       = ej;
+    return 0;
+
+err:
+    if (ej->listen_fd >= 0) {
+        close(ej->listen_fd);
+    }
+    free(ej);
+    return -EINVAL;
+}
+
+void ringk_job_env_release(ringk_job_t *job)
+{
+    env_job_t *ej;
+
+    if ((job->allgather != env_allgather) || (job->arg == NULL)) {
+        return;
+    }
+    ej = job->arg;
+    if (ej->listen_fd >= 0) {
+        close(ej->listen_fd);
+    }
+    free(ej);
+    job->arg = NULL;
+}

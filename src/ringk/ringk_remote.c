@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk across processes: one UCP worker per process, an endpoint to every other process,
+ * the kernel directory exchanged at start, and a K2K message to another process carried as one
+ * UCP active message. A receiving process that finds the inbox full keeps the message in an
+ * ordered backlog and retries from its progress thread: nothing is dropped. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "ringk_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RINGK_AM_MSG      17   /* UCP AM id of K2K messages */
+#define RINGK_DIR_ENTRIES RINGK_MAX_KERNELS
+
+/* The wire header of a remote message: the message header and the receiving kernel's id. */
+typedef struct {
+    ringk_msg_t msg;
+    uint32_t    dst;
+    uint32_t    pad;
+} remote_hdr_t;
+
+/* One process's directory entry, as exchanged at start. */
+typedef struct {
+    char     name[RINGK_NAME_MAX];
+    uint32_t id;
+    uint32_t used;
+} dir_entry_t;
+
+/* A message that found its inbox full, kept in order until there is room. */
+typedef struct backlog {
+    struct backlog *next;
+    remote_hdr_t    hdr;
+    uint8_t         payload[];
+} backlog_t;
+
+struct ringk_remote {
+    ucp_context_h   context;
+    ucp_worker_h    worker;
+    ucp_ep_h       *eps;          /* by rank; NULL for ourselves */
+    int            *dead;         /* by rank: its endpoint failed */
+    dir_entry_t    *dir;          /* size x RINGK_DIR_ENTRIES */
+    pthread_t       progress;
+    int             stop;
+    int             efd;
+    pthread_mutex_t backlog_mu;   /* the backlog lists: progress thread vs sends? only progress */
+    backlog_t      *backlog_head[RINGK_MAX_KERNELS + 1];
+    backlog_t      *backlog_tail[RINGK_MAX_KERNELS + 1];
+    uint64_t        undeliverable;
+};
+
+/* ---- receiving ----------------------------------------------------------------------------- */
+
+static void backlog_push(ringk_remote_t *r, uint32_t dst, const remote_hdr_t *hdr,
+                         const void *payload)
+{
+    backlog_t *b = malloc(sizeof(*b) + hdr->msg.length);
+
+    if (b == NULL) {
+        abort(); /* cannot keep the promise of no silent drop without memory */
+    }
+    b->next = NULL;
+    b->hdr  = *hdr;
+    memcpy(b->payload, payload, hdr->msg.length);
+    if (r->backlog_tail[dst] != NULL) {
+        r->backlog_tail[dst]->next = b;
+    } else {
+        r->backlog_head[dst] = b;
+    }
+    r->backlog_tail[dst] = b;
+}
+
+/* Moves backlogged messages into their inboxes while there is room; returns how many. */
+static unsigned backlog_drain(ringk_ctx_t *ctx)
+{
+    ringk_remote_t *r = ctx->remote;
+    unsigned id, n = 0;
+    ringk_kernel_t *k;
+    backlog_t *b;
+    int ret;
+
+    for (id = 1; id <= RINGK_MAX_KERNELS; id++) {
+        while ((b = r->backlog_head[id]) != NULL) {
+            k   = ringk_kernel_by_id(ctx, id);
+            ret = (k == NULL) ? -ENOENT :
+                  ringk_deliver_hdr(ctx, k, &b->hdr.msg, b->payload, RINGK_WAIT_NONE);
+            if (ret == -EAGAIN) {
+                break;
+            }
+            if (ret != 0) {
+                r->undeliverable++;
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from sender 0x%x to "
+                              "local kernel %u: %s", b->hdr.msg.sender, id, strerror(-ret));
+            }
+            r->backlog_head[id] = b->next;
+            if (b->next == NULL) {
+                r->backlog_tail[id] = NULL;
+            }
+            free(b);
+            n++;
+        }
+    }
+    return n;
+}
+
+static ucs_status_t am_recv(void *arg, const void *header, size_t header_length, void *data,
+                            size_t length, const ucp_am_recv_param_t *param)
+{
+    ringk_ctx_t *ctx  = arg;
+    ringk_remote_t *r = ctx->remote;
+    remote_hdr_t hdr;
+    ringk_kernel_t *k;
+    int ret;
+
+    /* from a peer: checked before use */
+    if ((header_length != sizeof(hdr)) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed remote message (header %zu "
+                      "bytes, expected %zu)", header_length, sizeof(hdr));
+        r->undeliverable++;
+        return UCS_OK;
+    }
+    memcpy(&hdr, header, sizeof(hdr));
+    if ((hdr.msg.length != length) || (hdr.msg.type > RINGK_MSG_TERMINATE) ||
+        (hdr.dst == 0) || (hdr.dst > RINGK_MAX_KERNELS)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed remote message for kernel %u "
+                      "(length %u, data %zu, type %u)", hdr.dst, hdr.msg.length, length,
+                      hdr.msg.type);
+        r->undeliverable++;
+        return UCS_OK;
+    }
+    k = ringk_kernel_by_id(ctx, hdr.dst);
+    if (k == NULL) {
+        r->undeliverable++;
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no local kernel %u (from 0x%x)",
+                      hdr.dst, hdr.msg.sender);
+        return UCS_OK;
+    }
+    /* FIFO: once a kernel has a backlog, later messages queue behind it */
+    ret = (r->backlog_head[hdr.dst] != NULL) ? -EAGAIN :
+          ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
+    if (ret == -EAGAIN) {
+        backlog_push(r, hdr.dst, &hdr, data);
+    } else if (ret != 0) {
+        r->undeliverable++;
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from 0x%x to '%s': %s",
+                      hdr.msg.sender, k->name, strerror(-ret));
+    }
+    return UCS_OK;
+}
+
+static void *progress_main(void *arg)
+{
+    ringk_ctx_t *ctx  = arg;
+    ringk_remote_t *r = ctx->remote;
+    struct pollfd pfd = {.fd = r->efd, .events = POLLIN};
+    unsigned idle = 0, n;
+    ucs_status_t status;
+
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        n  = ucp_worker_progress(r->worker);
+        n += backlog_drain(ctx);
+        if (n > 0) {
+            idle = 0;
+            continue;
+        }
+        if (++idle < 1000) {
+            sched_yield();
+            continue;
+        }
+        /* sleep until the network has something, or 1 ms (backlogs, stop) */
+        status = ucp_worker_arm(r->worker);
+        if (status == UCS_OK) {
+            poll(&pfd, 1, 1);
+        }
+        idle = 0;
+    }
+    return NULL;
+}
+
+/* ---- sending --------------------------------------------------------------------------------- */
+
+static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    ringk_ctx_t *ctx = arg;
+    ringk_remote_t *r = ctx->remote;
+    int i;
+
+    for (i = 0; i < ctx->job.size; i++) {
+        if (r->eps[i] == ep) {
+            __atomic_store_n(&r->dead[i], 1, __ATOMIC_RELEASE);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "process %d is unreachable: %s; messages to its "
+                          "kernels are reported undeliverable", i, ucs_status_string(status));
+        }
+    }
+}
+
+int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
+                      ringk_msg_type_t type, const void *payload, size_t length)
+{
+    ringk_remote_t *r = ctx->remote;
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+        .flags        = UCP_AM_SEND_FLAG_EAGER
+    };
+    remote_hdr_t hdr;
+    ucs_status_ptr_t req;
+    ucs_status_t status;
+
+    if ((rank < 0) || (rank >= ctx->job.size) || (rank == ctx->job.rank) ||
+        __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+        return -EPIPE;
+    }
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.msg.sender   = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
+    hdr.msg.receiver = id;
+    hdr.msg.type     = type;
+    hdr.msg.length   = (uint32_t)length;
+    hdr.msg.seq      = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
+                            : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
+    hdr.msg.timestamp = (from && from->timestamps) ? ringk_hlc_tick(&ctx->clock) : 0;
+    hdr.dst          = id;
+    /* one active message; the worker is multi-threaded, the progress thread completes it */
+    req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_MSG, &hdr, sizeof(hdr), payload, length,
+                          &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+            sched_yield();
+        }
+        ucp_request_free(req);
+    } else {
+        status = UCS_PTR_STATUS(req);
+    }
+    if (status != UCS_OK) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
+                      ucs_status_string(status));
+        return -EPIPE;
+    }
+    if (from != NULL) {
+        __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
+    }
+    return 0;
+}
+
+int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p)
+{
+    ringk_remote_t *r = ctx->remote;
+    int rank, i;
+
+    for (rank = 0; rank < ctx->job.size; rank++) {
+        if (rank == ctx->job.rank) {
+            continue;
+        }
+        for (i = 0; i < RINGK_DIR_ENTRIES; i++) {
+            const dir_entry_t *e = &r->dir[(size_t)rank * RINGK_DIR_ENTRIES + i];
+            if (e->used && !strncmp(e->name, name, RINGK_NAME_MAX)) {
+                *rank_p = rank;
+                *id_p   = e->id;
+                return 0;
+            }
+        }
+    }
+    return -ENOENT;
+}
+
+/* ---- start and stop ---------------------------------------------------------------------------- */
+
+int ringk_remote_start(ringk_ctx_t *ctx)
+{
+    const int size = ctx->job.size, me = ctx->job.rank;
+    ucp_params_t params = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+        .features   = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+        .mt_workers_shared = 1
+    };
+    ucp_worker_params_t wparams = {
+        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_MULTI
+    };
+    ucp_am_handler_param_t am = {
+        .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
+        .id = RINGK_AM_MSG, .cb = am_recv, .arg = ctx, .flags = UCP_AM_FLAG_WHOLE_MSG
+    };
+    ucp_address_t *addr;
+    uint64_t len, maxlen = 0, *lens = NULL;
+    uint8_t *mine = NULL, *all = NULL;
+    dir_entry_t *entries = NULL;
+    ringk_remote_t *r;
+    ucp_config_t *config;
+    unsigned i;
+    int ret = -EIO, rank;
+
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return -ENOMEM;
+    }
+    r->eps  = calloc(size, sizeof(*r->eps));
+    r->dead = calloc(size, sizeof(*r->dead));
+    r->dir  = calloc((size_t)size * RINGK_DIR_ENTRIES, sizeof(*r->dir));
+    lens    = calloc(size, sizeof(*lens));
+    entries = calloc(RINGK_DIR_ENTRIES, sizeof(*entries));
+    if (!r->eps || !r->dead || !r->dir || !lens || !entries) {
+        ret = -ENOMEM;
+        goto out;
+    }
+    pthread_mutex_init(&r->backlog_mu, NULL);
+    if ((ucp_config_read(NULL, NULL, &config) != UCS_OK) ||
+        (ucp_init(&params, config, &r->context) != UCS_OK)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "ucp_init failed");
+        goto out;
+    }
+    ucp_config_release(config);
+    if ((ucp_worker_create(r->context, &wparams, &r->worker) != UCS_OK) ||
+        (ucp_worker_get_efd(r->worker, &r->efd) != UCS_OK) ||
+        (ucp_worker_set_am_recv_handler(r->worker, &am) != UCS_OK) ||
+        (ucp_worker_get_address(r->worker, &addr, &len) != UCS_OK)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot set up the UCP worker");
+        goto out;
+    }
+    ctx->remote = r;
+
+    /* 1. address lengths, 2. addresses (padded to the longest), 3. kernel directories */
+    ret = ctx->job.allgather(ctx->job.arg, &len, lens, sizeof(len));
+    for (rank = 0; (ret == 0) && (rank < size); rank++) {
+        if ((lens[rank] == 0) || (lens[rank] > 65536)) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "process %d sent a worker address of %llu bytes",
+                          rank, (unsigned long long)lens[rank]);
+            ret = -EPROTO;
+        }
+        maxlen = (lens[rank] > maxlen) ? lens[rank] : maxlen;
+    }
+    if (ret == 0) {
+        mine = calloc(1, maxlen);
+        all  = calloc(size, maxlen);
+        if ((mine == NULL) || (all == NULL)) {
+            ret = -ENOMEM;
+        } else {
+            memcpy(mine, addr, len);
+            ret = ctx->job.allgather(ctx->job.arg, mine, all, maxlen);
+        }
+    }
+    ucp_worker_release_address(r->worker, addr);
+    if (ret == 0) {
+        pthread_mutex_lock(&ctx->lock);
+        for (i = 0; i < ctx->nkernels; i++) {
+            if (ctx->kernels[i] != NULL) {
+                strcpy(entries[i].name, ctx->kernels[i]->name);
+                entries[i].id   = ctx->kernels[i]->id;
+                entries[i].used = 1;
+            }
+        }
+        pthread_mutex_unlock(&ctx->lock);
+        ret = ctx->job.allgather(ctx->job.arg, entries, r->dir,
+                                 RINGK_DIR_ENTRIES * sizeof(*entries));
+        for (i = 0; i < (unsigned)size * RINGK_DIR_ENTRIES; i++) {
+            r->dir[i].name[RINGK_NAME_MAX - 1] = '\0'; /* a peer's string: terminated */
+        }
+    }
+    for (rank = 0; (ret == 0) && (rank < size); rank++) {
+        ucp_ep_params_t ep = {
+            .field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER |
+                               UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+            .address         = (ucp_address_t*)(all + (size_t)rank * maxlen),
+            .err_mode        = UCP_ERR_HANDLING_MODE_PEER,
+            .err_handler.cb  = ep_error,
+            .err_handler.arg = ctx
+        };
+        if ((rank != me) && (ucp_ep_create(r->worker, &ep, &r->eps[rank]) != UCS_OK)) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot connect to process %d", rank);
+            ret = -EHOSTUNREACH;
+        }
+    }
+    if (ret != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "joining the job as rank %d of %d failed: %s", me,
+                      size, strerror(-ret));
+        goto out;
+    }
+    if (pthread_create(&r->progress, NULL, progress_main, ctx) != 0) {
+        ret = -EAGAIN;
+        goto out;
+    }
+    ringk_log_msg(ctx, RINGK_LOG_INFO, "rank %d of %d joined the job", me, size);
+    ret = 0;
+out:
+    free(lens);
+    free(mine);
+    free(all);
+    free(entries);
+    if (ret != 0) {
+        ctx->remote = NULL;
+        for (rank = 0; rank < size; rank++) {
+            if (r->eps && r->eps[rank]) {
+                ucp_ep_destroy(r->eps[rank]);
+            }
+        }
+        if (r->worker) {
+            ucp_worker_destroy(r->worker);
+        }
+        if (r->context) {
+            ucp_cleanup(r->context);
+        }
+        free(r->eps);
+        free(r->dead);
+        free(r->dir);
+        free(r);
+    }
+    return ret;
+}
+
+void ringk_remote_stop(ringk_ctx_t *ctx)
+{
+    ringk_remote_t *r = ctx->remote;
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    backlog_t *b;
+    void *req;
+    int rank;
+    unsigned id;
+
+    __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(r->progress, NULL);
+    for (rank = 0; rank < ctx->job.size; rank++) {
+        if (r->eps[rank] == NULL) {
+            continue;
+        }
+        req = ucp_ep_close_nbx(r->eps[rank], &param);
+        if (UCS_PTR_IS_PTR(req)) {
+            while (ucp_request_check_status(req) == UCS_INPROGRESS) {
+                ucp_worker_progress(r->worker);
+            }
+            ucp_request_free(req);
+        }
+    }
+    for (id = 0; id <= RINGK_MAX_KERNELS; id++) {
+        while ((b = r->backlog_head[id]) != NULL) {
+            r->backlog_head[id] = b->next;
+            free(b);
+        }
+    }
+    ucp_worker_destroy(r->worker);
+    ucp_cleanup(r->context);
+    pthread_mutex_destroy(&r->backlog_mu);
+    free(r->eps);
+    free(r->dead);
+    free(r->dir);
+    free(r);
+    ctx->remote = NULL;
+}
