@@ -2,6 +2,8 @@
 /* Ping-pong between two ring kernels: "ping" and "pong" bounce a counter ROUNDS times over K2K
  * routes; the result is checked and the round-trip time printed. In one process, or in a job
  * of two (RINGK_ROOT=host:port RINGK_RANK=0|1 RINGK_SIZE=2): rank 0 runs ping, rank 1 pong. */
+#include "example_job.h"
+
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -62,6 +64,7 @@ int main(int argc, char **argv)
     int rank, size;
     double us;
 
+    example_job_begin(&cp, &argc, &argv);
     if (argc > 1) {
         rounds = strtoull(argv[1], NULL, 10);
     }
@@ -106,11 +109,7 @@ int main(int argc, char **argv)
             usleep(1000);
         }
     } else {
-        ringk_kernel_stats_t st;
-        do {
-            usleep(1000);
-            ringk_kernel_stats_query(kpong, &st);
-        } while (st.state != RINGK_KERNEL_TERMINATED);
+        example_wait_terminated(&kpong, 1);
         rounds = pong_seen; /* report what this side saw */
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -119,5 +118,6 @@ int main(int argc, char **argv)
     printf("pingpong%s: %llu round trips between two ring kernels, %llu errors, %.3f us per "
            "round trip\n", (size > 1) ? ((rank == 0) ? " [rank 0 of 2]" : " [rank 1 of 2]") : "",
            (unsigned long long)rounds, (unsigned long long)errors, us / rounds);
+    example_job_end();
     return errors ? 1 : 0;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Pipeline of ring kernels in one process: a producer deals N work items round-robin to W worker
- * kernels, the workers transform them and send the results to an aggregator, which sums them.
- * The sum is compared with a sequential computation. Usage: pipeline [N [W]] */
+/* Pipeline of ring kernels: a producer deals N work items round-robin to W worker kernels, the
+ * workers transform them and send the results to an aggregator, which sums them. The sum is
+ * compared with a sequential computation. In a job, the producer and aggregator run in rank 0
+ * and worker i in rank i % size. Usage: pipeline [N [W]] */
+#include "example_job.h"
+
 #include <ringk/api/ringk.h>
 
 #include <stdint.h>
@@ -49,10 +52,15 @@ static int worker(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 static int aggregator(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
     uint64_t y;
+    unsigned i;
 
     memcpy(&y, ringk_msg_payload(msg), sizeof(y));
     sum += y;
     if (++got == n) {
+        /* the workers may run in other processes: stop them */
+        for (i = 0; i < workers; i++) {
+            ringk_send(ctx, k, worker_names[i], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
+        }
         __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
     }
     return 0;
@@ -69,6 +77,9 @@ int main(int argc, char **argv)
 {
     static const char *to_agg[] = {"aggregator", NULL};
     const char *to_workers[MAX_WORKERS + 1];
+    ringk_kernel_t *mine[MAX_WORKERS];
+    unsigned nmine = 0;
+    int rank, size;
     ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
     ringk_kernel_params_t p = {
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
@@ -80,6 +91,7 @@ int main(int argc, char **argv)
     ringk_kernel_t *k;
     unsigned i;
 
+    example_job_begin(&cp, &argc, &argv);
     if (argc > 1) {
         n = strtoull(argv[1], NULL, 10);
     }
@@ -93,26 +105,47 @@ int main(int argc, char **argv)
     if (ringk_ctx_create(&cp, &ctx) != 0) {
         return 1;
     }
-    p.name = "aggregator"; p.handler = aggregator; p.mode = RINGK_MODE_PERSISTENT;
-    p.publishes_to = NULL;
-    if (ringk_kernel_create(ctx, &p, &k) != 0) {
-        return 1;
-    }
-    /* workers are event-driven: run by the pool when items arrive */
+    rank = ringk_ctx_rank(ctx);
+    size = ringk_ctx_size(ctx);
     for (i = 0; i < workers; i++) {
         snprintf(worker_names[i], sizeof(worker_names[i]), "worker%u", i);
         to_workers[i] = worker_names[i];
-        p.name = worker_names[i]; p.handler = worker; p.mode = RINGK_MODE_EVENT_DRIVEN;
-        p.publishes_to = to_agg;
+    }
+    to_workers[workers] = NULL;
+    if (rank == 0) {
+        p.name = "aggregator"; p.handler = aggregator; p.mode = RINGK_MODE_PERSISTENT;
+        p.publishes_to = to_workers; /* for the final TERMINATE */
         if (ringk_kernel_create(ctx, &p, &k) != 0) {
             return 1;
         }
     }
-    to_workers[workers] = NULL;
-    p.name = "producer"; p.handler = producer; p.mode = RINGK_MODE_PERSISTENT;
-    p.publishes_to = to_workers;
-    if (ringk_kernel_create(ctx, &p, &k) != 0) {
+    /* workers are event-driven: run by the pool when items arrive */
+    for (i = 0; i < workers; i++) {
+        if ((int)(i % size) != rank) {
+            continue;
+        }
+        p.name = worker_names[i]; p.handler = worker; p.mode = RINGK_MODE_EVENT_DRIVEN;
+        p.publishes_to = to_agg;
+        if (ringk_kernel_create(ctx, &p, &mine[nmine++]) != 0) {
+            return 1;
+        }
+    }
+    if (rank == 0) {
+        p.name = "producer"; p.handler = producer; p.mode = RINGK_MODE_PERSISTENT;
+        p.publishes_to = to_workers;
+        if (ringk_kernel_create(ctx, &p, &k) != 0) {
+            return 1;
+        }
+    }
+    if (ringk_ctx_start(ctx) != 0) {
         return 1;
+    }
+    if (rank != 0) {
+        example_wait_terminated(mine, nmine);
+        ringk_ctx_destroy(ctx);
+        printf("pipeline [rank %d of %d]: %u worker kernel(s) done\n", rank, size, nmine);
+        example_job_end();
+        return 0;
     }
     if (ringk_send(ctx, NULL, "producer", RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER) != 0) {
         return 1;
@@ -124,8 +157,9 @@ int main(int argc, char **argv)
     for (x = 1; x <= n; x++) {
         expect += work(x);
     }
-    printf("pipeline: %llu items through %u workers, sum %llu, sequential %llu: %s\n",
-           (unsigned long long)n, workers, (unsigned long long)sum,
-           (unsigned long long)expect, (sum == expect) ? "OK" : "MISMATCH");
+    printf("pipeline%s: %llu items through %u workers in %d process(es), sum %llu, sequential "
+           "%llu: %s\n", (size > 1) ? " [rank 0]" : "", (unsigned long long)n, workers, size,
+           (unsigned long long)sum, (unsigned long long)expect, (sum == expect) ? "OK" : "MISMATCH");
+    example_job_end();
     return (sum == expect) ? 0 : 1;
 }

@@ -675,7 +675,8 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
     if ((ctx_p == NULL) || ((params != NULL) &&
         (params->field_mask & ~(uint64_t)(RINGK_CTX_PARAM_FIELD_LOG |
                                           RINGK_CTX_PARAM_FIELD_POOL_THREADS |
-                                          RINGK_CTX_PARAM_FIELD_PIN)))) {
+                                          RINGK_CTX_PARAM_FIELD_PIN |
+                                          RINGK_CTX_PARAM_FIELD_JOB)))) {
         return -EINVAL;
     }
     ctx = calloc(1, sizeof(*ctx));

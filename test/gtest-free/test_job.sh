@@ -12,7 +12,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..4"
+echo "1..8"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -34,6 +34,57 @@ else
     nok "two processes: ping in rank 0, pong in rank 1, over ringk (exit $rc0 $rc1)" "$out"
 fi
 rm -f "$log0" "$log1"
+
+# job NAME NPROCS EXPECT-ON-RANK0 CMD...: runs CMD as NPROCS processes joined by RINGK_*
+job() {
+    local name=$1 np=$2 expect=$3 r rc=0 logs=() pids=()
+    shift 3
+    port=$((port + 1))
+    for r in $(seq 1 $((np - 1))); do
+        logs[$r]=$(mktemp)
+        env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=$np RINGK_RANK=$r UCX_TLS=ringk,self \
+            timeout 120 "$@" >"${logs[$r]}" 2>&1 &
+        pids[$r]=$!
+    done
+    logs[0]=$(mktemp)
+    env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=$np RINGK_RANK=0 UCX_TLS=ringk,self \
+        timeout 120 "$@" >"${logs[0]}" 2>&1 || rc=$?
+    for r in $(seq 1 $((np - 1))); do
+        wait ${pids[$r]} || rc=$?
+    done
+    if [ $rc -eq 0 ] && grep -q -- "$expect" "${logs[0]}"; then
+        ok "$name"
+        grep -h "" "${logs[@]}" | grep -v "^\[" | sed 's/^/# /'
+    else
+        nok "$name (exit $rc)" "$(cat "${logs[@]}")"
+    fi
+    rm -f "${logs[@]}"
+}
+job "pipeline across 3 processes (RINGK_* bootstrap)" 3 "in 3 process(es), sum .*: OK" \
+    "$top/examples/pipeline" 100000 4
+job "pipeline across 4 processes (RINGK_* bootstrap)" 4 "in 4 process(es), sum .*: OK" \
+    "$top/examples/pipeline" 50000 6
+
+mpi=$top/examples/mpi
+if [ -x "$mpi/pipeline_mpi" ] && command -v mpirun >/dev/null; then
+    for spec in "pipeline_mpi 3 in 3 process(es), sum .*: OK 100000 4" \
+                "pingpong_mpi 2 \[rank 0 of 2\]: 5000 round trips between two ring kernels, 0 errors 5000"; do
+        prog=${spec%% *}; rest=${spec#* }; np=${rest%% *}; rest=${rest#* }
+        case $prog in pipeline_mpi) expect="${rest% 100000 4}"; args="100000 4" ;;
+                      *) expect="${rest% 5000}"; args=5000 ;; esac
+        out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe -np $np -x LD_PRELOAD \
+              -x UCX_TLS=ringk,self "$mpi/$prog" $args 2>&1)
+        if [ $? -eq 0 ] && grep -q -- "$expect" <<<"$out"; then
+            ok "$prog on $np ranks (MPI bootstrap)"
+            grep -v "^\[" <<<"$out" | sed 's/^/# /'
+        else
+            nok "$prog on $np ranks (MPI bootstrap)" "$out"
+        fi
+    done
+else
+    n=$((n + 1)); echo "ok $n # SKIP built without MPI"
+    n=$((n + 1)); echo "ok $n # SKIP built without MPI"
+fi
 
 refuse() { # refuse NAME PATTERN ENV...
     local name=$1 pat=$2 out

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* How the examples join a job: built with mpicc and -DRINGK_EXAMPLE_MPI they take rank, size and
+ * an allgather from MPI; otherwise the runtime reads RINGK_ROOT/RINGK_RANK/RINGK_SIZE (or runs
+ * as one process). */
+#ifndef RINGK_EXAMPLE_JOB_H
+#define RINGK_EXAMPLE_JOB_H
+
+#include <ringk/api/ringk.h>
+
+#include <errno.h>
+#include <unistd.h>
+
+#ifdef RINGK_EXAMPLE_MPI
+#include <mpi.h>
+
+static int example_mpi_allgather(void *arg, const void *in, void *out, size_t len)
+{
+    return (MPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE, MPI_COMM_WORLD) ==
+            MPI_SUCCESS) ? 0 : -EIO;
+}
+
+static void example_job_begin(ringk_ctx_params_t *params, int *argc, char ***argv)
+{
+    int rank, size;
+
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    params->field_mask |= RINGK_CTX_PARAM_FIELD_JOB;
+    params->job.rank      = rank;
+    params->job.size      = size;
+    params->job.allgather = example_mpi_allgather;
+    params->job.arg       = NULL;
+}
+
+static void example_job_end(void)
+{
+    MPI_Finalize();
+}
+#else
+static void example_job_begin(ringk_ctx_params_t *params, int *argc, char ***argv)
+{
+}
+
+static void example_job_end(void)
+{
+}
+#endif
+
+/* Waits until every kernel of this process has terminated (it was sent a TERMINATE). */
+static void example_wait_terminated(ringk_kernel_t **kernels, unsigned n)
+{
+    ringk_kernel_stats_t st;
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        do {
+            usleep(1000);
+            ringk_kernel_stats_query(kernels[i], &st);
+        } while (st.state != RINGK_KERNEL_TERMINATED);
+    }
+}
+
+#endif
