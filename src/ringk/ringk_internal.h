@@ -143,6 +143,8 @@ void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
 /** Connects to the job's other processes (collective): UCP worker, endpoints, directory. */
 int ringk_remote_start(ringk_ctx_t *ctx);
 void ringk_remote_stop(ringk_ctx_t *ctx);
+/** Progresses the job's network from an idle kernel thread; returns the events handled. */
+unsigned ringk_remote_poll(ringk_ctx_t *ctx);
 /** Finds a kernel of another process by name: rank and its local id. */
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
 /** Sends one message to kernel @a id of process @a rank as one active message. */

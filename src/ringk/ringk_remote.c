@@ -47,10 +47,13 @@ struct ringk_remote {
     pthread_t       progress;
     int             stop;
     int             efd;
-    pthread_mutex_t backlog_mu;   /* the backlog lists: progress thread vs sends? only progress */
+    pthread_mutex_t backlog_mu;   /* the backlog lists: whichever thread progresses the worker */
     backlog_t      *backlog_head[RINGK_MAX_KERNELS + 1];
     backlog_t      *backlog_tail[RINGK_MAX_KERNELS + 1];
+    ringk_ctx_t    *ctx;
+    int             size;
     uint64_t        undeliverable;
+    unsigned        backlogged;    /* messages in backlogs, atomic: a cheap 'nothing to do' */
 };
 
 /* ---- receiving ----------------------------------------------------------------------------- */
@@ -72,17 +75,22 @@ static void backlog_push(ringk_remote_t *r, uint32_t dst, const remote_hdr_t *hd
         r->backlog_head[dst] = b;
     }
     r->backlog_tail[dst] = b;
+    __atomic_fetch_add(&r->backlogged, 1, __ATOMIC_RELAXED);
 }
 
 /* Moves backlogged messages into their inboxes while there is room; returns how many. */
-static unsigned backlog_drain(ringk_ctx_t *ctx)
+static unsigned backlog_drain(ringk_remote_t *r)
 {
-    ringk_remote_t *r = ctx->remote;
+    ringk_ctx_t *ctx = r->ctx;
     unsigned id, n = 0;
     ringk_kernel_t *k;
     backlog_t *b;
     int ret;
 
+    if (__atomic_load_n(&r->backlogged, __ATOMIC_RELAXED) == 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&r->backlog_mu);
     for (id = 1; id <= RINGK_MAX_KERNELS; id++) {
         while ((b = r->backlog_head[id]) != NULL) {
             k   = ringk_kernel_by_id(ctx, id);
@@ -101,17 +109,19 @@ static unsigned backlog_drain(ringk_ctx_t *ctx)
                 r->backlog_tail[id] = NULL;
             }
             free(b);
+            __atomic_fetch_sub(&r->backlogged, 1, __ATOMIC_RELAXED);
             n++;
         }
     }
+    pthread_mutex_unlock(&r->backlog_mu);
     return n;
 }
 
 static ucs_status_t am_recv(void *arg, const void *header, size_t header_length, void *data,
                             size_t length, const ucp_am_recv_param_t *param)
 {
-    ringk_ctx_t *ctx  = arg;
-    ringk_remote_t *r = ctx->remote;
+    ringk_remote_t *r = arg;
+    ringk_ctx_t *ctx  = r->ctx;
     remote_hdr_t hdr;
     ringk_kernel_t *k;
     int ret;
@@ -140,11 +150,14 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
         return UCS_OK;
     }
     /* FIFO: once a kernel has a backlog, later messages queue behind it */
+    pthread_mutex_lock(&r->backlog_mu);
     ret = (r->backlog_head[hdr.dst] != NULL) ? -EAGAIN :
           ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
     if (ret == -EAGAIN) {
         backlog_push(r, hdr.dst, &hdr, data);
-    } else if (ret != 0) {
+    }
+    pthread_mutex_unlock(&r->backlog_mu);
+    if ((ret != 0) && (ret != -EAGAIN)) {
         r->undeliverable++;
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from 0x%x to '%s': %s",
                       hdr.msg.sender, k->name, strerror(-ret));
@@ -162,7 +175,7 @@ static void *progress_main(void *arg)
 
     while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
         n  = ucp_worker_progress(r->worker);
-        n += backlog_drain(ctx);
+        n += backlog_drain(r);
         if (n > 0) {
             idle = 0;
             continue;
@@ -181,19 +194,27 @@ static void *progress_main(void *arg)
     return NULL;
 }
 
+/* Progresses the worker from a kernel thread that has nothing to do: the message it waits for
+ * is handled without waking the progress thread. */
+unsigned ringk_remote_poll(ringk_ctx_t *ctx)
+{
+    ringk_remote_t *r = ctx->remote;
+
+    return ucp_worker_progress(r->worker) + backlog_drain(r);
+}
+
 /* ---- sending --------------------------------------------------------------------------------- */
 
 static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
-    ringk_ctx_t *ctx = arg;
-    ringk_remote_t *r = ctx->remote;
+    ringk_remote_t *r = arg;
     int i;
 
-    for (i = 0; i < ctx->job.size; i++) {
+    for (i = 0; i < r->size; i++) {
         if (r->eps[i] == ep) {
             __atomic_store_n(&r->dead[i], 1, __ATOMIC_RELEASE);
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "process %d is unreachable: %s; messages to its "
-                          "kernels are reported undeliverable", i, ucs_status_string(status));
+            ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "process %d is unreachable: %s; messages to "
+                          "its kernels are reported undeliverable", i, ucs_status_string(status));
         }
     }
 }
@@ -283,7 +304,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     ucp_am_handler_param_t am = {
         .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
-        .id = RINGK_AM_MSG, .cb = am_recv, .arg = ctx, .flags = UCP_AM_FLAG_WHOLE_MSG
+        .id = RINGK_AM_MSG, .cb = am_recv, .arg = NULL, .flags = UCP_AM_FLAG_WHOLE_MSG
     };
     ucp_address_t *addr;
     uint64_t len, maxlen = 0, *lens = NULL;
@@ -308,12 +329,15 @@ int ringk_remote_start(ringk_ctx_t *ctx)
         goto out;
     }
     pthread_mutex_init(&r->backlog_mu, NULL);
+    r->ctx  = ctx;
+    r->size = size;
     if ((ucp_config_read(NULL, NULL, &config) != UCS_OK) ||
         (ucp_init(&params, config, &r->context) != UCS_OK)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "ucp_init failed");
         goto out;
     }
     ucp_config_release(config);
+    am.arg = r;
     if ((ucp_worker_create(r->context, &wparams, &r->worker) != UCS_OK) ||
         (ucp_worker_get_efd(r->worker, &r->efd) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am) != UCS_OK) ||
@@ -321,7 +345,6 @@ int ringk_remote_start(ringk_ctx_t *ctx)
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot set up the UCP worker");
         goto out;
     }
-    ctx->remote = r;
 
     /* 1. address lengths, 2. addresses (padded to the longest), 3. kernel directories */
     ret = ctx->job.allgather(ctx->job.arg, &len, lens, sizeof(len));
@@ -367,7 +390,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
             .address         = (ucp_address_t*)(all + (size_t)rank * maxlen),
             .err_mode        = UCP_ERR_HANDLING_MODE_PEER,
             .err_handler.cb  = ep_error,
-            .err_handler.arg = ctx
+            .err_handler.arg = r
         };
         if ((rank != me) && (ucp_ep_create(r->worker, &ep, &r->eps[rank]) != UCS_OK)) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot connect to process %d", rank);
@@ -379,6 +402,9 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                       size, strerror(-ret));
         goto out;
     }
+    /* Published last: kernel threads progress the worker once they see it, and the directory
+     * must be complete before any message can make a kernel send. */
+    __atomic_store_n(&ctx->remote, r, __ATOMIC_RELEASE);
     if (pthread_create(&r->progress, NULL, progress_main, ctx) != 0) {
         ret = -EAGAIN;
         goto out;
@@ -391,7 +417,7 @@ out:
     free(all);
     free(entries);
     if (ret != 0) {
-        ctx->remote = NULL;
+        __atomic_store_n(&ctx->remote, NULL, __ATOMIC_RELEASE);
         for (rank = 0; rank < size; rank++) {
             if (r->eps && r->eps[rank]) {
                 ucp_ep_destroy(r->eps[rank]);

@@ -288,6 +288,10 @@ static void *persistent_main(void *arg)
         if (kernel_try_finish(k)) {
             break;
         }
+        if ((k->ctx->remote != NULL) && (ringk_remote_poll(k->ctx) > 0)) {
+            idle = 0;
+            continue;
+        }
         if (++idle < RINGK_SPIN_POLLS) {
             /* spin briefly, then yield: a thread sharing our core gets to run */
             if (idle < 128) {
@@ -1049,7 +1053,8 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     pthread_mutex_unlock(&ctx->lock);
 
     if (k->mode == RINGK_MODE_PERSISTENT) {
-        k->core = __atomic_fetch_add(&ctx->next_core, 1, __ATOMIC_RELAXED);
+        /* processes of one job on one host start at different cores */
+        k->core = __atomic_fetch_add(&ctx->next_core, 1, __ATOMIC_RELAXED) + ctx->job.rank;
         if (pthread_create(&k->thread, NULL, persistent_main, k) != 0) {
             rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': cannot start its thread", k->name);
             __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
