@@ -11,8 +11,12 @@
 #               8-byte entries (ck8, the near-limit reference) and with 64-byte entries by value
 #               (ck64: the bytes one ringk message moves), and ZeroMQ inproc PAIR
 #   pingpong    round-trip time of a counter bounced between two kernels/actors/threads, us:
-#               ringk vs CAF event-based actors, ck SPSC and ZeroMQ inproc
-# Targets (issue 5): ringk throughput >= 0.5x ck; ringk ping-pong <= 0.5x CAF.
+#               ringk vs CAF event-based actors, ck SPSC and ZeroMQ inproc (100x fewer trips:
+#               it blocks in the kernel)
+#   crossproc   round trip between two processes over the ringk transport, us: ringk's
+#               examples/pingpong as a job of two vs a raw UCP active-message ping-pong
+# Targets (issue 5): ringk throughput >= 0.5x ck; ringk ping-pong <= 0.5x CAF; cross-process
+# <= 1.3x raw UCP AM.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/_build}
@@ -36,16 +40,37 @@ gcc -O2 -o "$out/k2k_ringk" "$src/k2k_ringk.c" -I"$top/src" -L"$lib" -lringk -Wl
 gcc -O2 -o "$out/k2k_ck" "$src/k2k_ck.c" -pthread
 gcc -O2 -o "$out/k2k_zmq" "$src/k2k_zmq.c" -lzmq -pthread
 g++ -O2 -std=c++17 -o "$out/pingpong_caf" "$src/pingpong_caf.cpp" -lcaf_core -pthread
+gcc -O2 -o "$out/am_ucp" "$src/am_ucp.c" -lucp -lucs
 set +e
 
-run() { "$out/$1" "$2" "$n" 2>/dev/null | sed -n 's/^RESULT //p'; }
+run() {
+    local count=$n port
+    case "$1:$2" in
+        k2k_zmq:pingpong) count=$((n / 100)) ;;
+        am_ucp:*) count=$((n / 20))
+            "$build/contrib/ringk-run" env UCX_TLS=ringk,self "$out/am_ucp" pingpong $count \
+                2>/dev/null | sed -n 's/^RESULT //p'
+            return ;;
+        ringk_job:*) count=$((n / 20)); port=$((30000 + RANDOM % 20000))
+            env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self \
+                timeout 120 "$build/contrib/ringk-run" "$build/examples/pingpong" $count \
+                >/dev/null 2>&1 &
+            env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=0 UCX_TLS=ringk,self \
+                timeout 120 "$build/contrib/ringk-run" "$build/examples/pingpong" $count 2>/dev/null |
+                sed -n 's/.*errors, \([0-9.]*\) us per round trip/\1/p'
+            wait
+            return ;;
+    esac
+    "$out/$1" "$2" "$count" 2>/dev/null | sed -n 's/^RESULT //p'
+}
 declare -A cases=(
     [throughput:ringk]="k2k_ringk throughput" [throughput:ck8]="k2k_ck throughput"
     [throughput:ck64]="k2k_ck throughput64" [throughput:zmq]="k2k_zmq throughput"
     [pingpong:ringk]="k2k_ringk pingpong" [pingpong:caf]="pingpong_caf pingpong"
     [pingpong:ck]="k2k_ck pingpong" [pingpong:zmq]="k2k_zmq pingpong"
+    [crossproc:ringk]="ringk_job pingpong" [crossproc:ucp_am]="am_ucp pingpong"
 )
-order="throughput:ringk throughput:ck8 throughput:ck64 throughput:zmq pingpong:ringk pingpong:caf pingpong:ck pingpong:zmq"
+order="throughput:ringk throughput:ck8 throughput:ck64 throughput:zmq pingpong:ringk pingpong:caf pingpong:ck pingpong:zmq crossproc:ringk crossproc:ucp_am"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "bench: libringk local K2K vs ck / CAF / ZeroMQ, $rounds rounds of $n messages, $(nproc) cores"
@@ -73,3 +98,4 @@ echo "  throughput ringk/zmq   $(ratio throughput:ringk throughput:zmq)"
 echo "  ping-pong  ringk/caf   $(ratio pingpong:ringk pingpong:caf)   (target <= 0.5)"
 echo "  ping-pong  ringk/ck    $(ratio pingpong:ringk pingpong:ck)"
 echo "  ping-pong  ringk/zmq   $(ratio pingpong:ringk pingpong:zmq)"
+echo "  crossproc  ringk/ucp   $(ratio crossproc:ringk crossproc:ucp_am)   (target <= 1.3)"
