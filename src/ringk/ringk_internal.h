@@ -145,6 +145,10 @@ int ringk_remote_start(ringk_ctx_t *ctx);
 void ringk_remote_stop(ringk_ctx_t *ctx);
 /** Progresses the job's network from an idle kernel thread; returns the events handled. */
 unsigned ringk_remote_poll(ringk_ctx_t *ctx);
+/** Publishes to the topic's subscribers in other processes: one AM per such process.
+ *  *reached_p: subscribers reached. @return 0 or -EPIPE (some process unreachable). */
+int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
+                         const void *payload, size_t length, unsigned *reached_p);
 /** Finds a kernel of another process by name: rank and its local id. */
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
 /** Sends one message to kernel @a id of process @a rank as one active message. */

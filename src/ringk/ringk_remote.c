@@ -15,6 +15,7 @@
 #include <string.h>
 
 #define RINGK_AM_MSG      17   /* UCP AM id of K2K messages */
+#define RINGK_AM_TOPIC    18   /* UCP AM id of topic publishes (one per destination process) */
 #define RINGK_DIR_ENTRIES RINGK_MAX_KERNELS
 
 /* The wire header of a remote message: the message header and the receiving kernel's id. */
@@ -23,6 +24,19 @@ typedef struct {
     uint32_t    dst;
     uint32_t    pad;
 } remote_hdr_t;
+
+/* The wire header of a topic publish: the message header and the topic. */
+typedef struct {
+    ringk_msg_t msg;
+    char        topic[RINGK_NAME_MAX];
+} topic_hdr_t;
+
+/* One process's topic entry, as exchanged at start: a topic with local subscribers. */
+typedef struct {
+    char     name[RINGK_NAME_MAX];
+    uint32_t nsubs;
+    uint32_t used;
+} topic_entry_t;
 
 /* One process's directory entry, as exchanged at start. */
 typedef struct {
@@ -44,6 +58,7 @@ struct ringk_remote {
     ucp_ep_h       *eps;          /* by rank; NULL for ourselves */
     int            *dead;         /* by rank: its endpoint failed */
     dir_entry_t    *dir;          /* size x RINGK_DIR_ENTRIES */
+    topic_entry_t  *topics;       /* size x RINGK_MAX_TOPICS */
     pthread_t       progress;
     int             stop;
     int             efd;
@@ -165,6 +180,53 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
     return UCS_OK;
 }
 
+/* A publish from another process: fan out to this process's subscribers of the topic. */
+static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_length,
+                                  void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    ringk_remote_t *r = arg;
+    ringk_ctx_t *ctx  = r->ctx;
+    ringk_kernel_t *subs[RINGK_MAX_KERNELS];
+    unsigned nsubs = 0, i;
+    topic_hdr_t hdr;
+    int ret;
+
+    if ((header_length != sizeof(hdr)) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+        r->undeliverable++;
+        return UCS_OK;
+    }
+    memcpy(&hdr, header, sizeof(hdr));
+    hdr.topic[RINGK_NAME_MAX - 1] = '\0';
+    if (hdr.msg.length != length) {
+        r->undeliverable++;
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed publish to topic '%s'",
+                      hdr.topic);
+        return UCS_OK;
+    }
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 0; i < ctx->ntopics; i++) {
+        if (!strcmp(ctx->topics[i].name, hdr.topic)) {
+            nsubs = ctx->topics[i].nsubs;
+            memcpy(subs, ctx->topics[i].subs, nsubs * sizeof(subs[0]));
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    pthread_mutex_lock(&r->backlog_mu);
+    for (i = 0; i < nsubs; i++) {
+        remote_hdr_t one = {.msg = hdr.msg, .dst = subs[i]->id};
+
+        ret = (r->backlog_head[subs[i]->id] != NULL) ? -EAGAIN :
+              ringk_deliver_hdr(ctx, subs[i], &hdr.msg, data, RINGK_WAIT_NONE);
+        if (ret == -EAGAIN) {
+            backlog_push(r, subs[i]->id, &one, data);
+        } else if (ret != 0) {
+            r->undeliverable++;
+        }
+    }
+    pthread_mutex_unlock(&r->backlog_mu);
+    return UCS_OK;
+}
+
 static void *progress_main(void *arg)
 {
     ringk_ctx_t *ctx  = arg;
@@ -266,6 +328,71 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
     return 0;
 }
 
+int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
+                         const void *payload, size_t length, unsigned *reached_p)
+{
+    ringk_remote_t *r = ctx->remote;
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+        .flags        = UCP_AM_SEND_FLAG_EAGER
+    };
+    unsigned reached = 0, nsubs;
+    ucs_status_ptr_t req;
+    ucs_status_t status;
+    topic_hdr_t hdr;
+    int rank, i, ret = 0;
+
+    memset(&hdr, 0, sizeof(hdr));
+    hdr.msg.sender   = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
+    hdr.msg.receiver = RINGK_MSG_BROADCAST;
+    hdr.msg.type     = RINGK_MSG_DATA;
+    hdr.msg.length   = (uint32_t)length;
+    hdr.msg.seq      = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
+                            : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
+    hdr.msg.timestamp = (from && from->timestamps) ? ringk_hlc_tick(&ctx->clock) : 0;
+    snprintf(hdr.topic, sizeof(hdr.topic), "%s", topic);
+    /* one active message per process with subscribers, however many it has */
+    for (rank = 0; rank < ctx->job.size; rank++) {
+        if (rank == ctx->job.rank) {
+            continue;
+        }
+        nsubs = 0;
+        for (i = 0; i < RINGK_MAX_TOPICS; i++) {
+            const topic_entry_t *t = &r->topics[(size_t)rank * RINGK_MAX_TOPICS + i];
+            if (t->used && !strncmp(t->name, topic, RINGK_NAME_MAX)) {
+                nsubs = t->nsubs;
+            }
+        }
+        if (nsubs == 0) {
+            continue;
+        }
+        if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+            ret = -EPIPE;
+            continue;
+        }
+        req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_TOPIC, &hdr, sizeof(hdr), payload, length,
+                              &param);
+        if (UCS_PTR_IS_PTR(req)) {
+            while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+                sched_yield();
+            }
+            ucp_request_free(req);
+        } else {
+            status = UCS_PTR_STATUS(req);
+        }
+        if (status == UCS_OK) {
+            reached += nsubs;
+        } else {
+            ret = -EPIPE;
+        }
+    }
+    if ((from != NULL) && (reached > 0)) {
+        __atomic_store_n(&from->msgs_out, from->msgs_out + reached, __ATOMIC_RELAXED);
+    }
+    *reached_p = reached;
+    return ret;
+}
+
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p)
 {
     ringk_remote_t *r = ctx->remote;
@@ -306,6 +433,8 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
         .id = RINGK_AM_MSG, .cb = am_recv, .arg = NULL, .flags = UCP_AM_FLAG_WHOLE_MSG
     };
+    ucp_am_handler_param_t am_topic;
+    topic_entry_t *mytopics = NULL;
     ucp_address_t *addr;
     uint64_t len, maxlen = 0, *lens = NULL;
     uint8_t *mine = NULL, *all = NULL;
@@ -322,9 +451,11 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     r->eps  = calloc(size, sizeof(*r->eps));
     r->dead = calloc(size, sizeof(*r->dead));
     r->dir  = calloc((size_t)size * RINGK_DIR_ENTRIES, sizeof(*r->dir));
+    r->topics = calloc((size_t)size * RINGK_MAX_TOPICS, sizeof(*r->topics));
+    mytopics  = calloc(RINGK_MAX_TOPICS, sizeof(*mytopics));
     lens    = calloc(size, sizeof(*lens));
     entries = calloc(RINGK_DIR_ENTRIES, sizeof(*entries));
-    if (!r->eps || !r->dead || !r->dir || !lens || !entries) {
+    if (!r->eps || !r->dead || !r->dir || !r->topics || !mytopics || !lens || !entries) {
         ret = -ENOMEM;
         goto out;
     }
@@ -337,10 +468,14 @@ int ringk_remote_start(ringk_ctx_t *ctx)
         goto out;
     }
     ucp_config_release(config);
-    am.arg = r;
+    am.arg       = r;
+    am_topic     = am;
+    am_topic.id  = RINGK_AM_TOPIC;
+    am_topic.cb  = am_topic_recv;
     if ((ucp_worker_create(r->context, &wparams, &r->worker) != UCS_OK) ||
         (ucp_worker_get_efd(r->worker, &r->efd) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am) != UCS_OK) ||
+        (ucp_worker_set_am_recv_handler(r->worker, &am_topic) != UCS_OK) ||
         (ucp_worker_get_address(r->worker, &addr, &len) != UCS_OK)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot set up the UCP worker");
         goto out;
@@ -376,11 +511,26 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                 entries[i].used = 1;
             }
         }
+        for (i = 0; i < ctx->ntopics; i++) {
+            strcpy(mytopics[i].name, ctx->topics[i].name);
+            mytopics[i].nsubs = ctx->topics[i].nsubs;
+            mytopics[i].used  = 1;
+        }
         pthread_mutex_unlock(&ctx->lock);
         ret = ctx->job.allgather(ctx->job.arg, entries, r->dir,
                                  RINGK_DIR_ENTRIES * sizeof(*entries));
         for (i = 0; i < (unsigned)size * RINGK_DIR_ENTRIES; i++) {
             r->dir[i].name[RINGK_NAME_MAX - 1] = '\0'; /* a peer's string: terminated */
+        }
+    }
+    if (ret == 0) {
+        ret = ctx->job.allgather(ctx->job.arg, mytopics, r->topics,
+                                 RINGK_MAX_TOPICS * sizeof(*mytopics));
+        for (i = 0; i < (unsigned)size * RINGK_MAX_TOPICS; i++) {
+            r->topics[i].name[RINGK_NAME_MAX - 1] = '\0';
+            if (r->topics[i].nsubs > RINGK_MAX_KERNELS) {
+                r->topics[i].nsubs = RINGK_MAX_KERNELS; /* a peer's count: bounded */
+            }
         }
     }
     for (rank = 0; (ret == 0) && (rank < size); rank++) {
@@ -416,6 +566,7 @@ out:
     free(mine);
     free(all);
     free(entries);
+    free(mytopics);
     if (ret != 0) {
         __atomic_store_n(&ctx->remote, NULL, __ATOMIC_RELEASE);
         for (rank = 0; rank < size; rank++) {
@@ -432,6 +583,7 @@ out:
         free(r->eps);
         free(r->dead);
         free(r->dir);
+        free(r->topics);
         free(r);
     }
     return ret;
@@ -473,6 +625,7 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     free(r->eps);
     free(r->dead);
     free(r->dir);
+    free(r->topics);
     free(r);
     ctx->remote = NULL;
 }

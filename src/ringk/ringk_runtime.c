@@ -614,6 +614,12 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
                       timeout_ms, NULL, NULL);
         done += (ret == 0);
     }
+    if ((ret == 0) && (ctx->remote != NULL)) {
+        unsigned reached = 0;
+
+        ret   = ringk_remote_publish(ctx, from, topic, payload, length, &reached);
+        done += reached;
+    }
     if (delivered_p != NULL) {
         *delivered_p = done;
     }

@@ -12,7 +12,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..8"
+echo "1..10"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -64,6 +64,12 @@ job "pipeline across 3 processes (RINGK_* bootstrap)" 3 "in 3 process(es), sum .
     "$top/examples/pipeline" 100000 4
 job "pipeline across 4 processes (RINGK_* bootstrap)" 4 "in 4 process(es), sum .*: OK" \
     "$top/examples/pipeline" 50000 6
+
+# every rank must print OK: check rank 0's line here, the others' exit codes in job()
+job "topics across 2 processes: one AM per process, 4 subscribers" 2 "topics \[rank 0 of 2\].*: OK" \
+    "$top/test/gtest-free/job_topics" 2000
+job "topics across 3 processes: 6 subscribers" 3 "topics \[rank 0 of 3\].*: OK" \
+    "$top/test/gtest-free/job_topics" 1000
 
 mpi=$top/examples/mpi
 if [ -x "$mpi/pipeline_mpi" ] && command -v mpirun >/dev/null; then
