@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* 2-D heat stencil on ring kernels in one process: the grid is cut into horizontal strips, one
- * kernel per strip; every step each kernel sends its edge rows to its neighbours (halo
- * exchange), waits for theirs, and updates its strip (Jacobi). The result is compared bit for
- * bit with a sequential computation. Usage: heat [ROWS COLS STEPS STRIPS] */
+/* 2-D heat stencil on ring kernels: the grid is cut into horizontal strips, one kernel per
+ * strip; every step each kernel sends its edge rows to its neighbours (halo exchange), waits for
+ * theirs, and updates its strip (Jacobi). At the end every strip sends its rows to a collector
+ * kernel in rank 0, which compares the grid bit for bit with a sequential computation. In a job,
+ * strip i runs in rank i % size. Usage: heat [ROWS COLS STEPS STRIPS] */
+#include "example_job.h"
+
 #include <ringk/api/ringk.h>
 
 #include <stdio.h>
@@ -28,9 +31,15 @@ typedef struct {
     char    up[16], down[16];
 } strip_t;
 
+typedef struct {
+    int    row;
+    double v[];
+} row_msg_t;
+
 static ringk_ctx_t *ctx;
-static int rows = 256, cols = 256, steps = 100, nstrips = 4, finished;
+static int rows = 256, cols = 256, steps = 100, nstrips = 4, rows_in;
 static strip_t strips[MAX_STRIPS];
+static double *grid; /* rank 0: the rows collected from the strips */
 
 static double initial(int r, int c)
 {
@@ -87,6 +96,9 @@ static int advance(ringk_kernel_t *k, strip_t *s)
     double *t;
     int slot;
 
+    if (s->step == steps) {
+        return 0; /* done already: a late message */
+    }
     while (s->step < steps) {
         slot = s->step % 2;
         if ((s->up[0] && !s->have[slot][1]) || (s->down[0] && !s->have[slot][0])) {
@@ -109,7 +121,32 @@ static int advance(ringk_kernel_t *k, strip_t *s)
             }
         }
     }
-    __atomic_fetch_add(&finished, 1, __ATOMIC_RELEASE);
+    /* done: every row to the collector in rank 0 */
+    {
+        size_t len = sizeof(row_msg_t) + cols * sizeof(double);
+        row_msg_t *m = malloc(len);
+        int r, ret = 0;
+
+        for (r = 0; (r < s->nrows) && (ret == 0); r++) {
+            m->row = s->r0 + r;
+            memcpy(m->v, &s->cur[(r + 1) * cols], cols * sizeof(double));
+            ret = ringk_send(ctx, k, "collector", RINGK_MSG_DATA, m, len, RINGK_WAIT_FOREVER);
+        }
+        free(m);
+        return ret;
+    }
+}
+
+static int collector(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    const row_msg_t *m = ringk_msg_payload(msg);
+
+    if ((msg->length != sizeof(row_msg_t) + cols * sizeof(double)) || (m->row < 0) ||
+        (m->row >= rows)) {
+        return -1;
+    }
+    memcpy(&grid[(size_t)m->row * cols], m->v, cols * sizeof(double));
+    __atomic_fetch_add(&rows_in, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -144,10 +181,13 @@ static void log_stderr(void *arg, int level, const char *message)
 int main(int argc, char **argv)
 {
     ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
+    ringk_kernel_t *mine[MAX_STRIPS], *kc;
+    const char *all[MAX_STRIPS + 1];
+    char names[MAX_STRIPS][16];
     double *a, *b, *t, maxdiff = 0;
-    int i, r, c, base, extra, mismatches = 0;
-    char name[16];
+    int i, r, c, base, extra, mismatches = 0, rank, size, nmine = 0;
 
+    example_job_begin(&cp, &argc, &argv);
     if (argc > 4) {
         rows = atoi(argv[1]); cols = atoi(argv[2]); steps = atoi(argv[3]); nstrips = atoi(argv[4]);
     }
@@ -159,6 +199,8 @@ int main(int argc, char **argv)
     if (ringk_ctx_create(&cp, &ctx) != 0) {
         return 1;
     }
+    rank  = ringk_ctx_rank(ctx);
+    size  = ringk_ctx_size(ctx);
     base  = rows / nstrips;
     extra = rows % nstrips;
     for (i = 0, r = 0; i < nstrips; i++) {
@@ -167,6 +209,17 @@ int main(int argc, char **argv)
         s->r0    = r;
         s->nrows = base + (i < extra);
         r       += s->nrows;
+        snprintf(names[i], sizeof(names[i]), "strip%d", i);
+        all[i] = names[i];
+        if (i > 0) {
+            snprintf(s->up, sizeof(s->up), "strip%d", i - 1);
+        }
+        if (i < nstrips - 1) {
+            snprintf(s->down, sizeof(s->down), "strip%d", i + 1);
+        }
+        if (i % size != rank) {
+            continue; /* another process runs it */
+        }
         s->cur   = calloc((size_t)(s->nrows + 2) * cols, sizeof(double));
         s->next  = calloc((size_t)(s->nrows + 2) * cols, sizeof(double));
         for (int j = 0; j < 4; j++) {
@@ -177,37 +230,56 @@ int main(int argc, char **argv)
                 s->cur[(rr + 1) * cols + c] = initial(s->r0 + rr, c);
             }
         }
-        if (i > 0) {
-            snprintf(s->up, sizeof(s->up), "strip%d", i - 1);
-        }
-        if (i < nstrips - 1) {
-            snprintf(s->down, sizeof(s->down), "strip%d", i + 1);
+    }
+    all[nstrips] = NULL;
+    if (rank == 0) {
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+            .name = "collector", .handler = collector, .publishes_to = all
+        };
+        grid = calloc((size_t)rows * cols, sizeof(double));
+        if (ringk_kernel_create(ctx, &p, &kc) != 0) {
+            return 1;
         }
     }
     for (i = 0; i < nstrips; i++) {
-        const char *routes[3] = {NULL, NULL, NULL};
-        int nr = 0;
-        ringk_kernel_t *k;
+        const char *routes[4] = {"collector", NULL, NULL, NULL};
+        int nr = 1;
+        if (i % size != rank) {
+            continue;
+        }
         if (strips[i].up[0]) routes[nr++] = strips[i].up;
         if (strips[i].down[0]) routes[nr++] = strips[i].down;
         ringk_kernel_params_t p = {
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                           RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MODE |
                           RINGK_KERNEL_PARAM_FIELD_DOMAIN,
-            .name = name, .handler = strip_handler, .arg = &strips[i], .publishes_to = routes,
+            .name = names[i], .handler = strip_handler, .arg = &strips[i], .publishes_to = routes,
             .mode = RINGK_MODE_EVENT_DRIVEN, .domain = RINGK_DOMAIN_SPATIAL
         };
-        snprintf(name, sizeof(name), "strip%d", i);
-        if (ringk_kernel_create(ctx, &p, &k) != 0) {
+        if (ringk_kernel_create(ctx, &p, &mine[nmine++]) != 0) {
             return 1;
         }
     }
-    for (i = 0; i < nstrips; i++) {
-        snprintf(name, sizeof(name), "strip%d", i);
-        ringk_send(ctx, NULL, name, RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER);
+    if (ringk_ctx_start(ctx) != 0) {
+        return 1;
     }
-    while (__atomic_load_n(&finished, __ATOMIC_ACQUIRE) < nstrips) {
+    if (rank != 0) {
+        example_wait_terminated(mine, nmine);
+        ringk_ctx_destroy(ctx);
+        printf("heat [rank %d of %d]: %d strip kernel(s) done\n", rank, size, nmine);
+        example_job_end();
+        return 0;
+    }
+    for (i = 0; i < nstrips; i++) {
+        ringk_send(ctx, NULL, names[i], RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER);
+    }
+    while (__atomic_load_n(&rows_in, __ATOMIC_ACQUIRE) < rows) {
         usleep(1000);
+    }
+    for (i = 0; i < nstrips; i++) { /* strips in other processes stop */
+        ringk_send(ctx, kc, names[i], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
     }
     ringk_ctx_destroy(ctx);
 
@@ -223,22 +295,21 @@ int main(int argc, char **argv)
         update(a, b, 0, rows);
         t = a; a = b; b = t;
     }
-    for (i = 0; i < nstrips; i++) {
-        for (r = 0; r < strips[i].nrows; r++) {
-            for (c = 0; c < cols; c++) {
-                double x = strips[i].cur[(r + 1) * cols + c];
-                double y = a[(strips[i].r0 + r + 1) * cols + c];
-                if (x != y) {
-                    mismatches++;
-                    if (x - y > maxdiff || y - x > maxdiff) {
-                        maxdiff = (x > y) ? x - y : y - x;
-                    }
+    for (r = 0; r < rows; r++) {
+        for (c = 0; c < cols; c++) {
+            double x = grid[(size_t)r * cols + c], y = a[(r + 1) * cols + c];
+            if (x != y) {
+                mismatches++;
+                if ((x - y > maxdiff) || (y - x > maxdiff)) {
+                    maxdiff = (x > y) ? x - y : y - x;
                 }
             }
         }
     }
-    printf("heat: %dx%d grid, %d steps, %d strip kernels with halo exchange: %d of %d cells "
-           "differ from the sequential result (max diff %g): %s\n", rows, cols, steps, nstrips,
-           mismatches, rows * cols, maxdiff, mismatches ? "MISMATCH" : "OK");
+    printf("heat%s: %dx%d grid, %d steps, %d strip kernels with halo exchange in %d process(es): "
+           "%d of %d cells differ from the sequential result (max diff %g): %s\n",
+           (size > 1) ? " [rank 0]" : "", rows, cols, steps, nstrips, size, mismatches,
+           rows * cols, maxdiff, mismatches ? "MISMATCH" : "OK");
+    example_job_end();
     return mismatches ? 1 : 0;
 }
