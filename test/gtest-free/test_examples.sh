@@ -21,7 +21,7 @@ check() { # check NAME EXPECT CMD...
         fails=$((fails + 1))
     fi
 }
-echo "1..5"
+echo "1..7"
 check "pingpong (one process)" "100000 round trips between two ring kernels, 0 errors" \
     "$top/examples/pingpong" 100000
 check "pipeline producer -> 4 workers -> aggregator" ": OK" "$top/examples/pipeline" 200000 4
@@ -29,4 +29,8 @@ check "pipeline with one worker" ": OK" "$top/examples/pipeline" 5000 1
 check "heat stencil, 4 strips, halo exchange" "0 of 65536 cells differ.*: OK" \
     "$top/examples/heat" 256 256 100 4
 check "heat stencil, 7 uneven strips" "0 of 6400 cells differ.*: OK" "$top/examples/heat" 100 64 50 7
+check "pagerank, 4 partition kernels" "20000 vertices, 20 supersteps, 4 partition kernels.*: OK" \
+    "$top/examples/pagerank" 20000 20 4
+check "pagerank, 8 partition kernels" "50000 vertices, 10 supersteps, 8 partition kernels.*: OK" \
+    "$top/examples/pagerank" 50000 10 8
 [ $fails -eq 0 ]

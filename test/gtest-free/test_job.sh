@@ -12,7 +12,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..12"
+echo "1..15"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -67,6 +67,10 @@ job "pipeline across 4 processes (RINGK_* bootstrap)" 4 "in 4 process(es), sum .
 
 job "heat stencil across 3 processes, 5 strips" 3 "0 of 65536 cells differ.*: OK" \
     "$top/examples/heat" 256 256 100 5
+job "pagerank across 2 processes, 4 partitions" 2 "in 2 process(es).*: OK" \
+    "$top/examples/pagerank" 20000 20 4
+job "pagerank across 4 processes, 6 partitions" 4 "in 4 process(es).*: OK" \
+    "$top/examples/pagerank" 30000 15 6
 
 # every rank must print OK: check rank 0's line here, the others' exit codes in job()
 job "topics across 2 processes: one AM per process, 4 subscribers" 2 "topics \[rank 0 of 2\].*: OK" \
@@ -78,10 +82,12 @@ mpi=$top/examples/mpi
 if [ -x "$mpi/pipeline_mpi" ] && command -v mpirun >/dev/null; then
     for spec in "pipeline_mpi 3 in 3 process(es), sum .*: OK 100000 4" \
                 "heat_mpi 2 0 of 16384 cells differ.*: OK 128 128 60 4" \
+                "pagerank_mpi 3 in 3 process(es).*: OK 20000 20 4" \
                 "pingpong_mpi 2 \[rank 0 of 2\]: 5000 round trips between two ring kernels, 0 errors 5000"; do
         prog=${spec%% *}; rest=${spec#* }; np=${rest%% *}; rest=${rest#* }
         case $prog in pipeline_mpi) expect="${rest% 100000 4}"; args="100000 4" ;;
                       heat_mpi) expect="${rest% 128 128 60 4}"; args="128 128 60 4" ;;
+                      pagerank_mpi) expect="${rest% 20000 20 4}"; args="20000 20 4" ;;
                       *) expect="${rest% 5000}"; args=5000 ;; esac
         out=$(timeout 120 mpirun --allow-run-as-root --oversubscribe -np $np -x LD_PRELOAD \
               -x UCX_TLS=ringk,self "$mpi/$prog" $args 2>&1)
@@ -93,7 +99,7 @@ if [ -x "$mpi/pipeline_mpi" ] && command -v mpirun >/dev/null; then
         fi
     done
 else
-    for i in 1 2 3; do n=$((n + 1)); echo "ok $n # SKIP built without MPI"; done
+    for i in 1 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP built without MPI"; done
 fi
 
 refuse() { # refuse NAME PATTERN ENV...

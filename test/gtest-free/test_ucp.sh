@@ -46,13 +46,22 @@ for spec in "${tests[@]}"; do
         case "$t:$s" in am_*:4096) args+=(-D "${layout:-bcopy}") ;; esac
         want="Final:"
     fi
-    env "${env[@]}" timeout 60 "$perftest" -p $port "${args[@]}" >"srv.$$.log" 2>&1 &
-    srv=$!
-    sleep 0.3
-    out=$(env "${env[@]}" timeout 60 "$perftest" localhost -p $port "${args[@]}" 2>&1)
-    rc=$?
-    wait $srv
-    src=$?
+    # A port another program holds (or one in TIME_WAIT) makes the server's bind fail: try the
+    # next port, up to 3 times.
+    for attempt in 1 2 3; do
+        env "${env[@]}" timeout 60 "$perftest" -p $port "${args[@]}" >"srv.$$.log" 2>&1 &
+        srv=$!
+        sleep 0.3
+        out=$(env "${env[@]}" timeout 60 "$perftest" localhost -p $port "${args[@]}" 2>&1)
+        rc=$?
+        wait $srv
+        src=$?
+        if grep -q "Address already in use" "srv.$$.log"; then
+            port=$((port + 97))
+            continue
+        fi
+        break
+    done
     if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "Final:" <<<"$out" &&
        grep -q "$want" <<<"$out"; then
         echo "ok $n - $level $t $s B ${layout:+$layout }over ringk${env[0]:+ (${env[0]})}"
