@@ -45,6 +45,11 @@ void ringk_node_id_get(ringk_node_id_t *id)
     if (stat("/proc/self/ns/ipc", &st) == 0) {
         h = fnv1a(h, &st.st_ino, sizeof(st.st_ino));
     }
+    /* The wakeup socket is an abstract unix socket, which lives in the network namespace: a
+     * process in another network namespace is another host for ringk. */
+    if (stat("/proc/self/ns/net", &st) == 0) {
+        h = fnv1a(h, &st.st_ino, sizeof(st.st_ino));
+    }
     if (stat("/dev/shm", &st) == 0) {
         h = fnv1a(h, &st.st_dev, sizeof(st.st_dev));
         h = fnv1a(h, &st.st_ino, sizeof(st.st_ino));
@@ -65,10 +70,11 @@ int ringk_node_id_same(const ringk_node_id_t *a, const ringk_node_id_t *b, char 
         return 0;
     }
     if (a->ipc_shm != b->ipc_shm) {
-        snprintf(reason, reason_len, "same kernel but different IPC namespace or /dev/shm: "
-                 "another container");
+        snprintf(reason, reason_len, "same kernel but different IPC or network namespace or "
+                 "/dev/shm: another container");
         return 0;
     }
-    snprintf(reason, reason_len, "same node: same boot id, PID and IPC namespaces and /dev/shm");
+    snprintf(reason, reason_len, "same node: same boot id, PID, IPC and network namespaces and "
+             "/dev/shm");
     return 1;
 }

@@ -8,14 +8,15 @@
 
 /**
  * The identity of this process's node as seen for shared memory: the kernel boot id, the PID
- * namespace (peers open our segments through /proc/<pid>), and the IPC namespace together with
- * the identity of /dev/shm (two containers on one host differ in these). Three 64-bit words so
+ * namespace (peers open our segments through /proc/<pid>), and the IPC and network namespaces
+ * together with the identity of /dev/shm (two containers on one host differ in these). Three 64-bit words so
  * it fits a UCT device address.
  */
 typedef struct ringk_node_id {
     uint64_t boot;     /**< hash of /proc/sys/kernel/random/boot_id */
     uint64_t pid_ns;   /**< inode of /proc/self/ns/pid */
-    uint64_t ipc_shm;  /**< hash of the IPC namespace inode and /dev/shm's device and inode */
+    uint64_t ipc_shm;  /**< hash of the IPC and network namespace inodes and /dev/shm's device
+                            and inode (the wakeup socket is scoped to the network namespace) */
 } ringk_node_id_t;
 
 /** Fills @a id for this process; missing sources hash as 0. */

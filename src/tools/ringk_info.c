@@ -74,7 +74,7 @@ static void host_path(char *reason, size_t len)
     ringk_node_id_same(&me, &me, same, sizeof(same));
     snprintf(reason, len, "host memory between processes: shared-memory rings in the receiver's "
              "memfd segment, opened through /proc/<pid>/fd; processes are on one node when they "
-             "have the same boot id, PID and IPC namespaces and /dev/shm (%s)", same);
+             "have the same boot id, PID, IPC and network namespaces and /dev/shm (%s)", same);
 }
 
 static void print_text(const ringk_topo_t *topo, const ringk_policy_t *pol,

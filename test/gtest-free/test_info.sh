@@ -40,7 +40,7 @@ json() { # json NAME CMD...: CMD prints valid JSON
 echo "1..15"
 expect "this machine: host-only topology and the host path" \
     "topology: this machine: [0-9]+ package" " 0 GPU" \
-    "process-process  -> HOST_STAGED .*shared-memory rings.*same boot id, PID and IPC namespaces" \
+    "process-process  -> HOST_STAGED .*shared-memory rings.*same boot id, PID, IPC and network namespaces" \
     -- "$info"
 json "this machine: --json is valid JSON" "$info" --json
 expect "nvswitch-8gpu: NV18 everywhere, P2P_NVLINK" "^GPU0 +X +NV18 +NV18 +NV18 +NV18 +NV18 +NV18 +NV18" \

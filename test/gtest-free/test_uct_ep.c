@@ -629,7 +629,7 @@ START_TEST(test_uct_ep_two_process_am_rma)
         ck_assert_int_eq(query(ep, &path, &reason), UCS_OK);
         ck_assert_str_eq(path, "HOST_STAGED");
         ck_assert_msg(strstr(reason, "shared-memory rings") && strstr(reason, "memfd") &&
-                      strstr(reason, "same node: same boot id, PID and IPC namespaces"),
+                      strstr(reason, "same node: same boot id, PID, IPC and network namespaces"),
                       "reason: %s", reason);
         ck_assert_msg(strstr(reason, "own lane 1") != NULL, "reason: %s", reason);
         printf("# two processes: path %s: %s\n", path, reason);
