@@ -149,6 +149,10 @@ unsigned ringk_remote_poll(ringk_ctx_t *ctx);
  *  *reached_p: subscribers reached. @return 0 or -EPIPE (some process unreachable). */
 int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
                          const void *payload, size_t length, unsigned *reached_p);
+/** 1 when participants of barrier @a name live in more than one process. */
+int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name);
+/** This process's participants all arrived at generation @a gen (called without ctx->lock). */
+int ringk_remote_barrier_arrive(ringk_ctx_t *ctx, const char *name, uint64_t gen);
 /** Finds a kernel of another process by name: rank and its local id. */
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
 /** Sends one message to kernel @a id of process @a rank as one active message. */

@@ -16,6 +16,7 @@
 
 #define RINGK_AM_MSG      17   /* UCP AM id of K2K messages */
 #define RINGK_AM_TOPIC    18   /* UCP AM id of topic publishes (one per destination process) */
+#define RINGK_AM_BARRIER  19   /* UCP AM id of barrier arrivals (to rank 0) and releases */
 #define RINGK_DIR_ENTRIES RINGK_MAX_KERNELS
 
 /* The wire header of a remote message: the message header and the receiving kernel's id. */
@@ -38,6 +39,14 @@ typedef struct {
     uint32_t used;
 } topic_entry_t;
 
+/* A barrier message: a process arrived (to rank 0), or everyone did (from rank 0). */
+typedef struct {
+    char     name[RINGK_NAME_MAX];
+    uint64_t generation;
+    uint32_t release;   /* 0: arrival of a process, 1: release */
+    uint32_t pad;
+} barrier_msg_t;
+
 /* One process's directory entry, as exchanged at start. */
 typedef struct {
     char     name[RINGK_NAME_MAX];
@@ -59,6 +68,8 @@ struct ringk_remote {
     int            *dead;         /* by rank: its endpoint failed */
     dir_entry_t    *dir;          /* size x RINGK_DIR_ENTRIES */
     topic_entry_t  *topics;       /* size x RINGK_MAX_TOPICS */
+    topic_entry_t  *barriers;     /* size x RINGK_MAX_BARRIERS: name, local participants */
+    unsigned        barrier_arrived[RINGK_MAX_BARRIERS]; /* rank 0: processes arrived */
     pthread_t       progress;
     int             stop;
     int             efd;
@@ -265,6 +276,155 @@ unsigned ringk_remote_poll(ringk_ctx_t *ctx)
     return ucp_worker_progress(r->worker) + backlog_drain(r);
 }
 
+static int control_send(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
+{
+    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                 .flags = UCP_AM_SEND_FLAG_EAGER};
+    ucs_status_ptr_t req;
+    ucs_status_t status;
+
+    if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+        return -EPIPE;
+    }
+    req = ucp_am_send_nbx(r->eps[rank], id, hdr, len, NULL, 0, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+            sched_yield();
+        }
+        ucp_request_free(req);
+    } else {
+        status = UCS_PTR_STATUS(req);
+    }
+    return (status == UCS_OK) ? 0 : -EPIPE;
+}
+
+/* The processes that take part in barrier @a name (have local participants). */
+static unsigned barrier_processes(ringk_remote_t *r, const char *name)
+{
+    unsigned n = 0, i;
+    int rank;
+
+    for (rank = 0; rank < r->size; rank++) {
+        for (i = 0; i < RINGK_MAX_BARRIERS; i++) {
+            const topic_entry_t *b = &r->barriers[(size_t)rank * RINGK_MAX_BARRIERS + i];
+            if (b->used && (b->nsubs > 0) && !strncmp(b->name, name, RINGK_NAME_MAX)) {
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
+/* Rank 0 counts a process's arrival (under ctx->lock); when all are in it releases its own
+ * participants and returns 1: the caller then sends the releases, after unlocking (a send may
+ * need the progress thread, which may need ctx->lock). */
+static int barrier_count(ringk_remote_t *r, const char *name, uint64_t gen)
+{
+    ringk_ctx_t *ctx = r->ctx;
+    unsigned i;
+
+    for (i = 0; (i < ctx->nbarriers) && strcmp(ctx->barriers[i].name, name); i++) {
+    }
+    if ((i == ctx->nbarriers) || (gen != ctx->barriers[i].generation)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "unexpected arrival at barrier '%s' generation %llu",
+                      name, (unsigned long long)gen);
+        return 0;
+    }
+    if (++r->barrier_arrived[i] < barrier_processes(r, name)) {
+        return 0;
+    }
+    r->barrier_arrived[i]       = 0;
+    ctx->barriers[i].arrived    = 0;
+    ctx->barriers[i].generation++;
+    pthread_cond_broadcast(&ctx->barrier_cv);
+    return 1;
+}
+
+/* Rank 0: tells every other process that takes part that generation @a gen is complete. */
+static void barrier_release(ringk_remote_t *r, const char *name, uint64_t gen)
+{
+    barrier_msg_t rel;
+    unsigned j;
+    int rank;
+
+    memset(&rel, 0, sizeof(rel));
+    snprintf(rel.name, sizeof(rel.name), "%s", name);
+    rel.generation = gen;
+    rel.release    = 1;
+    for (rank = 1; rank < r->size; rank++) {
+        for (j = 0; j < RINGK_MAX_BARRIERS; j++) {
+            const topic_entry_t *b = &r->barriers[(size_t)rank * RINGK_MAX_BARRIERS + j];
+            if (b->used && (b->nsubs > 0) && !strncmp(b->name, name, RINGK_NAME_MAX)) {
+                control_send(r, rank, RINGK_AM_BARRIER, &rel, sizeof(rel));
+            }
+        }
+    }
+}
+
+static ucs_status_t am_barrier_recv(void *arg, const void *header, size_t header_length,
+                                    void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    ringk_remote_t *r = arg;
+    ringk_ctx_t *ctx  = r->ctx;
+    barrier_msg_t m;
+    unsigned i;
+
+    if (header_length != sizeof(m)) {
+        return UCS_OK;
+    }
+    memcpy(&m, header, sizeof(m));
+    m.name[RINGK_NAME_MAX - 1] = '\0';
+    pthread_mutex_lock(&ctx->lock);
+    if (!m.release && (ctx->job.rank == 0)) {
+        int all = barrier_count(r, m.name, m.generation);
+
+        pthread_mutex_unlock(&ctx->lock);
+        if (all) {
+            barrier_release(r, m.name, m.generation);
+        }
+        return UCS_OK;
+    } else if (m.release) {
+        for (i = 0; i < ctx->nbarriers; i++) {
+            if (!strcmp(ctx->barriers[i].name, m.name) &&
+                (ctx->barriers[i].generation == m.generation)) {
+                ctx->barriers[i].arrived = 0;
+                ctx->barriers[i].generation++;
+                pthread_cond_broadcast(&ctx->barrier_cv);
+            }
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return UCS_OK;
+}
+
+int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name)
+{
+    return barrier_processes(ctx->remote, name) > 1;
+}
+
+/* All local participants arrived: tell rank 0 (or count ourselves there). Called without
+ * ctx->lock; the release comes back through am_barrier_recv. */
+int ringk_remote_barrier_arrive(ringk_ctx_t *ctx, const char *name, uint64_t gen)
+{
+    ringk_remote_t *r = ctx->remote;
+    barrier_msg_t m;
+    int all;
+
+    if (ctx->job.rank == 0) {
+        pthread_mutex_lock(&ctx->lock);
+        all = barrier_count(r, name, gen);
+        pthread_mutex_unlock(&ctx->lock);
+        if (all) {
+            barrier_release(r, name, gen);
+        }
+        return 0;
+    }
+    memset(&m, 0, sizeof(m));
+    snprintf(m.name, sizeof(m.name), "%s", name);
+    m.generation = gen;
+    return control_send(r, 0, RINGK_AM_BARRIER, &m, sizeof(m));
+}
+
 /* ---- sending --------------------------------------------------------------------------------- */
 
 static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -433,8 +593,8 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
         .id = RINGK_AM_MSG, .cb = am_recv, .arg = NULL, .flags = UCP_AM_FLAG_WHOLE_MSG
     };
-    ucp_am_handler_param_t am_topic;
-    topic_entry_t *mytopics = NULL;
+    ucp_am_handler_param_t am_topic, am_barrier;
+    topic_entry_t *mytopics = NULL, *mybarriers = NULL;
     ucp_address_t *addr;
     uint64_t len, maxlen = 0, *lens = NULL;
     uint8_t *mine = NULL, *all = NULL;
@@ -453,9 +613,12 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     r->dir  = calloc((size_t)size * RINGK_DIR_ENTRIES, sizeof(*r->dir));
     r->topics = calloc((size_t)size * RINGK_MAX_TOPICS, sizeof(*r->topics));
     mytopics  = calloc(RINGK_MAX_TOPICS, sizeof(*mytopics));
+    r->barriers = calloc((size_t)size * RINGK_MAX_BARRIERS, sizeof(*r->barriers));
+    mybarriers  = calloc(RINGK_MAX_BARRIERS, sizeof(*mybarriers));
     lens    = calloc(size, sizeof(*lens));
     entries = calloc(RINGK_DIR_ENTRIES, sizeof(*entries));
-    if (!r->eps || !r->dead || !r->dir || !r->topics || !mytopics || !lens || !entries) {
+    if (!r->eps || !r->dead || !r->dir || !r->topics || !mytopics || !r->barriers ||
+        !mybarriers || !lens || !entries) {
         ret = -ENOMEM;
         goto out;
     }
@@ -472,10 +635,14 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     am_topic     = am;
     am_topic.id  = RINGK_AM_TOPIC;
     am_topic.cb  = am_topic_recv;
+    am_barrier    = am;
+    am_barrier.id = RINGK_AM_BARRIER;
+    am_barrier.cb = am_barrier_recv;
     if ((ucp_worker_create(r->context, &wparams, &r->worker) != UCS_OK) ||
         (ucp_worker_get_efd(r->worker, &r->efd) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am_topic) != UCS_OK) ||
+        (ucp_worker_set_am_recv_handler(r->worker, &am_barrier) != UCS_OK) ||
         (ucp_worker_get_address(r->worker, &addr, &len) != UCS_OK)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot set up the UCP worker");
         goto out;
@@ -516,6 +683,11 @@ int ringk_remote_start(ringk_ctx_t *ctx)
             mytopics[i].nsubs = ctx->topics[i].nsubs;
             mytopics[i].used  = 1;
         }
+        for (i = 0; i < ctx->nbarriers; i++) {
+            strcpy(mybarriers[i].name, ctx->barriers[i].name);
+            mybarriers[i].nsubs = ctx->barriers[i].expected;
+            mybarriers[i].used  = 1;
+        }
         pthread_mutex_unlock(&ctx->lock);
         ret = ctx->job.allgather(ctx->job.arg, entries, r->dir,
                                  RINGK_DIR_ENTRIES * sizeof(*entries));
@@ -531,6 +703,13 @@ int ringk_remote_start(ringk_ctx_t *ctx)
             if (r->topics[i].nsubs > RINGK_MAX_KERNELS) {
                 r->topics[i].nsubs = RINGK_MAX_KERNELS; /* a peer's count: bounded */
             }
+        }
+    }
+    if (ret == 0) {
+        ret = ctx->job.allgather(ctx->job.arg, mybarriers, r->barriers,
+                                 RINGK_MAX_BARRIERS * sizeof(*mybarriers));
+        for (i = 0; i < (unsigned)size * RINGK_MAX_BARRIERS; i++) {
+            r->barriers[i].name[RINGK_NAME_MAX - 1] = '\0';
         }
     }
     for (rank = 0; (ret == 0) && (rank < size); rank++) {
@@ -567,6 +746,7 @@ out:
     free(all);
     free(entries);
     free(mytopics);
+    free(mybarriers);
     if (ret != 0) {
         __atomic_store_n(&ctx->remote, NULL, __ATOMIC_RELEASE);
         for (rank = 0; rank < size; rank++) {
@@ -584,6 +764,7 @@ out:
         free(r->dead);
         free(r->dir);
         free(r->topics);
+        free(r->barriers);
         free(r);
     }
     return ret;
@@ -626,6 +807,7 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     free(r->dead);
     free(r->dir);
     free(r->topics);
+    free(r->barriers);
     free(r);
     ctx->remote = NULL;
 }

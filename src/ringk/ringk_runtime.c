@@ -638,7 +638,7 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
     barrier_t *b = NULL;
     uint64_t gen;
     unsigned i;
-    int ret = 0;
+    int ret = 0, global;
 
     if (!list_has(&k->barriers, name)) {
         rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' does not take part in barrier '%s'", k->name,
@@ -652,11 +652,28 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
         }
     }
     gen = b->generation;
+    global = (ctx->remote != NULL) && ringk_remote_barrier_global(ctx, name);
     if (++b->arrived == b->expected) {
-        b->arrived = 0;
-        b->generation++;
-        pthread_cond_broadcast(&ctx->barrier_cv);
-    } else {
+        if (!global) {
+            b->arrived = 0;
+            b->generation++;
+            pthread_cond_broadcast(&ctx->barrier_cv);
+            pthread_mutex_unlock(&ctx->lock);
+            return 0;
+        }
+        /* every participant of this process is here: tell rank 0, which releases all
+         * processes once each has arrived (the release bumps the generation); not under the
+         * lock, which the progress thread may need to complete the send */
+        pthread_mutex_unlock(&ctx->lock);
+        ret = ringk_remote_barrier_arrive(ctx, name, gen);
+        pthread_mutex_lock(&ctx->lock);
+        if (ret != 0) {
+            b->arrived--;
+            pthread_mutex_unlock(&ctx->lock);
+            return ret;
+        }
+    }
+    if (b->generation == gen) {
         if (timeout_ms >= 0) {
             timespec_in_ms(&ts, timeout_ms);
         }
@@ -665,7 +682,9 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
                                    : pthread_cond_timedwait(&ctx->barrier_cv, &ctx->lock, &ts);
         }
         if (b->generation == gen) {
-            b->arrived--; /* leave: the others still wait for everyone */
+            if (b->arrived > 0) {
+                b->arrived--; /* leave: the others still wait for everyone */
+            }
             ret = -ETIMEDOUT;
         } else {
             ret = 0;

@@ -12,7 +12,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..15"
+echo "1..17"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -77,6 +77,11 @@ job "topics across 2 processes: one AM per process, 4 subscribers" 2 "topics \[r
     "$top/test/gtest-free/job_topics" 2000
 job "topics across 3 processes: 6 subscribers" 3 "topics \[rank 0 of 3\].*: OK" \
     "$top/test/gtest-free/job_topics" 1000
+
+job "named barrier across 2 processes, 4 kernels x 10 rounds" 2 "barrier \[rank 0 of 2\].*0 passed early: OK" \
+    "$top/test/gtest-free/job_barrier"
+job "named barrier across 3 processes, 6 kernels x 10 rounds" 3 "barrier \[rank 0 of 3\].*0 passed early: OK" \
+    "$top/test/gtest-free/job_barrier"
 
 mpi=$top/examples/mpi
 if [ -x "$mpi/pipeline_mpi" ] && command -v mpirun >/dev/null; then

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A named barrier across the processes of a job (driven by test_job.sh): every rank has two
+ * kernels taking part in barrier "step"; in each of R rounds a kernel tells a checker in rank 0
+ * that it arrived, waits at the barrier, then tells it that it passed. The checker fails if any
+ * kernel passes round r before all kernels of all ranks arrived at round r. */
+#include <ringk/api/ringk.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PER_RANK 2
+#define ROUNDS   10
+
+typedef struct {
+    int32_t round;
+    int32_t passed;
+} note_t;
+
+static ringk_ctx_t *ctx;
+static int total, arrived[ROUNDS], early, passed_total, done, errors;
+
+static int member(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    note_t n;
+    int r;
+
+    for (r = 0; r < ROUNDS; r++) {
+        n.round  = r;
+        n.passed = 0;
+        if (ringk_send(ctx, k, "checker", RINGK_MSG_DATA, &n, sizeof(n), RINGK_WAIT_FOREVER) ||
+            ringk_barrier_wait(k, "step", 30000)) {
+            __atomic_fetch_add(&errors, 1, __ATOMIC_RELAXED);
+            return -1;
+        }
+        n.passed = 1;
+        if (ringk_send(ctx, k, "checker", RINGK_MSG_DATA, &n, sizeof(n), RINGK_WAIT_FOREVER)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int checker(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    const note_t *n = ringk_msg_payload(msg);
+
+    if ((n->round < 0) || (n->round >= ROUNDS)) {
+        return -1;
+    }
+    if (!n->passed) {
+        arrived[n->round]++;
+    } else {
+        early += (arrived[n->round] != total);
+        if (++passed_total == total * ROUNDS) {
+            __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+        }
+    }
+    return 0;
+}
+
+int main(void)
+{
+    static const char *bar[] = {"step", NULL}, *to_checker[] = {"checker", NULL};
+    const char *all[64 + 1];
+    char names[64][16];
+    ringk_kernel_t *k[PER_RANK], *kc = NULL;
+    ringk_kernel_stats_t st;
+    int rank, size, r, j, fails = 0;
+
+    if (ringk_ctx_create(NULL, &ctx) != 0) {
+        return 1;
+    }
+    rank  = ringk_ctx_rank(ctx);
+    size  = ringk_ctx_size(ctx);
+    total = size * PER_RANK;
+    for (r = 0; r < size; r++) {
+        for (j = 0; j < PER_RANK; j++) {
+            snprintf(names[r * PER_RANK + j], sizeof(names[0]), "m%d_%d", r, j);
+            all[r * PER_RANK + j] = names[r * PER_RANK + j];
+        }
+    }
+    all[total] = NULL;
+    for (j = 0; j < PER_RANK; j++) {
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_BARRIERS | RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+            .name = names[rank * PER_RANK + j], .handler = member, .barriers = bar,
+            .publishes_to = to_checker
+        };
+        if (ringk_kernel_create(ctx, &p, &k[j]) != 0) {
+            return 1;
+        }
+    }
+    if (rank == 0) {
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+            .name = "checker", .handler = checker, .publishes_to = all
+        };
+        if (ringk_kernel_create(ctx, &p, &kc) != 0) {
+            return 1;
+        }
+    }
+    if (ringk_ctx_start(ctx) != 0) {
+        return 1;
+    }
+    for (j = 0; j < PER_RANK; j++) {
+        ringk_send(ctx, NULL, names[rank * PER_RANK + j], RINGK_MSG_DATA, NULL, 0,
+                   RINGK_WAIT_FOREVER);
+    }
+    if (rank == 0) {
+        while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+            usleep(1000);
+        }
+        for (r = 0; r < total; r++) {
+            ringk_send(ctx, kc, all[r], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
+        }
+        fails += (early != 0);
+    }
+    for (j = 0; j < PER_RANK; j++) {
+        do {
+            usleep(1000);
+            ringk_kernel_stats_query(k[j], &st);
+        } while (st.state != RINGK_KERNEL_TERMINATED);
+        fails += (st.handler_errors != 0);
+    }
+    fails += errors;
+    ringk_ctx_destroy(ctx);
+    printf("barrier [rank %d of %d]: %d kernels x %d rounds, %d passed early: %s\n", rank, size,
+           PER_RANK, ROUNDS, early, fails ? "FAIL" : "OK");
+    return fails ? 1 : 0;
+}
