@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The whole test suite on a fresh Debian 12 machine: installs what is needed, builds ringk with
 # CUDA (when the toolkit is there) and without it, runs 'make check' in both, runs
-# 'make distcheck', and ends with 'N passed, N failed, N skipped'. Exits non-zero on a failure.
+# 'make distcheck', runs the ring/runtime/topology/example tests under ASan+UBSan and TSan
+# (contrib/sanitize.sh), and ends with 'N passed, N failed, N skipped'. Exits non-zero on a
+# failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -59,6 +61,19 @@ else
     echo "FAIL: make distcheck"
     failed=$((failed + 1))
 fi
+
+# Sanitizers (issue 6's fast ones): AddressSanitizer + UBSan over the ring, runtime, topology
+# and example tests, ThreadSanitizer over the ring and runtime tests.
+for mode in asan tsan; do
+    echo "=== sanitizer: $mode"
+    bash contrib/sanitize.sh $mode
+    if [ -f "_build-$mode/test-suite.log" ]; then
+        tally "_build-$mode/test-suite.log"
+    else
+        echo "=== sanitizer $mode: build or run FAILED"
+        failed=$((failed + 1))
+    fi
+done
 
 # The transport never creates files in /dev/shm (its segments are unlinked memfds); nothing the
 # suite ran, kill -9 included, may leave one behind.

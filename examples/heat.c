@@ -268,6 +268,13 @@ int main(int argc, char **argv)
     if (rank != 0) {
         example_wait_terminated(mine, nmine);
         ringk_ctx_destroy(ctx);
+        for (i = 0; i < nstrips; i++) {
+            free(strips[i].cur);
+            free(strips[i].next);
+            for (int j = 0; j < 4; j++) {
+                free(strips[i].halo[j / 2][j % 2]);
+            }
+        }
         printf("heat [rank %d of %d]: %d strip kernel(s) done\n", rank, size, nmine);
         example_job_end();
         return 0;
@@ -310,6 +317,16 @@ int main(int argc, char **argv)
            "%d of %d cells differ from the sequential result (max diff %g): %s\n",
            (size > 1) ? " [rank 0]" : "", rows, cols, steps, nstrips, size, mismatches,
            rows * cols, maxdiff, mismatches ? "MISMATCH" : "OK");
+    for (i = 0; i < nstrips; i++) {
+        free(strips[i].cur);
+        free(strips[i].next);
+        for (int j = 0; j < 4; j++) {
+            free(strips[i].halo[j / 2][j % 2]);
+        }
+    }
+    free(grid);
+    free(a);
+    free(b);
     example_job_end();
     return mismatches ? 1 : 0;
 }

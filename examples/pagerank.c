@@ -276,6 +276,11 @@ int main(int argc, char **argv)
     if (rank != 0) {
         example_wait_terminated(mine, nmine);
         ringk_ctx_destroy(ctx);
+        for (q = 0; q < nparts; q++) {
+            free(parts[q].rank);
+            free(parts[q].acc[0]);
+            free(parts[q].acc[1]);
+        }
         printf("pagerank [rank %d of %d]: %d partition kernel(s) done\n", rank, size, nmine);
         example_job_end();
         return 0;
@@ -317,6 +322,14 @@ int main(int argc, char **argv)
     printf("pagerank%s: %u vertices, %u supersteps, %u partition kernels in %d process(es): rank "
            "sum %.12f, max difference from sequential %.3g: %s\n", (size > 1) ? " [rank 0]" : "",
            nv, steps, nparts, size, sum, maxdiff, (maxdiff < 1e-12) ? "OK" : "MISMATCH");
+    for (q = 0; q < nparts; q++) {
+        free(parts[q].rank);
+        free(parts[q].acc[0]);
+        free(parts[q].acc[1]);
+    }
+    free(final_rank);
+    free(r0);
+    free(r1);
     example_job_end();
     return (maxdiff < 1e-12) ? 0 : 1;
 }

@@ -458,6 +458,7 @@ RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t
 {
     const ringk_cell_hdr_t *cell;
     uint64_t pos = *pos_p;
+    uint32_t skip;
 
     for (;;) {
         cell = ringk_ring_cell(r, pos);
@@ -466,13 +467,15 @@ RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t
             *pos_p = pos;
             return NULL;
         }
+        skip = cell->ncells;
         if (!(cell->flags & RINGK_CELL_FLAG_SKIP) ||
-            (cell->ncells != r->ncells - (uint32_t)(pos & r->mask))) {
+            (skip != r->ncells - (uint32_t)(pos & r->mask))) {
             *pos_p = pos;
             return cell;
         }
-        ringk_ring_release(r, pos, cell->ncells, RINGK_CELL_FLAG_SKIP);
-        pos += cell->ncells;
+        /* the cell belongs to the producers again once released: use the copy */
+        ringk_ring_release(r, pos, skip, RINGK_CELL_FLAG_SKIP);
+        pos += skip;
     }
 }
 

@@ -127,6 +127,8 @@ static int inbox_empty(ringk_kernel_t *k)
  * executor calls it (its thread, or the pool thread holding k->running). */
 static unsigned kernel_iteration(ringk_kernel_t *k)
 {
+    /* the consumer's own copy: other threads read k->head (atomically) for depth and stats */
+    uint64_t head = __atomic_load_n(&k->head, __ATOMIC_RELAXED);
     unsigned limit, n = 0, bucket;
     const ringk_cell_hdr_t *cell;
     const ringk_msg_t *msg;
@@ -151,30 +153,34 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
         break;
     }
     while (n < limit) {
-        cell = ringk_ring_peek(&k->inbox, &k->head);
+        cell = ringk_ring_peek(&k->inbox, &head);
         if (cell == NULL) {
+            /* skip cells passed over count as consumed */
+            __atomic_store_n(&k->head, head, __ATOMIC_RELAXED);
             break;
         }
         len    = cell->len;
         ncells = cell->ncells;
         flags  = cell->flags;
         if ((cell->id == RINGK_CELL_CANCELLED) &&
-            (ringk_ring_msg_check(&k->inbox, k->head, len, ncells, flags, k->inbox.ncells) == 0)) {
+            (ringk_ring_msg_check(&k->inbox, head, len, ncells, flags, k->inbox.ncells) == 0)) {
             /* a sender claimed these cells, found the kernel terminating and gave up */
-            ringk_ring_release(&k->inbox, k->head, ncells, flags);
-            __atomic_store_n(&k->head, k->head + ncells, __ATOMIC_RELAXED);
+            ringk_ring_release(&k->inbox, head, ncells, flags);
+            head += ncells;
+            __atomic_store_n(&k->head, head, __ATOMIC_RELAXED);
             continue;
         }
-        if ((ringk_ring_msg_check(&k->inbox, k->head, len, ncells, flags, k->inbox.ncells) != 0) ||
+        if ((ringk_ring_msg_check(&k->inbox, head, len, ncells, flags, k->inbox.ncells) != 0) ||
             (len < sizeof(ringk_msg_t))) {
             /* Only this process writes inboxes: a bad cell is a bug, reported, never used. */
             rk_log(k->ctx, RINGK_LOG_ERROR, "kernel '%s': malformed inbox cell at %llu "
-                   "(length %u, cells %u)", k->name, (unsigned long long)k->head, len, ncells);
-            ringk_ring_release(&k->inbox, k->head, 1, 0xff);
-            __atomic_store_n(&k->head, k->head + 1, __ATOMIC_RELAXED);
+                   "(length %u, cells %u)", k->name, (unsigned long long)head, len, ncells);
+            ringk_ring_release(&k->inbox, head, 1, 0xff);
+            head++;
+            __atomic_store_n(&k->head, head, __ATOMIC_RELAXED);
             continue;
         }
-        msg = ringk_ring_payload(&k->inbox, k->head);
+        msg = ringk_ring_payload(&k->inbox, head);
         if (msg->timestamp != 0) {
             ringk_hlc_recv(&k->ctx->clock, msg->timestamp);
         }
@@ -199,8 +205,9 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
         }
         /* only the consumer writes it: a plain increment, read racily by stats */
         __atomic_store_n(&k->msgs_in, k->msgs_in + 1, __ATOMIC_RELAXED);
-        ringk_ring_release(&k->inbox, k->head, ncells, flags);
-        __atomic_store_n(&k->head, k->head + ncells, __ATOMIC_RELAXED);
+        ringk_ring_release(&k->inbox, head, ncells, flags);
+        head += ncells;
+            __atomic_store_n(&k->head, head, __ATOMIC_RELAXED);
         n++;
     }
     return n;
