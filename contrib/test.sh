@@ -3,7 +3,8 @@
 # The whole test suite on a fresh Debian 12 machine: installs what is needed, builds ringk with
 # CUDA (when the toolkit is there) and without it, runs 'make check' in both, runs
 # 'make distcheck', runs the ring/runtime/topology/example tests under ASan+UBSan and TSan
-# (contrib/sanitize.sh), and ends with 'N passed, N failed, N skipped'. Exits non-zero on a
+# (contrib/sanitize.sh), fuzzes the parsers for 30 s each (contrib/fuzz.sh), and ends with
+# 'N passed, N failed, N skipped'. Exits non-zero on a
 # failure.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,6 +75,13 @@ for mode in asan tsan; do
         failed=$((failed + 1))
     fi
 done
+
+# Bounded fuzzing of what comes from outside: ring cells, topology files, option strings.
+echo "=== fuzzing (contrib/fuzz.sh ${RINGK_FUZZ_SECONDS:-30}s per target)"
+fuzz_out=$(bash contrib/fuzz.sh "${RINGK_FUZZ_SECONDS:-30}" 2>&1)
+echo "$fuzz_out"
+passed=$((passed + $(grep -c '^ok ' <<<"$fuzz_out")))
+failed=$((failed + $(grep -c '^not ok ' <<<"$fuzz_out")))
 
 # The transport never creates files in /dev/shm (its segments are unlinked memfds); nothing the
 # suite ran, kill -9 included, may leave one behind.

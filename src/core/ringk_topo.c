@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Model constants per link type (not per GPU model): one-way latency added by each element of a
@@ -280,6 +282,44 @@ static void nvml_fill(ringk_topo_t *topo)
     dlclose(lib);
 }
 
+/* hwloc 2.9 can crash on some malformed XML files (found by test/fuzz/fuzz_topo: a SEGV in
+ * hwloc_bitmap_or under hwloc_topology_load). A file is therefore loaded once in a child
+ * process first; if that child dies, the file is refused instead of taking the caller down.
+ * @return 0 when the child loaded it (or failed cleanly), -EINVAL when it crashed. */
+static int topo_file_survives(const char *xml_path, char *err, size_t err_len)
+{
+    hwloc_topology_t t;
+    int status;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        return 0; /* cannot check: load it directly */
+    }
+    if (pid == 0) {
+        /* die quietly: no crash handler of the host program (UCX installs one) in the child */
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        signal(SIGABRT, SIG_DFL);
+        signal(SIGFPE, SIG_DFL);
+        signal(SIGILL, SIG_DFL);
+        if ((hwloc_topology_init(&t) == 0) && (hwloc_topology_set_xml(t, xml_path) == 0)) {
+            hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_ALL);
+            hwloc_topology_load(t);
+        }
+        _exit(0);
+    }
+    while ((waitpid(pid, &status, 0) < 0) && (errno == EINTR)) {
+    }
+    if (WIFSIGNALED(status)) {
+        snprintf(err, err_len, "topology file '%s' is malformed: hwloc crashed reading it "
+                 "(signal %d)", xml_path, WTERMSIG(status));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int ringk_topo_load(ringk_topo_t *topo, const char *xml_path, char *err, size_t err_len)
 {
     hwloc_topology_t t;
@@ -299,6 +339,10 @@ int ringk_topo_load(ringk_topo_t *topo, const char *xml_path, char *err, size_t 
             return ret;
         }
         snprintf(topo->source, sizeof(topo->source), "%s", xml_path);
+        ret = topo_file_survives(xml_path, err, err_len);
+        if (ret != 0) {
+            return ret;
+        }
     } else {
         snprintf(topo->source, sizeof(topo->source), "this machine");
     }

@@ -301,6 +301,21 @@ START_TEST(test_topo_bad_files)
 }
 END_TEST
 
+/* Regression (found by test/fuzz/fuzz_topo): a malformed file on which hwloc 2.9 itself
+ * crashes is refused with a clear error, and the caller lives on. */
+START_TEST(test_topo_file_crashing_hwloc)
+{
+    char err[512] = "";
+
+    ck_assert_int_eq(ringk_topo_load(&topo, fixture("bad/hwloc-crash.xml"), err, sizeof(err)),
+                     -EINVAL);
+    ck_assert_msg(strstr(err, "is malformed: hwloc crashed reading it") != NULL, "error: %s",
+                  err);
+    load("pcie-4gpu.xml"); /* and the next load works */
+    ck_assert_uint_eq(topo.ngpus, 4);
+}
+END_TEST
+
 START_TEST(test_topo_bad_nvlink_info)
 {
     char err[512] = "";
@@ -378,6 +393,7 @@ int main(void)
 
     tc = tcase_create("files");
     tcase_add_test(tc, test_topo_bad_files);
+    tcase_add_test(tc, test_topo_file_crashing_hwloc);
     tcase_add_loop_test(tc, test_topo_bad_nvlink_info, 0, sizeof(bad_files) / sizeof(bad_files[0]));
     suite_add_tcase(s, tc);
 
