@@ -276,7 +276,10 @@ unsigned ringk_remote_poll(ringk_ctx_t *ctx)
     return ucp_worker_progress(r->worker) + backlog_drain(r);
 }
 
-static int control_send(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
+/* Sends one active message (header and payload, eager) to @a rank and waits for it to leave;
+ * the worker is multi-threaded and whichever thread progresses it completes the request. */
+static ucs_status_t am_send_wait(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
+                                 size_t hdr_len, const void *payload, size_t length)
 {
     ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                  .flags = UCP_AM_SEND_FLAG_EAGER};
@@ -284,18 +287,36 @@ static int control_send(ringk_remote_t *r, int rank, unsigned id, const void *hd
     ucs_status_t status;
 
     if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
-        return -EPIPE;
+        return UCS_ERR_CONNECTION_RESET;
     }
-    req = ucp_am_send_nbx(r->eps[rank], id, hdr, len, NULL, 0, &param);
-    if (UCS_PTR_IS_PTR(req)) {
-        while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
-            sched_yield();
-        }
-        ucp_request_free(req);
-    } else {
-        status = UCS_PTR_STATUS(req);
+    req = ucp_am_send_nbx(r->eps[rank], id, hdr, hdr_len, payload, length, &param);
+    if (!UCS_PTR_IS_PTR(req)) {
+        return UCS_PTR_STATUS(req);
     }
-    return (status == UCS_OK) ? 0 : -EPIPE;
+    while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        sched_yield();
+    }
+    ucp_request_free(req);
+    return status;
+}
+
+static int control_send(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
+{
+    return (am_send_wait(r, rank, id, hdr, len, NULL, 0) == UCS_OK) ? 0 : -EPIPE;
+}
+
+/* Fills the header of a message this process sends to another. */
+static void remote_msg_init(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_msg_t *msg,
+                            ringk_msg_type_t type, uint32_t receiver, size_t length)
+{
+    memset(msg, 0, sizeof(*msg));
+    msg->sender    = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
+    msg->receiver  = receiver;
+    msg->type      = type;
+    msg->length    = (uint32_t)length;
+    msg->seq       = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
+                          : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
+    msg->timestamp = (from && from->timestamps) ? ringk_hlc_tick(&ctx->clock) : 0;
 }
 
 /* The processes that take part in barrier @a name (have local participants). */
@@ -445,12 +466,7 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
                       ringk_msg_type_t type, const void *payload, size_t length)
 {
     ringk_remote_t *r = ctx->remote;
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-        .flags        = UCP_AM_SEND_FLAG_EAGER
-    };
     remote_hdr_t hdr;
-    ucs_status_ptr_t req;
     ucs_status_t status;
 
     if ((rank < 0) || (rank >= ctx->job.size) || (rank == ctx->job.rank) ||
@@ -458,25 +474,10 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
         return -EPIPE;
     }
     memset(&hdr, 0, sizeof(hdr));
-    hdr.msg.sender   = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
-    hdr.msg.receiver = id;
-    hdr.msg.type     = type;
-    hdr.msg.length   = (uint32_t)length;
-    hdr.msg.seq      = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
-                            : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
-    hdr.msg.timestamp = (from && from->timestamps) ? ringk_hlc_tick(&ctx->clock) : 0;
-    hdr.dst          = id;
-    /* one active message; the worker is multi-threaded, the progress thread completes it */
-    req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_MSG, &hdr, sizeof(hdr), payload, length,
-                          &param);
-    if (UCS_PTR_IS_PTR(req)) {
-        while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
-            sched_yield();
-        }
-        ucp_request_free(req);
-    } else {
-        status = UCS_PTR_STATUS(req);
-    }
+    remote_msg_init(ctx, from, &hdr.msg, type, id, length);
+    hdr.dst = id;
+    /* one active message */
+    status = am_send_wait(r, rank, RINGK_AM_MSG, &hdr, sizeof(hdr), payload, length);
     if (status != UCS_OK) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
                       ucs_status_string(status));
@@ -492,24 +493,12 @@ int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *top
                          const void *payload, size_t length, unsigned *reached_p)
 {
     ringk_remote_t *r = ctx->remote;
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-        .flags        = UCP_AM_SEND_FLAG_EAGER
-    };
     unsigned reached = 0, nsubs;
-    ucs_status_ptr_t req;
-    ucs_status_t status;
     topic_hdr_t hdr;
     int rank, i, ret = 0;
 
     memset(&hdr, 0, sizeof(hdr));
-    hdr.msg.sender   = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
-    hdr.msg.receiver = RINGK_MSG_BROADCAST;
-    hdr.msg.type     = RINGK_MSG_DATA;
-    hdr.msg.length   = (uint32_t)length;
-    hdr.msg.seq      = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
-                            : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
-    hdr.msg.timestamp = (from && from->timestamps) ? ringk_hlc_tick(&ctx->clock) : 0;
+    remote_msg_init(ctx, from, &hdr.msg, RINGK_MSG_DATA, RINGK_MSG_BROADCAST, length);
     snprintf(hdr.topic, sizeof(hdr.topic), "%s", topic);
     /* one active message per process with subscribers, however many it has */
     for (rank = 0; rank < ctx->job.size; rank++) {
@@ -526,21 +515,8 @@ int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *top
         if (nsubs == 0) {
             continue;
         }
-        if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
-            ret = -EPIPE;
-            continue;
-        }
-        req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_TOPIC, &hdr, sizeof(hdr), payload, length,
-                              &param);
-        if (UCS_PTR_IS_PTR(req)) {
-            while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
-                sched_yield();
-            }
-            ucp_request_free(req);
-        } else {
-            status = UCS_PTR_STATUS(req);
-        }
-        if (status == UCS_OK) {
+        if (am_send_wait(r, rank, RINGK_AM_TOPIC, &hdr, sizeof(hdr), payload, length) ==
+            UCS_OK) {
             reached += nsubs;
         } else {
             ret = -EPIPE;
