@@ -54,9 +54,20 @@ if [ -x _build/examples/mpi/mpi_pingpong ]; then
     "${mpi[@]}" -np 4 --mca osc ucx _build/examples/mpi/mpi_osc
 fi
 echo
-echo "=== 8. the actor runtime: ping-pong, a producer/workers/aggregator pipeline and a heat stencil with halo exchange, each checked against a sequential computation"
+echo "=== 8. the actor runtime: ping-pong, a producer/workers/aggregator pipeline, a heat stencil with halo exchange and PageRank, each checked against a sequential computation"
 _build/examples/pingpong 100000
 _build/examples/pipeline 200000 4
 _build/examples/heat 256 256 100 4
+_build/examples/pagerank 20000 20 4
+echo
+echo "=== 9. the same runtime as a job of 3 processes (RINGK_ROOT/RINGK_RANK/RINGK_SIZE), over ringk"
+port=$((40000 + RANDOM % 10000))
+for r in 2 1; do
+    RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=3 RINGK_RANK=$r UCX_TLS=ringk,self \
+        $run _build/examples/pagerank 30000 15 6 &
+done
+RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=3 RINGK_RANK=0 UCX_TLS=ringk,self \
+    $run _build/examples/pagerank 30000 15 6
+wait
 echo
 echo "demo: done (benchmark against posix: bash bench/ringk_vs_posix.sh)"
