@@ -8,6 +8,7 @@
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #ifdef RINGK_EXAMPLE_MPI
@@ -47,18 +48,41 @@ static void example_job_end(void)
 }
 #endif
 
-/* Waits until every kernel of this process has terminated (it was sent a TERMINATE). */
-static void example_wait_terminated(ringk_kernel_t **kernels, unsigned n)
+/* Sleeps a millisecond between looks at work that other processes finish: 0, or -EPIPE when
+ * the job lost a process (it died or became unreachable), so that work will never come. */
+static int example_idle(ringk_ctx_t *ctx)
+{
+    int lost;
+
+    usleep(1000);
+    lost = ringk_ctx_peers_lost(ctx);
+    if (lost > 0) {
+        fprintf(stderr, "rank %d: the job lost %d process(es); giving up\n", ringk_ctx_rank(ctx),
+                lost);
+        return -EPIPE;
+    }
+    return 0;
+}
+
+/* Waits until every kernel of this process has terminated (it was sent a TERMINATE): 0, or
+ * -EPIPE when the job lost a process first. */
+static int example_wait_terminated(ringk_ctx_t *ctx, ringk_kernel_t **kernels, unsigned n)
 {
     ringk_kernel_stats_t st;
     unsigned i;
 
     for (i = 0; i < n; i++) {
-        do {
-            usleep(1000);
+        for (;;) {
             ringk_kernel_stats_query(kernels[i], &st);
-        } while (st.state != RINGK_KERNEL_TERMINATED);
+            if (st.state == RINGK_KERNEL_TERMINATED) {
+                break;
+            }
+            if (example_idle(ctx) != 0) {
+                return -EPIPE;
+            }
+        }
     }
+    return 0;
 }
 
 #endif

@@ -185,7 +185,7 @@ int main(int argc, char **argv)
     const char *all[MAX_STRIPS + 1];
     char names[MAX_STRIPS][16];
     double *a, *b, *t, maxdiff = 0;
-    int i, r, c, base, extra, mismatches = 0, rank, size, nmine = 0;
+    int i, r, c, base, extra, mismatches = 0, rank, size, nmine = 0, e;
 
     example_job_begin(&cp, &argc, &argv);
     if (argc > 4) {
@@ -266,8 +266,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rank != 0) {
-        example_wait_terminated(mine, nmine);
+        e = example_wait_terminated(ctx, mine, nmine);
         ringk_ctx_destroy(ctx);
+        if (e != 0) {
+            return 1;
+        }
         for (i = 0; i < nstrips; i++) {
             free(strips[i].cur);
             free(strips[i].next);
@@ -283,7 +286,10 @@ int main(int argc, char **argv)
         ringk_send(ctx, NULL, names[i], RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER);
     }
     while (__atomic_load_n(&rows_in, __ATOMIC_ACQUIRE) < rows) {
-        usleep(1000);
+        if (example_idle(ctx) != 0) {
+            ringk_ctx_destroy(ctx);
+            return 1;
+        }
     }
     for (i = 0; i < nstrips; i++) { /* strips in other processes stop */
         ringk_send(ctx, kc, names[i], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);

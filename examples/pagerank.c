@@ -274,8 +274,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rank != 0) {
-        example_wait_terminated(mine, nmine);
+        e = example_wait_terminated(ctx, mine, nmine);
         ringk_ctx_destroy(ctx);
+        if (e != 0) {
+            return 1;
+        }
         for (q = 0; q < nparts; q++) {
             free(parts[q].rank);
             free(parts[q].acc[0]);
@@ -289,7 +292,10 @@ int main(int argc, char **argv)
         ringk_send(ctx, NULL, names[q], RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER);
     }
     while (__atomic_load_n(&final_in, __ATOMIC_ACQUIRE) < nv) {
-        usleep(1000);
+        if (example_idle(ctx) != 0) {
+            ringk_ctx_destroy(ctx);
+            return 1;
+        }
     }
     for (q = 0; q < nparts; q++) {
         ringk_send(ctx, kc, names[q], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);

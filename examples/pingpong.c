@@ -106,10 +106,16 @@ int main(int argc, char **argv)
             return 1;
         }
         while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-            usleep(1000);
+            if (example_idle(ctx) != 0) {
+                ringk_ctx_destroy(ctx);
+                return 1;
+            }
         }
     } else {
-        example_wait_terminated(&kpong, 1);
+        if (example_wait_terminated(ctx, &kpong, 1) != 0) {
+            ringk_ctx_destroy(ctx);
+            return 1;
+        }
         rounds = pong_seen; /* report what this side saw */
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);

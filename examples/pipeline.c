@@ -79,7 +79,7 @@ int main(int argc, char **argv)
     const char *to_workers[MAX_WORKERS + 1];
     ringk_kernel_t *mine[MAX_WORKERS];
     unsigned nmine = 0;
-    int rank, size;
+    int rank, size, e;
     ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
     ringk_kernel_params_t p = {
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
@@ -141,8 +141,11 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rank != 0) {
-        example_wait_terminated(mine, nmine);
+        e = example_wait_terminated(ctx, mine, nmine);
         ringk_ctx_destroy(ctx);
+        if (e != 0) {
+            return 1;
+        }
         printf("pipeline [rank %d of %d]: %u worker kernel(s) done\n", rank, size, nmine);
         example_job_end();
         return 0;
@@ -151,7 +154,10 @@ int main(int argc, char **argv)
         return 1;
     }
     while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-        usleep(1000);
+        if (example_idle(ctx) != 0) {
+            ringk_ctx_destroy(ctx);
+            return 1;
+        }
     }
     ringk_ctx_destroy(ctx);
     for (x = 1; x <= n; x++) {

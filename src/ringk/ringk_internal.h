@@ -145,6 +145,8 @@ int ringk_remote_start(ringk_ctx_t *ctx);
 void ringk_remote_stop(ringk_ctx_t *ctx);
 /** Progresses the job's network from an idle kernel thread; returns the events handled. */
 unsigned ringk_remote_poll(ringk_ctx_t *ctx);
+/* How many peers' endpoints have failed. */
+int ringk_remote_lost(const ringk_ctx_t *ctx);
 /** Publishes to the topic's subscribers in other processes: one AM per such process.
  *  *reached_p: subscribers reached. @return 0 or -EPIPE (some process unreachable). */
 int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,

@@ -462,6 +462,17 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
     }
 }
 
+int ringk_remote_lost(const ringk_ctx_t *ctx)
+{
+    const ringk_remote_t *r = ctx->remote;
+    int i, lost = 0;
+
+    for (i = 0; i < r->size; i++) {
+        lost += __atomic_load_n(&r->dead[i], __ATOMIC_ACQUIRE) != 0;
+    }
+    return lost;
+}
+
 int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
                       ringk_msg_type_t type, const void *payload, size_t length)
 {

@@ -858,6 +858,11 @@ int ringk_ctx_size(const ringk_ctx_t *ctx)
     return ctx->job.size;
 }
 
+int ringk_ctx_peers_lost(const ringk_ctx_t *ctx)
+{
+    return (__atomic_load_n(&ctx->remote, __ATOMIC_ACQUIRE) != NULL) ? ringk_remote_lost(ctx) : 0;
+}
+
 /* ---- kernels -------------------------------------------------------------------------------- */
 
 static int check_pow2(ringk_ctx_t *ctx, const char *kernel, const char *what, unsigned v)

@@ -12,7 +12,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..17"
+echo "1..19"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -71,6 +71,35 @@ job "pagerank across 2 processes, 4 partitions" 2 "in 2 process(es).*: OK" \
     "$top/examples/pagerank" 20000 20 4
 job "pagerank across 4 processes, 6 partitions" 4 "in 4 process(es).*: OK" \
     "$top/examples/pagerank" 30000 15 6
+
+# lost NAME VICTIM: a pagerank job of two processes that would run for minutes; once it runs,
+# rank VICTIM is killed. The other must notice, say so and exit 1 within 30 s, not wait forever.
+lost() {
+    local name=$1 victim=$2 other=$((1 - $2)) r rc out logs=() pids=()
+    port=$((port + 1))
+    for r in 0 1; do
+        logs[$r]=$(mktemp)
+        env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=$r UCX_TLS=ringk,self \
+            timeout 40 "$top/examples/pagerank" 400000 100000 4 >"${logs[$r]}" 2>&1 &
+        pids[$r]=$!
+    done
+    sleep 4
+    pkill -KILL -P "${pids[$victim]}"
+    wait "${pids[$victim]}"
+    wait "${pids[$other]}"
+    rc=$?
+    out=$(cat "${logs[$other]}")
+    if [ $rc -eq 1 ] && grep -q "rank $other: the job lost 1 process(es); giving up" <<<"$out" &&
+       grep -q "process $victim is unreachable" <<<"$out"; then
+        ok "$name"
+        sed 's/^/# /' <<<"$out"
+    else
+        nok "$name (exit $rc)" "$out"
+    fi
+    rm -f "${logs[@]}"
+}
+lost "rank 0 killed mid-job: rank 1 gives up with an error instead of waiting" 0
+lost "rank 1 killed mid-job: rank 0 gives up with an error instead of waiting" 1
 
 # every rank must print OK: check rank 0's line here, the others' exit codes in job()
 job "topics across 2 processes: one AM per process, 4 subscribers" 2 "topics \[rank 0 of 2\].*: OK" \

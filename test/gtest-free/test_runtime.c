@@ -39,6 +39,7 @@ static ringk_ctx_t *ctx_new(void)
 
     logbuf[0] = '\0';
     ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
+    ck_assert_int_eq(ringk_ctx_peers_lost(ctx), 0); /* one process: nobody to lose */
     return ctx;
 }
 

@@ -156,6 +156,14 @@ int ringk_ctx_start(ringk_ctx_t *ctx);
 int ringk_ctx_rank(const ringk_ctx_t *ctx);
 int ringk_ctx_size(const ringk_ctx_t *ctx);
 
+/**
+ * How many other processes of the job this process has lost: their UCP endpoint failed (the
+ * process died or became unreachable), and sends to their kernels now fail with -EPIPE. A program
+ * that waits for work from other processes should stop waiting when this is above 0.
+ * @return 0 for a job of one process or when every peer is reachable.
+ */
+int ringk_ctx_peers_lost(const ringk_ctx_t *ctx);
+
 /* ---- ring kernels --------------------------------------------------------------------------- */
 
 /** The handler a kernel runs for each message; @a msg is valid during the call only. A
