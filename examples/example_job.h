@@ -48,6 +48,14 @@ static void example_job_end(void)
 }
 #endif
 
+/* The examples' log hook: warnings and errors to stderr. */
+static void example_log(void *arg, int level, const char *message)
+{
+    if (level <= RINGK_LOG_WARN) {
+        fprintf(stderr, "ringk: %s\n", message);
+    }
+}
+
 /* Sleeps a millisecond between looks at work that other processes finish: 0, or -EPIPE when
  * the job lost a process (it died or became unreachable), so that work will never come. */
 static int example_idle(ringk_ctx_t *ctx)
@@ -83,6 +91,16 @@ static int example_wait_terminated(ringk_ctx_t *ctx, ringk_kernel_t **kernels, u
         }
     }
     return 0;
+}
+
+/* A rank other than 0 serves: its kernels run until rank 0 terminates them, then the context is
+ * destroyed. 0, or -EPIPE when the job lost a process first. */
+static inline int example_serve(ringk_ctx_t *ctx, ringk_kernel_t **kernels, unsigned n)
+{
+    int ret = example_wait_terminated(ctx, kernels, n);
+
+    ringk_ctx_destroy(ctx);
+    return ret;
 }
 
 #endif

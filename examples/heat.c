@@ -171,21 +171,14 @@ static int strip_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return advance(k, s);
 }
 
-static void log_stderr(void *arg, int level, const char *message)
-{
-    if (level <= RINGK_LOG_WARN) {
-        fprintf(stderr, "ringk: %s\n", message);
-    }
-}
-
 int main(int argc, char **argv)
 {
-    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = example_log};
     ringk_kernel_t *mine[MAX_STRIPS], *kc;
     const char *all[MAX_STRIPS + 1];
     char names[MAX_STRIPS][16];
     double *a, *b, *t, maxdiff = 0;
-    int i, r, c, base, extra, mismatches = 0, rank, size, nmine = 0, e;
+    int i, r, c, base, extra, mismatches = 0, rank, size, nmine = 0;
 
     example_job_begin(&cp, &argc, &argv);
     if (argc > 4) {
@@ -266,9 +259,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rank != 0) {
-        e = example_wait_terminated(ctx, mine, nmine);
-        ringk_ctx_destroy(ctx);
-        if (e != 0) {
+        if (example_serve(ctx, mine, nmine) != 0) {
             return 1;
         }
         for (i = 0; i < nstrips; i++) {

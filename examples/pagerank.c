@@ -189,16 +189,9 @@ static int collector(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
-static void log_stderr(void *arg, int level, const char *message)
-{
-    if (level <= RINGK_LOG_WARN) {
-        fprintf(stderr, "ringk: %s\n", message);
-    }
-}
-
 int main(int argc, char **argv)
 {
-    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = example_log};
     ringk_kernel_t *mine[MAX_PARTS], *kc = NULL;
     const char *routes[MAX_PARTS + 2];
     double *r0, *r1, maxdiff = 0, sum = 0;
@@ -274,9 +267,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rank != 0) {
-        e = example_wait_terminated(ctx, mine, nmine);
-        ringk_ctx_destroy(ctx);
-        if (e != 0) {
+        if (example_serve(ctx, mine, nmine) != 0) {
             return 1;
         }
         for (q = 0; q < nparts; q++) {

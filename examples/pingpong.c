@@ -43,17 +43,10 @@ static int pong(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return ringk_send(ctx, k, "ping", RINGK_MSG_DATA, &v, sizeof(v), RINGK_WAIT_FOREVER);
 }
 
-static void log_stderr(void *arg, int level, const char *message)
-{
-    if (level <= RINGK_LOG_WARN) {
-        fprintf(stderr, "ringk: %s\n", message);
-    }
-}
-
 int main(int argc, char **argv)
 {
     static const char *to_pong[] = {"pong", NULL}, *to_ping[] = {"ping", NULL};
-    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = example_log};
     ringk_kernel_params_t p = {
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                       RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_IN

@@ -66,21 +66,14 @@ static int aggregator(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
-static void log_stderr(void *arg, int level, const char *message)
-{
-    if (level <= RINGK_LOG_WARN) {
-        fprintf(stderr, "ringk: %s\n", message);
-    }
-}
-
 int main(int argc, char **argv)
 {
     static const char *to_agg[] = {"aggregator", NULL};
     const char *to_workers[MAX_WORKERS + 1];
     ringk_kernel_t *mine[MAX_WORKERS];
     unsigned nmine = 0;
-    int rank, size, e;
-    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_stderr};
+    int rank, size;
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = example_log};
     ringk_kernel_params_t p = {
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                       RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
@@ -141,9 +134,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (rank != 0) {
-        e = example_wait_terminated(ctx, mine, nmine);
-        ringk_ctx_destroy(ctx);
-        if (e != 0) {
+        if (example_serve(ctx, mine, nmine) != 0) {
             return 1;
         }
         printf("pipeline [rank %d of %d]: %u worker kernel(s) done\n", rank, size, nmine);
