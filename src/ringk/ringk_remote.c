@@ -13,10 +13,12 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RINGK_AM_MSG      17   /* UCP AM id of K2K messages */
 #define RINGK_AM_TOPIC    18   /* UCP AM id of topic publishes (one per destination process) */
 #define RINGK_AM_BARRIER  19   /* UCP AM id of barrier arrivals (to rank 0) and releases */
+#define RINGK_AM_BYE      20   /* UCP AM id of "this process leaves the job" */
 #define RINGK_DIR_ENTRIES RINGK_MAX_KERNELS
 
 /* The wire header of a remote message: the message header and the receiving kernel's id. */
@@ -47,6 +49,18 @@ typedef struct {
     uint32_t pad;
 } barrier_msg_t;
 
+/* A process leaving the job says so to every other before it closes its endpoints. */
+typedef struct {
+    uint32_t rank;
+    uint32_t magic;
+    uint32_t ack;   /* 0: "I leave", 1: "I saw that you leave" */
+    uint32_t pad;
+} bye_msg_t;
+
+#define RINGK_LEAVE_TIMEOUT_MS 3000 /* how long a leaving process waits for acknowledgements */
+
+#define RINGK_BYE_MAGIC 0x72627965u /* "rbye" */
+
 /* One process's directory entry, as exchanged at start. */
 typedef struct {
     char     name[RINGK_NAME_MAX];
@@ -65,7 +79,11 @@ struct ringk_remote {
     ucp_context_h   context;
     ucp_worker_h    worker;
     ucp_ep_h       *eps;          /* by rank; NULL for ourselves */
-    int            *dead;         /* by rank: its endpoint failed */
+    int            *dead;         /* by rank: its endpoint failed, or it left */
+    int            *left;         /* by rank: it said goodbye (destroyed its context) */
+    int            *acked;        /* by rank: it acknowledged our goodbye */
+    int            *ack_due;      /* by rank: we owe it an acknowledgement of its goodbye */
+    unsigned        acks_due;     /* how many, atomic: a cheap 'nothing to do' */
     dir_entry_t    *dir;          /* size x RINGK_DIR_ENTRIES */
     topic_entry_t  *topics;       /* size x RINGK_MAX_TOPICS */
     topic_entry_t  *barriers;     /* size x RINGK_MAX_BARRIERS: name, local participants */
@@ -238,6 +256,80 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
     return UCS_OK;
 }
 
+/* ---- leaving ------------------------------------------------------------------------------- */
+
+static void bye_send_done(void *request, ucs_status_t status, void *user_data)
+{
+    ucp_request_free(request);
+}
+
+/* Sends a goodbye or its acknowledgement without waiting: the progress thread sends these and
+ * must not spin on its own worker. */
+static void bye_send(ringk_remote_t *r, int rank, uint32_t ack)
+{
+    bye_msg_t m = {.rank = (uint32_t)r->ctx->job.rank, .magic = RINGK_BYE_MAGIC, .ack = ack};
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK,
+        .flags        = UCP_AM_SEND_FLAG_EAGER,
+        .cb.send      = bye_send_done
+    };
+    ucs_status_ptr_t req;
+
+    req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_BYE, &m, sizeof(m), NULL, 0, &param);
+    if (UCS_PTR_IS_ERR(req)) {
+        ringk_log_msg(r->ctx, RINGK_LOG_DEBUG, "goodbye to process %d: %s", rank,
+                      ucs_status_string(UCS_PTR_STATUS(req)));
+    }
+}
+
+/* Acknowledges the goodbyes received since the last call. */
+static void bye_acks_send(ringk_remote_t *r)
+{
+    int i;
+
+    if (__atomic_load_n(&r->acks_due, __ATOMIC_ACQUIRE) == 0) {
+        return;
+    }
+    for (i = 0; i < r->size; i++) {
+        if (__atomic_exchange_n(&r->ack_due[i], 0, __ATOMIC_ACQ_REL)) {
+            __atomic_sub_fetch(&r->acks_due, 1, __ATOMIC_RELEASE);
+            bye_send(r, i, 1);
+        }
+    }
+}
+
+/* A peer leaves: it sent everything it will send (it flushed before saying goodbye), so its
+ * endpoint closing later is not a loss; sends to it fail from now on. */
+static ucs_status_t am_bye_recv(void *arg, const void *header, size_t header_length, void *data,
+                                size_t length, const ucp_am_recv_param_t *param)
+{
+    ringk_remote_t *r = arg;
+    bye_msg_t m;
+
+    if (header_length != sizeof(m)) {
+        return UCS_OK;
+    }
+    memcpy(&m, header, sizeof(m));
+    if ((m.magic != RINGK_BYE_MAGIC) || (m.rank >= (uint32_t)r->size) || (m.ack > 1) ||
+        ((int)m.rank == r->ctx->job.rank)) {
+        ringk_log_msg(r->ctx, RINGK_LOG_WARN, "dropped a malformed goodbye (rank %u of %d)",
+                      m.rank, r->size);
+        return UCS_OK;
+    }
+    if (m.ack) {
+        __atomic_store_n(&r->acked[m.rank], 1, __ATOMIC_RELEASE);
+        return UCS_OK;
+    }
+    /* answered outside this callback, by whichever thread progresses next (bye_acks_send) */
+    if (!__atomic_exchange_n(&r->ack_due[m.rank], 1, __ATOMIC_ACQ_REL)) {
+        __atomic_add_fetch(&r->acks_due, 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&r->left[m.rank], 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->dead[m.rank], 1, __ATOMIC_RELEASE);
+    ringk_log_msg(r->ctx, RINGK_LOG_INFO, "process %u left the job", m.rank);
+    return UCS_OK;
+}
+
 static void *progress_main(void *arg)
 {
     ringk_ctx_t *ctx  = arg;
@@ -249,6 +341,7 @@ static void *progress_main(void *arg)
     while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
         n  = ucp_worker_progress(r->worker);
         n += backlog_drain(r);
+        bye_acks_send(r);
         if (n > 0) {
             idle = 0;
             continue;
@@ -272,8 +365,10 @@ static void *progress_main(void *arg)
 unsigned ringk_remote_poll(ringk_ctx_t *ctx)
 {
     ringk_remote_t *r = ctx->remote;
+    unsigned n = ucp_worker_progress(r->worker) + backlog_drain(r);
 
-    return ucp_worker_progress(r->worker) + backlog_drain(r);
+    bye_acks_send(r);
+    return n;
 }
 
 /* Sends one active message (header and payload, eager) to @a rank and waits for it to leave;
@@ -454,8 +549,11 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
     int i;
 
     for (i = 0; i < r->size; i++) {
-        if (r->eps[i] == ep) {
-            __atomic_store_n(&r->dead[i], 1, __ATOMIC_RELEASE);
+        if (r->eps[i] != ep) {
+            continue;
+        }
+        __atomic_store_n(&r->dead[i], 1, __ATOMIC_RELEASE);
+        if (!__atomic_load_n(&r->left[i], __ATOMIC_ACQUIRE)) {
             ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "process %d is unreachable: %s; messages to "
                           "its kernels are reported undeliverable", i, ucs_status_string(status));
         }
@@ -468,7 +566,8 @@ int ringk_remote_lost(const ringk_ctx_t *ctx)
     int i, lost = 0;
 
     for (i = 0; i < r->size; i++) {
-        lost += __atomic_load_n(&r->dead[i], __ATOMIC_ACQUIRE) != 0;
+        lost += __atomic_load_n(&r->dead[i], __ATOMIC_ACQUIRE) &&
+                !__atomic_load_n(&r->left[i], __ATOMIC_ACQUIRE);
     }
     return lost;
 }
@@ -580,7 +679,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
         .id = RINGK_AM_MSG, .cb = am_recv, .arg = NULL, .flags = UCP_AM_FLAG_WHOLE_MSG
     };
-    ucp_am_handler_param_t am_topic, am_barrier;
+    ucp_am_handler_param_t am_topic, am_barrier, am_bye;
     topic_entry_t *mytopics = NULL, *mybarriers = NULL;
     ucp_address_t *addr;
     uint64_t len, maxlen = 0, *lens = NULL;
@@ -597,6 +696,9 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     }
     r->eps  = calloc(size, sizeof(*r->eps));
     r->dead = calloc(size, sizeof(*r->dead));
+    r->left = calloc(size, sizeof(*r->left));
+    r->acked   = calloc(size, sizeof(*r->acked));
+    r->ack_due = calloc(size, sizeof(*r->ack_due));
     r->dir  = calloc((size_t)size * RINGK_DIR_ENTRIES, sizeof(*r->dir));
     r->topics = calloc((size_t)size * RINGK_MAX_TOPICS, sizeof(*r->topics));
     mytopics  = calloc(RINGK_MAX_TOPICS, sizeof(*mytopics));
@@ -604,7 +706,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     mybarriers  = calloc(RINGK_MAX_BARRIERS, sizeof(*mybarriers));
     lens    = calloc(size, sizeof(*lens));
     entries = calloc(RINGK_DIR_ENTRIES, sizeof(*entries));
-    if (!r->eps || !r->dead || !r->dir || !r->topics || !mytopics || !r->barriers ||
+    if (!r->eps || !r->dead || !r->left || !r->acked || !r->ack_due || !r->dir || !r->topics || !mytopics || !r->barriers ||
         !mybarriers || !lens || !entries) {
         ret = -ENOMEM;
         goto out;
@@ -625,11 +727,15 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     am_barrier    = am;
     am_barrier.id = RINGK_AM_BARRIER;
     am_barrier.cb = am_barrier_recv;
+    am_bye        = am;
+    am_bye.id     = RINGK_AM_BYE;
+    am_bye.cb     = am_bye_recv;
     if ((ucp_worker_create(r->context, &wparams, &r->worker) != UCS_OK) ||
         (ucp_worker_get_efd(r->worker, &r->efd) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am_topic) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am_barrier) != UCS_OK) ||
+        (ucp_worker_set_am_recv_handler(r->worker, &am_bye) != UCS_OK) ||
         (ucp_worker_get_address(r->worker, &addr, &len) != UCS_OK)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot set up the UCP worker");
         goto out;
@@ -749,12 +855,69 @@ out:
         }
         free(r->eps);
         free(r->dead);
+        free(r->left);
+        free(r->acked);
+        free(r->ack_due);
         free(r->dir);
         free(r->topics);
         free(r->barriers);
         free(r);
     }
     return ret;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Leaves the job cleanly: everything sent so far is flushed out, then every reachable process is
+ * told, and acknowledges, that this one leaves, so that its endpoint closing is not taken for a
+ * failure. Bounded by RINGK_LEAVE_TIMEOUT_MS: a process that does not answer is left behind. */
+static void remote_leave(ringk_remote_t *r)
+{
+    ucp_request_param_t param = {.op_attr_mask = 0};
+    const uint64_t deadline = now_ms() + RINGK_LEAVE_TIMEOUT_MS;
+    ucs_status_ptr_t req;
+    int rank, waiting;
+
+    req = ucp_worker_flush_nbx(r->worker, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        while ((ucp_request_check_status(req) == UCS_INPROGRESS) && (now_ms() < deadline)) {
+            ucp_worker_progress(r->worker);
+            bye_acks_send(r);
+        }
+        if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+            ringk_log_msg(r->ctx, RINGK_LOG_WARN, "leaving the job: messages still in flight "
+                          "after %d ms", RINGK_LEAVE_TIMEOUT_MS);
+            ucp_request_cancel(r->worker, req);
+        }
+        ucp_request_free(req);
+    }
+    for (rank = 0; rank < r->size; rank++) {
+        if ((r->eps[rank] != NULL) && !__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+            bye_send(r, rank, 0);
+        }
+    }
+    do {
+        ucp_worker_progress(r->worker);
+        bye_acks_send(r);
+        waiting = -1;
+        for (rank = 0; rank < r->size; rank++) {
+            if ((r->eps[rank] != NULL) && !__atomic_load_n(&r->acked[rank], __ATOMIC_ACQUIRE) &&
+                !__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+                waiting = rank;
+                break;
+            }
+        }
+    } while ((waiting >= 0) && (now_ms() < deadline));
+    if (waiting >= 0) {
+        ringk_log_msg(r->ctx, RINGK_LOG_WARN, "leaving the job: process %d did not acknowledge "
+                      "within %d ms", waiting, RINGK_LEAVE_TIMEOUT_MS);
+    }
 }
 
 void ringk_remote_stop(ringk_ctx_t *ctx)
@@ -769,6 +932,7 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
 
     __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
     pthread_join(r->progress, NULL);
+    remote_leave(r);
     for (rank = 0; rank < ctx->job.size; rank++) {
         if (r->eps[rank] == NULL) {
             continue;
@@ -792,6 +956,9 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     pthread_mutex_destroy(&r->backlog_mu);
     free(r->eps);
     free(r->dead);
+    free(r->left);
+    free(r->acked);
+    free(r->ack_due);
     free(r->dir);
     free(r->topics);
     free(r->barriers);

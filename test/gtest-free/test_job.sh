@@ -12,7 +12,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..19"
+echo "1..21"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -111,6 +111,12 @@ job "named barrier across 2 processes, 4 kernels x 10 rounds" 2 "barrier \[rank 
     "$top/test/gtest-free/job_barrier"
 job "named barrier across 3 processes, 6 kernels x 10 rounds" 3 "barrier \[rank 0 of 3\].*0 passed early: OK" \
     "$top/test/gtest-free/job_barrier"
+
+# rank 0 sends and leaves at once: nothing in flight lost, and leaving is not dying
+job "rank 0 leaves right after sending: 2 processes, nothing lost, not counted lost" 2 \
+    "leave \[rank 0 of 2\].*: OK" "$top/test/gtest-free/job_leave" 20000
+job "rank 0 leaves right after sending: 3 processes" 3 "leave \[rank 0 of 3\].*: OK" \
+    "$top/test/gtest-free/job_leave" 10000
 
 mpi=$top/examples/mpi
 if [ -x "$mpi/pipeline_mpi" ] && command -v mpirun >/dev/null; then

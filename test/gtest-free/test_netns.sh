@@ -28,7 +28,7 @@ wrapper=$top/contrib/ringk-run
 port=$((26000 + id % 20000))
 n=0
 fails=0
-echo "1..2"
+echo "1..3"
 
 # run3 NAME PROGRAM ARGS...: ranks 0 and 1 in namespace a, rank 2 in namespace b
 run3() {
@@ -63,4 +63,6 @@ run3() {
 run3 "topics over ringk within a namespace and tcp across, 3 ranks" \
     "$top/test/gtest-free/job_topics" 1000
 run3 "pipeline with workers on both hosts" "$top/examples/pipeline" 30000 3
+run3 "rank 0 leaves right after sending to both hosts: nothing lost, not counted lost" \
+    "$top/test/gtest-free/job_leave" 20000
 [ $fails -eq 0 ]

@@ -141,7 +141,12 @@ typedef struct ringk_ctx_params {
 } ringk_ctx_params_t;
 
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p);
-/** Terminates every kernel (draining their inboxes), joins the threads, frees everything. */
+/**
+ * Terminates every kernel (draining their inboxes), joins the threads, frees everything. In a
+ * job, the process then leaves it: what it sent is flushed out, every other process is told and
+ * acknowledges (waiting at most 3 s for one that does not answer), and the endpoints are closed;
+ * the others see it leave, not die (ringk_ctx_peers_lost() does not count it).
+ */
 int ringk_ctx_destroy(ringk_ctx_t *ctx);
 
 /**
@@ -158,7 +163,8 @@ int ringk_ctx_size(const ringk_ctx_t *ctx);
 
 /**
  * How many other processes of the job this process has lost: their UCP endpoint failed (the
- * process died or became unreachable), and sends to their kernels now fail with -EPIPE. A program
+ * process died or became unreachable), and sends to their kernels now fail with -EPIPE. A process
+ * that left cleanly (ringk_ctx_destroy) is not counted, though sends to it fail too. A program
  * that waits for work from other processes should stop waiting when this is above 0.
  * @return 0 for a job of one process or when every peer is reachable.
  */

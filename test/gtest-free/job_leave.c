@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Leaving a job cleanly (driven by test_job.sh and test_netns.sh): rank 0 sends M numbered
+ * messages and a TERMINATE to a sink kernel in every other rank and destroys its context at once,
+ * without waiting. Every sink must still get all M in order (nothing in flight is lost when a
+ * process leaves), and the other ranks must see rank 0 leave - sends to it fail with -EPIPE -
+ * without counting it as lost (ringk_ctx_peers_lost() stays 0). Prints one line per rank ending
+ * in OK or FAIL. */
+#include <ringk/api/ringk.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t got, bad;
+
+static int sink_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t v;
+
+    if (msg->length != sizeof(v)) {
+        bad++;
+        return 0;
+    }
+    memcpy(&v, ringk_msg_payload(msg), sizeof(v));
+    bad += (v != got);
+    got++;
+    return 0;
+}
+
+static int nop(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const uint64_t m = (argc > 1) ? strtoull(argv[1], NULL, 10) : 10000;
+    const char *sinks[64 + 1];
+    char names[64][16], me[16];
+    ringk_kernel_t *k;
+    ringk_kernel_stats_t st;
+    ringk_ctx_t *ctx;
+    int rank, size, r, ret = 0, lost = 0, waited;
+    uint64_t i;
+
+    if (ringk_ctx_create(NULL, &ctx) != 0) {
+        return 1;
+    }
+    rank = ringk_ctx_rank(ctx);
+    size = ringk_ctx_size(ctx);
+    if ((size < 2) || (size > 64)) {
+        fprintf(stderr, "job_leave needs 2 to 64 processes, not %d\n", size);
+        return 2;
+    }
+    for (r = 1; r < size; r++) {
+        snprintf(names[r - 1], sizeof(names[0]), "sink%d", r);
+        sinks[r - 1] = names[r - 1];
+    }
+    sinks[size - 1] = NULL;
+    if (rank == 0) {
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+            .name = "source", .handler = nop, .publishes_to = sinks
+        };
+        ret = ringk_kernel_create(ctx, &p, &k);
+    } else {
+        static const char *back[] = {"source", NULL};
+        ringk_kernel_params_t p = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
+                          RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+            .handler = sink_handler, .mode = RINGK_MODE_EVENT_DRIVEN, .max_in = 64,
+            .publishes_to = back
+        };
+        snprintf(me, sizeof(me), "sink%d", rank);
+        p.name = me;
+        ret = ringk_kernel_create(ctx, &p, &k);
+    }
+    if ((ret != 0) || (ringk_ctx_start(ctx) != 0)) {
+        return 1;
+    }
+    if (rank == 0) {
+        for (i = 0; (ret == 0) && (i < m); i++) {
+            for (r = 0; (ret == 0) && (r < size - 1); r++) {
+                ret = ringk_send(ctx, k, sinks[r], RINGK_MSG_DATA, &i, sizeof(i),
+                                 RINGK_WAIT_FOREVER);
+            }
+        }
+        for (r = 0; (ret == 0) && (r < size - 1); r++) {
+            ret = ringk_send(ctx, k, sinks[r], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
+        }
+        ringk_ctx_destroy(ctx); /* at once: the sinks may still be busy */
+        printf("leave [rank 0 of %d]: sent %llu to each of %d sinks and left: %s\n", size,
+               (unsigned long long)m, size - 1, (ret == 0) ? "OK" : "FAIL");
+        return (ret == 0) ? 0 : 1;
+    }
+    /* the sink terminates after all M: anything lost in rank 0's leaving would hang it here,
+     * until test_job.sh's timeout */
+    do {
+        usleep(1000);
+        ringk_kernel_stats_query(k, &st);
+        lost += ringk_ctx_peers_lost(ctx);
+    } while (st.state != RINGK_KERNEL_TERMINATED);
+    /* rank 0 has left or is leaving: within 10 s a send to it fails with -EPIPE; it never
+     * counts as lost */
+    for (waited = 0; waited < 10000; waited++) {
+        ret = ringk_send(ctx, k, "source", RINGK_MSG_DATA, &got, sizeof(got), 0);
+        lost += ringk_ctx_peers_lost(ctx);
+        if (ret == -EPIPE) {
+            break;
+        }
+        usleep(1000);
+    }
+    for (i = 0; i < 200; i++) { /* and stays so, after its endpoint has closed */
+        usleep(1000);
+        lost += ringk_ctx_peers_lost(ctx);
+    }
+    ringk_ctx_destroy(ctx);
+    printf("leave [rank %d of %d]: got %llu of %llu, %llu out of order, rank 0 left (%s), "
+           "counted lost %d times: %s\n", rank, size, (unsigned long long)got,
+           (unsigned long long)m, (unsigned long long)bad, (ret == -EPIPE) ? "sends fail" :
+           "sends still succeed", lost,
+           ((got == m) && (bad == 0) && (ret == -EPIPE) && (lost == 0)) ? "OK" : "FAIL");
+    return ((got == m) && (bad == 0) && (ret == -EPIPE) && (lost == 0)) ? 0 : 1;
+}
