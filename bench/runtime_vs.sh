@@ -51,7 +51,7 @@ run() {
             "$build/contrib/ringk-run" env UCX_TLS=ringk,self "$out/am_ucp" pingpong $count \
                 2>/dev/null | sed -n 's/^RESULT //p'
             return ;;
-        ringk_job:*) count=$((n / 20)); port=$((30000 + RANDOM % 20000))
+        ringk_job:*) count=$((n / 20)); port=$((20000 + RANDOM % 12000))
             env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self \
                 timeout 120 "$build/contrib/ringk-run" "$build/examples/pingpong" $count \
                 >/dev/null 2>&1 &
