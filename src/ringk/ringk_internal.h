@@ -157,8 +157,10 @@ int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name);
 int ringk_remote_barrier_arrive(ringk_ctx_t *ctx, const char *name, uint64_t gen);
 /** Finds a kernel of another process by name: rank and its local id. */
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
-/** Sends one message to kernel @a id of process @a rank as one active message. */
+/** Sends one message to kernel @a id of process @a rank as one active message, once it has a
+ * credit for that kernel (waiting as @a timeout_ms says: -EAGAIN, -ETIMEDOUT). */
 int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
-                      ringk_msg_type_t type, const void *payload, size_t length);
+                      ringk_msg_type_t type, const void *payload, size_t length,
+                      int timeout_ms);
 
 #endif

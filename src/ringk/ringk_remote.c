@@ -19,14 +19,31 @@
 #define RINGK_AM_TOPIC    18   /* UCP AM id of topic publishes (one per destination process) */
 #define RINGK_AM_BARRIER  19   /* UCP AM id of barrier arrivals (to rank 0) and releases */
 #define RINGK_AM_BYE      20   /* UCP AM id of "this process leaves the job" */
+#define RINGK_AM_CREDIT   21   /* UCP AM id of credits returned for a kernel's inbox */
+#define RINGK_SLOTS       (RINGK_MAX_KERNELS + 1) /* per-rank arrays indexed by kernel id */
 #define RINGK_DIR_ENTRIES RINGK_MAX_KERNELS
 
-/* The wire header of a remote message: the message header and the receiving kernel's id. */
+/* The wire header of a remote message: the message header, the receiving kernel's id and the
+ * sending process (whose credit it used). */
 typedef struct {
     ringk_msg_t msg;
     uint32_t    dst;
-    uint32_t    pad;
+    uint32_t    src_rank;
 } remote_hdr_t;
+
+/* Credits: a process may have at most `window` messages (the receiving kernel's inbox size) on
+ * their way to one kernel of another process: sent, and not yet in that kernel's inbox. The
+ * receiver returns credits as messages enter the inbox, in batches of a quarter window, so a
+ * full inbox pushes back on the senders (-EAGAIN, or a wait) and the receiver's backlog is
+ * bounded by (processes - 1) x window per kernel. */
+typedef struct {
+    uint32_t magic;
+    uint32_t rank;   /* the process returning the credits */
+    uint32_t id;     /* its kernel */
+    uint32_t count;
+} credit_msg_t;
+
+#define RINGK_CREDIT_MAGIC 0x72637264u /* "rcrd" */
 
 /* The wire header of a topic publish: the message header and the topic. */
 typedef struct {
@@ -66,6 +83,8 @@ typedef struct {
     char     name[RINGK_NAME_MAX];
     uint32_t id;
     uint32_t used;
+    uint32_t window;   /* credits each other process gets for this kernel */
+    uint32_t pad;
 } dir_entry_t;
 
 /* A message that found its inbox full, kept in order until there is room. */
@@ -84,6 +103,15 @@ struct ringk_remote {
     int            *acked;        /* by rank: it acknowledged our goodbye */
     int            *ack_due;      /* by rank: we owe it an acknowledgement of its goodbye */
     unsigned        acks_due;     /* how many, atomic: a cheap 'nothing to do' */
+    /* credits, indexed by rank * RINGK_SLOTS + kernel id */
+    uint32_t       *window;       /* granted to us for a peer's kernel (from its directory) */
+    uint32_t       *credits;      /* left for sends to a peer's kernel, atomic */
+    uint32_t       *owed;         /* we owe a sender process for one of our kernels, atomic */
+    uint8_t        *owed_queued;  /* that index is in owed_queue, atomic */
+    uint32_t       *owed_queue;   /* indices with credits to return, under owed_mu */
+    unsigned        owed_n;
+    unsigned        owed_pending; /* owed_n != 0, atomic: a cheap 'nothing to do' */
+    pthread_mutex_t owed_mu;
     dir_entry_t    *dir;          /* size x RINGK_DIR_ENTRIES */
     topic_entry_t  *topics;       /* size x RINGK_MAX_TOPICS */
     topic_entry_t  *barriers;     /* size x RINGK_MAX_BARRIERS: name, local participants */
@@ -99,6 +127,132 @@ struct ringk_remote {
     uint64_t        undeliverable;
     unsigned        backlogged;    /* messages in backlogs, atomic: a cheap 'nothing to do' */
 };
+
+/* ---- credits ------------------------------------------------------------------------------- */
+
+static void am_free_done(void *request, ucs_status_t status, void *user_data)
+{
+    free(user_data);
+    ucp_request_free(request);
+}
+
+/* Sends a small control message without waiting for it to leave, from any thread including the
+ * progress thread (which must not spin on its own worker). UCP reads the header until the send
+ * completes, so it travels in a heap copy freed on completion. */
+static void am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .flags        = UCP_AM_SEND_FLAG_EAGER,
+        .cb.send      = am_free_done
+    };
+    ucs_status_ptr_t req;
+    void *copy = malloc(len);
+
+    if (copy == NULL) {
+        ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "no memory for a control message to process %d",
+                      rank);
+        return;
+    }
+    memcpy(copy, hdr, len);
+    param.user_data = copy;
+    req = ucp_am_send_nbx(r->eps[rank], id, copy, len, NULL, 0, &param);
+    if (!UCS_PTR_IS_PTR(req)) {
+        free(copy);
+        if (UCS_PTR_IS_ERR(req)) {
+            ringk_log_msg(r->ctx, RINGK_LOG_DEBUG, "control message %u to process %d: %s", id,
+                          rank, ucs_status_string(UCS_PTR_STATUS(req)));
+        }
+    }
+}
+
+/* A message from process @a src for our kernel @a id has entered its inbox (or was reported
+ * undeliverable): one credit owed, queued for return once a quarter window is owed. */
+static void credit_owe(ringk_remote_t *r, uint32_t src, uint32_t id)
+{
+    const uint32_t idx = src * RINGK_SLOTS + id;
+    ringk_kernel_t *k  = ringk_kernel_by_id(r->ctx, id);
+    const uint32_t batch = (k != NULL) && (k->inbox_size >= 4) ? k->inbox_size / 4 : 1;
+
+    if ((__atomic_add_fetch(&r->owed[idx], 1, __ATOMIC_ACQ_REL) >= batch) &&
+        !__atomic_exchange_n(&r->owed_queued[idx], 1, __ATOMIC_ACQ_REL)) {
+        pthread_mutex_lock(&r->owed_mu);
+        r->owed_queue[r->owed_n++] = idx;
+        __atomic_store_n(&r->owed_pending, 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&r->owed_mu);
+    }
+}
+
+/* Returns the credits queued by credit_owe(), one active message per (process, kernel); not
+ * from inside an AM callback. */
+static void credits_return(ringk_remote_t *r)
+{
+    credit_msg_t m = {.magic = RINGK_CREDIT_MAGIC, .rank = (uint32_t)r->ctx->job.rank};
+    uint32_t idx, rank;
+
+    while (__atomic_load_n(&r->owed_pending, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&r->owed_mu);
+        if (r->owed_n == 0) {
+            __atomic_store_n(&r->owed_pending, 0, __ATOMIC_RELEASE);
+            pthread_mutex_unlock(&r->owed_mu);
+            break;
+        }
+        idx = r->owed_queue[--r->owed_n];
+        pthread_mutex_unlock(&r->owed_mu);
+        __atomic_store_n(&r->owed_queued[idx], 0, __ATOMIC_RELEASE);
+        m.count = __atomic_exchange_n(&r->owed[idx], 0, __ATOMIC_ACQ_REL);
+        rank    = idx / RINGK_SLOTS;
+        m.id    = idx % RINGK_SLOTS;
+        if ((m.count == 0) || __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+            continue;
+        }
+        am_send_async(r, (int)rank, RINGK_AM_CREDIT, &m, sizeof(m));
+    }
+}
+
+/* Credits returned by another process: more room for sends to its kernel, never more than the
+ * window it granted. */
+static ucs_status_t am_credit_recv(void *arg, const void *header, size_t header_length,
+                                   void *data, size_t length, const ucp_am_recv_param_t *param)
+{
+    ringk_remote_t *r = arg;
+    uint32_t idx, cur, next;
+    credit_msg_t m;
+
+    if (header_length != sizeof(m)) {
+        return UCS_OK;
+    }
+    memcpy(&m, header, sizeof(m));
+    if ((m.magic != RINGK_CREDIT_MAGIC) || (m.rank >= (uint32_t)r->size) ||
+        ((int)m.rank == r->ctx->job.rank) || (m.id == 0) || (m.id > RINGK_MAX_KERNELS)) {
+        ringk_log_msg(r->ctx, RINGK_LOG_WARN, "dropped malformed credits (process %u, kernel "
+                      "%u)", m.rank, m.id);
+        return UCS_OK;
+    }
+    idx = m.rank * RINGK_SLOTS + m.id;
+    cur = __atomic_load_n(&r->credits[idx], __ATOMIC_RELAXED);
+    do {
+        next = (m.count > r->window[idx] - cur) ? r->window[idx] : cur + m.count;
+    } while (!__atomic_compare_exchange_n(&r->credits[idx], &cur, next, 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+    return UCS_OK;
+}
+
+/* Takes one credit for a send to kernel @a id of process @a rank: 1, or 0 when none is left. */
+static int credit_take(ringk_remote_t *r, int rank, uint32_t id)
+{
+    uint32_t *c = &r->credits[(uint32_t)rank * RINGK_SLOTS + id];
+    uint32_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
+
+    do {
+        if (cur == 0) {
+            return 0;
+        }
+    } while (!__atomic_compare_exchange_n(c, &cur, cur - 1, 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
+    return 1;
+}
 
 /* ---- receiving ----------------------------------------------------------------------------- */
 
@@ -148,6 +302,7 @@ static unsigned backlog_drain(ringk_remote_t *r)
                 ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from sender 0x%x to "
                               "local kernel %u: %s", b->hdr.msg.sender, id, strerror(-ret));
             }
+            credit_owe(r, b->hdr.src_rank, id);
             r->backlog_head[id] = b->next;
             if (b->next == NULL) {
                 r->backlog_tail[id] = NULL;
@@ -179,16 +334,18 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
     }
     memcpy(&hdr, header, sizeof(hdr));
     if ((hdr.msg.length != length) || (hdr.msg.type > RINGK_MSG_TERMINATE) ||
-        (hdr.dst == 0) || (hdr.dst > RINGK_MAX_KERNELS)) {
+        (hdr.dst == 0) || (hdr.dst > RINGK_MAX_KERNELS) || (hdr.src_rank >= (uint32_t)r->size) ||
+        ((int)hdr.src_rank == ctx->job.rank)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed remote message for kernel %u "
-                      "(length %u, data %zu, type %u)", hdr.dst, hdr.msg.length, length,
-                      hdr.msg.type);
+                      "(length %u, data %zu, type %u, from process %u of %d)", hdr.dst,
+                      hdr.msg.length, length, hdr.msg.type, hdr.src_rank, r->size);
         r->undeliverable++;
         return UCS_OK;
     }
     k = ringk_kernel_by_id(ctx, hdr.dst);
     if (k == NULL) {
         r->undeliverable++;
+        credit_owe(r, hdr.src_rank, hdr.dst);
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no local kernel %u (from 0x%x)",
                       hdr.dst, hdr.msg.sender);
         return UCS_OK;
@@ -201,6 +358,9 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
         backlog_push(r, hdr.dst, &hdr, data);
     }
     pthread_mutex_unlock(&r->backlog_mu);
+    if (ret != -EAGAIN) {
+        credit_owe(r, hdr.src_rank, hdr.dst); /* in the inbox, or reported below */
+    }
     if ((ret != 0) && (ret != -EAGAIN)) {
         r->undeliverable++;
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from 0x%x to '%s': %s",
@@ -258,28 +418,13 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
 
 /* ---- leaving ------------------------------------------------------------------------------- */
 
-static void bye_send_done(void *request, ucs_status_t status, void *user_data)
-{
-    ucp_request_free(request);
-}
-
 /* Sends a goodbye or its acknowledgement without waiting: the progress thread sends these and
  * must not spin on its own worker. */
 static void bye_send(ringk_remote_t *r, int rank, uint32_t ack)
 {
     bye_msg_t m = {.rank = (uint32_t)r->ctx->job.rank, .magic = RINGK_BYE_MAGIC, .ack = ack};
-    ucp_request_param_t param = {
-        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK,
-        .flags        = UCP_AM_SEND_FLAG_EAGER,
-        .cb.send      = bye_send_done
-    };
-    ucs_status_ptr_t req;
 
-    req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_BYE, &m, sizeof(m), NULL, 0, &param);
-    if (UCS_PTR_IS_ERR(req)) {
-        ringk_log_msg(r->ctx, RINGK_LOG_DEBUG, "goodbye to process %d: %s", rank,
-                      ucs_status_string(UCS_PTR_STATUS(req)));
-    }
+    am_send_async(r, rank, RINGK_AM_BYE, &m, sizeof(m));
 }
 
 /* Acknowledges the goodbyes received since the last call. */
@@ -342,6 +487,7 @@ static void *progress_main(void *arg)
         n  = ucp_worker_progress(r->worker);
         n += backlog_drain(r);
         bye_acks_send(r);
+        credits_return(r);
         if (n > 0) {
             idle = 0;
             continue;
@@ -365,9 +511,11 @@ static void *progress_main(void *arg)
 unsigned ringk_remote_poll(ringk_ctx_t *ctx)
 {
     ringk_remote_t *r = ctx->remote;
-    unsigned n = ucp_worker_progress(r->worker) + backlog_drain(r);
+    unsigned n;
 
+    n = ucp_worker_progress(r->worker) + backlog_drain(r);
     bye_acks_send(r);
+    credits_return(r);
     return n;
 }
 
@@ -572,20 +720,49 @@ int ringk_remote_lost(const ringk_ctx_t *ctx)
     return lost;
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
-                      ringk_msg_type_t type, const void *payload, size_t length)
+                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
     ringk_remote_t *r = ctx->remote;
+    uint64_t deadline = 0;
     remote_hdr_t hdr;
     ucs_status_t status;
 
-    if ((rank < 0) || (rank >= ctx->job.size) || (rank == ctx->job.rank) ||
-        __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+    if ((rank < 0) || (rank >= ctx->job.size) || (rank == ctx->job.rank) || (id == 0) ||
+        (id > RINGK_MAX_KERNELS) || __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
         return -EPIPE;
+    }
+    /* backpressure: the receiving kernel's inbox and this process's share of its backlog are
+     * full until it returns credits */
+    while (!credit_take(r, rank, id)) {
+        if (timeout_ms == RINGK_WAIT_NONE) {
+            return -EAGAIN;
+        }
+        if (deadline == 0) {
+            deadline = (timeout_ms < 0) ? UINT64_MAX : now_ms() + (uint64_t)timeout_ms;
+        }
+        if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+            return -EPIPE;
+        }
+        if (now_ms() > deadline) {
+            return -ETIMEDOUT;
+        }
+        if (ringk_remote_poll(ctx) == 0) {
+            sched_yield();
+        }
     }
     memset(&hdr, 0, sizeof(hdr));
     remote_msg_init(ctx, from, &hdr.msg, type, id, length);
-    hdr.dst = id;
+    hdr.dst      = id;
+    hdr.src_rank = (uint32_t)ctx->job.rank;
     /* one active message */
     status = am_send_wait(r, rank, RINGK_AM_MSG, &hdr, sizeof(hdr), payload, length);
     if (status != UCS_OK) {
@@ -679,7 +856,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
         .id = RINGK_AM_MSG, .cb = am_recv, .arg = NULL, .flags = UCP_AM_FLAG_WHOLE_MSG
     };
-    ucp_am_handler_param_t am_topic, am_barrier, am_bye;
+    ucp_am_handler_param_t am_topic, am_barrier, am_bye, am_credit;
     topic_entry_t *mytopics = NULL, *mybarriers = NULL;
     ucp_address_t *addr;
     uint64_t len, maxlen = 0, *lens = NULL;
@@ -699,6 +876,11 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     r->left = calloc(size, sizeof(*r->left));
     r->acked   = calloc(size, sizeof(*r->acked));
     r->ack_due = calloc(size, sizeof(*r->ack_due));
+    r->window      = calloc((size_t)size * RINGK_SLOTS, sizeof(*r->window));
+    r->credits     = calloc((size_t)size * RINGK_SLOTS, sizeof(*r->credits));
+    r->owed        = calloc((size_t)size * RINGK_SLOTS, sizeof(*r->owed));
+    r->owed_queued = calloc((size_t)size * RINGK_SLOTS, sizeof(*r->owed_queued));
+    r->owed_queue  = calloc((size_t)size * RINGK_SLOTS, sizeof(*r->owed_queue));
     r->dir  = calloc((size_t)size * RINGK_DIR_ENTRIES, sizeof(*r->dir));
     r->topics = calloc((size_t)size * RINGK_MAX_TOPICS, sizeof(*r->topics));
     mytopics  = calloc(RINGK_MAX_TOPICS, sizeof(*mytopics));
@@ -706,12 +888,14 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     mybarriers  = calloc(RINGK_MAX_BARRIERS, sizeof(*mybarriers));
     lens    = calloc(size, sizeof(*lens));
     entries = calloc(RINGK_DIR_ENTRIES, sizeof(*entries));
-    if (!r->eps || !r->dead || !r->left || !r->acked || !r->ack_due || !r->dir || !r->topics || !mytopics || !r->barriers ||
+    if (!r->eps || !r->dead || !r->left || !r->acked || !r->ack_due || !r->window ||
+        !r->credits || !r->owed || !r->owed_queued || !r->owed_queue || !r->dir || !r->topics || !mytopics || !r->barriers ||
         !mybarriers || !lens || !entries) {
         ret = -ENOMEM;
         goto out;
     }
     pthread_mutex_init(&r->backlog_mu, NULL);
+    pthread_mutex_init(&r->owed_mu, NULL);
     r->ctx  = ctx;
     r->size = size;
     if ((ucp_config_read(NULL, NULL, &config) != UCS_OK) ||
@@ -730,12 +914,16 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     am_bye        = am;
     am_bye.id     = RINGK_AM_BYE;
     am_bye.cb     = am_bye_recv;
+    am_credit     = am;
+    am_credit.id  = RINGK_AM_CREDIT;
+    am_credit.cb  = am_credit_recv;
     if ((ucp_worker_create(r->context, &wparams, &r->worker) != UCS_OK) ||
         (ucp_worker_get_efd(r->worker, &r->efd) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am_topic) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am_barrier) != UCS_OK) ||
         (ucp_worker_set_am_recv_handler(r->worker, &am_bye) != UCS_OK) ||
+        (ucp_worker_set_am_recv_handler(r->worker, &am_credit) != UCS_OK) ||
         (ucp_worker_get_address(r->worker, &addr, &len) != UCS_OK)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot set up the UCP worker");
         goto out;
@@ -767,8 +955,9 @@ int ringk_remote_start(ringk_ctx_t *ctx)
         for (i = 0; i < ctx->nkernels; i++) {
             if (ctx->kernels[i] != NULL) {
                 strcpy(entries[i].name, ctx->kernels[i]->name);
-                entries[i].id   = ctx->kernels[i]->id;
-                entries[i].used = 1;
+                entries[i].id     = ctx->kernels[i]->id;
+                entries[i].used   = 1;
+                entries[i].window = ctx->kernels[i]->inbox_size;
             }
         }
         for (i = 0; i < ctx->ntopics; i++) {
@@ -785,7 +974,16 @@ int ringk_remote_start(ringk_ctx_t *ctx)
         ret = ctx->job.allgather(ctx->job.arg, entries, r->dir,
                                  RINGK_DIR_ENTRIES * sizeof(*entries));
         for (i = 0; i < (unsigned)size * RINGK_DIR_ENTRIES; i++) {
-            r->dir[i].name[RINGK_NAME_MAX - 1] = '\0'; /* a peer's string: terminated */
+            dir_entry_t *e = &r->dir[i];
+
+            e->name[RINGK_NAME_MAX - 1] = '\0'; /* a peer's string: terminated */
+            if (e->used && (e->id >= 1) && (e->id <= RINGK_MAX_KERNELS)) {
+                /* a peer's window: bounded; every send starts with a full window */
+                e->window = (e->window < 1) ? 1 : (e->window > 65536) ? 65536 : e->window;
+                rank = (int)(i / RINGK_DIR_ENTRIES);
+                r->window[rank * RINGK_SLOTS + e->id]  = e->window;
+                r->credits[rank * RINGK_SLOTS + e->id] = e->window;
+            }
         }
     }
     if (ret == 0) {
@@ -858,20 +1056,17 @@ out:
         free(r->left);
         free(r->acked);
         free(r->ack_due);
+        free(r->window);
+        free(r->credits);
+        free(r->owed);
+        free(r->owed_queued);
+        free(r->owed_queue);
         free(r->dir);
         free(r->topics);
         free(r->barriers);
         free(r);
     }
     return ret;
-}
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Leaves the job cleanly: everything sent so far is flushed out, then every reachable process is
@@ -954,11 +1149,17 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     ucp_worker_destroy(r->worker);
     ucp_cleanup(r->context);
     pthread_mutex_destroy(&r->backlog_mu);
+    pthread_mutex_destroy(&r->owed_mu);
     free(r->eps);
     free(r->dead);
     free(r->left);
     free(r->acked);
     free(r->ack_due);
+    free(r->window);
+    free(r->credits);
+    free(r->owed);
+    free(r->owed_queued);
+    free(r->owed_queue);
     free(r->dir);
     free(r->topics);
     free(r->barriers);

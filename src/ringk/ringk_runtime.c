@@ -553,7 +553,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
         }
         if (route->target == NULL) {
             return ringk_remote_send(ctx, from, route->rank, route->remote_id, type, payload,
-                                     length);
+                                     length, timeout_ms);
         }
         to = route->target;
         if (!route->allowed) {
@@ -568,7 +568,8 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
             uint32_t id;
 
             if ((ctx->remote != NULL) && (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
-                return ringk_remote_send(ctx, NULL, rank, id, type, payload, length);
+                return ringk_remote_send(ctx, NULL, rank, id, type, payload, length,
+                                         timeout_ms);
             }
             rk_log(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
             return -ENOENT;

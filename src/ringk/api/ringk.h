@@ -295,11 +295,14 @@ int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats
 /**
  * Sends a message from @a from (NULL: the host) to the kernel named @a to. A kernel may send
  * only to kernels in its publishes_to list; the receiver, if it lists subscribes_to, must list
- * the sender. FIFO per sender and receiver.
+ * the sender. FIFO per sender and receiver. To a kernel of another process, this process may
+ * have at most that kernel's inbox_size messages on their way (credits, returned as they enter
+ * its inbox): beyond that a send waits or fails as for a full local inbox.
  * @param timeout_ms RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds to wait for room.
  * @return 0; -ENOENT unknown kernel; -EPERM undeclared route; -EMSGSIZE too large (limits of
- *         both ends); -EAGAIN inbox full (RINGK_WAIT_NONE); -ETIMEDOUT still full at the
- *         timeout; -EPIPE the receiver terminated; -EINVAL bad arguments.
+ *         both ends); -EAGAIN inbox full or no credit (RINGK_WAIT_NONE); -ETIMEDOUT still full
+ *         at the timeout; -EPIPE the receiver terminated or its process died or left;
+ *         -EINVAL bad arguments.
  */
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to, ringk_msg_type_t type,
                const void *payload, size_t length, int timeout_ms);
