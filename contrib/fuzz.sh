@@ -7,6 +7,8 @@
 #   fuzz_ring     ring cells and tail written by a hostile producer; ring headers on attach
 #   fuzz_topo     topology files (hwloc XML + NVLink attributes)
 #   fuzz_strings  RINGK_P2P_LEVEL / RINGK_PATH values, UCX version strings
+#   fuzz_wire     libringk's messages between processes (K2K, topics, barriers, goodbyes,
+#                 credits) and the tables of the start exchange
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-30}
@@ -24,14 +26,18 @@ mkdir -p "$out"
 core="$top/src/core/ringk_topo.c $top/src/core/ringk_ucxver.c $top/src/core/ringk_cuda.c \
       $top/src/core/ringk_node.c"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$top/src"
-targets="fuzz_ring fuzz_topo fuzz_strings"
+targets="fuzz_ring fuzz_topo fuzz_strings fuzz_wire"
 n=0
 fails=0
-echo "1..3"
+echo "1..$(wc -w <<<"$targets")"
 for t in $targets; do
     n=$((n + 1))
     extra=""
-    [ "$t" = fuzz_ring ] || extra="$core $(pkg-config --cflags --libs hwloc ucx) -ldl"
+    case $t in
+        fuzz_ring) ;;
+        fuzz_wire) extra="$top/src/ringk/ringk_wire.c $(pkg-config --cflags hwloc ucx)" ;;
+        *) extra="$core $(pkg-config --cflags --libs hwloc ucx) -ldl" ;;
+    esac
     if ! clang $flags -o "$out/$t" "$top/test/fuzz/$t.c" $extra 2>"$out/$t.build.log"; then
         echo "not ok $n - $t: build failed"
         sed 's/^/# /' "$out/$t.build.log" | tail -n 20

@@ -7,6 +7,7 @@
 
 #define _GNU_SOURCE
 #include "ringk_internal.h"
+#include "ringk_wire.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -23,69 +24,9 @@
 #define RINGK_SLOTS       (RINGK_MAX_KERNELS + 1) /* per-rank arrays indexed by kernel id */
 #define RINGK_DIR_ENTRIES RINGK_MAX_KERNELS
 
-/* The wire header of a remote message: the message header, the receiving kernel's id and the
- * sending process (whose credit it used). */
-typedef struct {
-    ringk_msg_t msg;
-    uint32_t    dst;
-    uint32_t    src_rank;
-} remote_hdr_t;
-
-/* Credits: a process may have at most `window` messages (the receiving kernel's inbox size) on
- * their way to one kernel of another process: sent, and not yet in that kernel's inbox. The
- * receiver returns credits as messages enter the inbox, in batches of a quarter window, so a
- * full inbox pushes back on the senders (-EAGAIN, or a wait) and the receiver's backlog is
- * bounded by (processes - 1) x window per kernel. */
-typedef struct {
-    uint32_t magic;
-    uint32_t rank;   /* the process returning the credits */
-    uint32_t id;     /* its kernel */
-    uint32_t count;
-} credit_msg_t;
-
-#define RINGK_CREDIT_MAGIC 0x72637264u /* "rcrd" */
-
-/* The wire header of a topic publish: the message header and the topic. */
-typedef struct {
-    ringk_msg_t msg;
-    char        topic[RINGK_NAME_MAX];
-} topic_hdr_t;
-
-/* One process's topic entry, as exchanged at start: a topic with local subscribers. */
-typedef struct {
-    char     name[RINGK_NAME_MAX];
-    uint32_t nsubs;
-    uint32_t used;
-} topic_entry_t;
-
-/* A barrier message: a process arrived (to rank 0), or everyone did (from rank 0). */
-typedef struct {
-    char     name[RINGK_NAME_MAX];
-    uint64_t generation;
-    uint32_t release;   /* 0: arrival of a process, 1: release */
-    uint32_t pad;
-} barrier_msg_t;
-
-/* A process leaving the job says so to every other before it closes its endpoints. */
-typedef struct {
-    uint32_t rank;
-    uint32_t magic;
-    uint32_t ack;   /* 0: "I leave", 1: "I saw that you leave" */
-    uint32_t pad;
-} bye_msg_t;
-
 #define RINGK_LEAVE_TIMEOUT_MS 3000 /* how long a leaving process waits for acknowledgements */
 
-#define RINGK_BYE_MAGIC 0x72627965u /* "rbye" */
 
-/* One process's directory entry, as exchanged at start. */
-typedef struct {
-    char     name[RINGK_NAME_MAX];
-    uint32_t id;
-    uint32_t used;
-    uint32_t window;   /* credits each other process gets for this kernel */
-    uint32_t pad;
-} dir_entry_t;
 
 /* A message that found its inbox full, kept in order until there is room. */
 typedef struct backlog {
@@ -220,12 +161,9 @@ static ucs_status_t am_credit_recv(void *arg, const void *header, size_t header_
     uint32_t idx, cur, next;
     credit_msg_t m;
 
-    if (header_length != sizeof(m)) {
-        return UCS_OK;
-    }
-    memcpy(&m, header, sizeof(m));
-    if ((m.magic != RINGK_CREDIT_MAGIC) || (m.rank >= (uint32_t)r->size) ||
-        ((int)m.rank == r->ctx->job.rank) || (m.id == 0) || (m.id > RINGK_MAX_KERNELS)) {
+    if (ringk_wire_credit_parse(header, header_length, r->size, r->ctx->job.rank, &m) != 0) {
+        memset(&m, 0, sizeof(m));
+        memcpy(&m, header, (header_length < sizeof(m)) ? header_length : sizeof(m));
         ringk_log_msg(r->ctx, RINGK_LOG_WARN, "dropped malformed credits (process %u, kernel "
                       "%u)", m.rank, m.id);
         return UCS_OK;
@@ -326,19 +264,11 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
     int ret;
 
     /* from a peer: checked before use */
-    if ((header_length != sizeof(hdr)) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+        (ringk_wire_msg_parse(header, header_length, length, r->size, ctx->job.rank,
+                              &hdr) != 0)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed remote message (header %zu "
-                      "bytes, expected %zu)", header_length, sizeof(hdr));
-        r->undeliverable++;
-        return UCS_OK;
-    }
-    memcpy(&hdr, header, sizeof(hdr));
-    if ((hdr.msg.length != length) || (hdr.msg.type > RINGK_MSG_TERMINATE) ||
-        (hdr.dst == 0) || (hdr.dst > RINGK_MAX_KERNELS) || (hdr.src_rank >= (uint32_t)r->size) ||
-        ((int)hdr.src_rank == ctx->job.rank)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed remote message for kernel %u "
-                      "(length %u, data %zu, type %u, from process %u of %d)", hdr.dst,
-                      hdr.msg.length, length, hdr.msg.type, hdr.src_rank, r->size);
+                      "bytes, expected %zu; data %zu bytes)", header_length, sizeof(hdr), length);
         r->undeliverable++;
         return UCS_OK;
     }
@@ -380,16 +310,11 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
     topic_hdr_t hdr;
     int ret;
 
-    if ((header_length != sizeof(hdr)) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
+        (ringk_wire_topic_parse(header, header_length, length, &hdr) != 0)) {
         r->undeliverable++;
-        return UCS_OK;
-    }
-    memcpy(&hdr, header, sizeof(hdr));
-    hdr.topic[RINGK_NAME_MAX - 1] = '\0';
-    if (hdr.msg.length != length) {
-        r->undeliverable++;
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed publish to topic '%s'",
-                      hdr.topic);
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed publish (header %zu bytes, "
+                      "data %zu)", header_length, length);
         return UCS_OK;
     }
     pthread_mutex_lock(&ctx->lock);
@@ -451,14 +376,9 @@ static ucs_status_t am_bye_recv(void *arg, const void *header, size_t header_len
     ringk_remote_t *r = arg;
     bye_msg_t m;
 
-    if (header_length != sizeof(m)) {
-        return UCS_OK;
-    }
-    memcpy(&m, header, sizeof(m));
-    if ((m.magic != RINGK_BYE_MAGIC) || (m.rank >= (uint32_t)r->size) || (m.ack > 1) ||
-        ((int)m.rank == r->ctx->job.rank)) {
-        ringk_log_msg(r->ctx, RINGK_LOG_WARN, "dropped a malformed goodbye (rank %u of %d)",
-                      m.rank, r->size);
+    if (ringk_wire_bye_parse(header, header_length, r->size, r->ctx->job.rank, &m) != 0) {
+        ringk_log_msg(r->ctx, RINGK_LOG_WARN, "dropped a malformed goodbye (%zu bytes)",
+                      header_length);
         return UCS_OK;
     }
     if (m.ack) {
@@ -633,11 +553,11 @@ static ucs_status_t am_barrier_recv(void *arg, const void *header, size_t header
     barrier_msg_t m;
     unsigned i;
 
-    if (header_length != sizeof(m)) {
+    if (ringk_wire_barrier_parse(header, header_length, &m) != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "dropped a malformed barrier message (%zu bytes)",
+                      header_length);
         return UCS_OK;
     }
-    memcpy(&m, header, sizeof(m));
-    m.name[RINGK_NAME_MAX - 1] = '\0';
     pthread_mutex_lock(&ctx->lock);
     if (!m.release && (ctx->job.rank == 0)) {
         int all = barrier_count(r, m.name, m.generation);
@@ -973,13 +893,11 @@ int ringk_remote_start(ringk_ctx_t *ctx)
         pthread_mutex_unlock(&ctx->lock);
         ret = ctx->job.allgather(ctx->job.arg, entries, r->dir,
                                  RINGK_DIR_ENTRIES * sizeof(*entries));
+        ringk_wire_dir_fix(r->dir, (size_t)size * RINGK_DIR_ENTRIES); /* from peers */
         for (i = 0; i < (unsigned)size * RINGK_DIR_ENTRIES; i++) {
-            dir_entry_t *e = &r->dir[i];
+            const dir_entry_t *e = &r->dir[i];
 
-            e->name[RINGK_NAME_MAX - 1] = '\0'; /* a peer's string: terminated */
-            if (e->used && (e->id >= 1) && (e->id <= RINGK_MAX_KERNELS)) {
-                /* a peer's window: bounded; every send starts with a full window */
-                e->window = (e->window < 1) ? 1 : (e->window > 65536) ? 65536 : e->window;
+            if (e->used) { /* every send starts with a full window */
                 rank = (int)(i / RINGK_DIR_ENTRIES);
                 r->window[rank * RINGK_SLOTS + e->id]  = e->window;
                 r->credits[rank * RINGK_SLOTS + e->id] = e->window;
@@ -989,19 +907,12 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     if (ret == 0) {
         ret = ctx->job.allgather(ctx->job.arg, mytopics, r->topics,
                                  RINGK_MAX_TOPICS * sizeof(*mytopics));
-        for (i = 0; i < (unsigned)size * RINGK_MAX_TOPICS; i++) {
-            r->topics[i].name[RINGK_NAME_MAX - 1] = '\0';
-            if (r->topics[i].nsubs > RINGK_MAX_KERNELS) {
-                r->topics[i].nsubs = RINGK_MAX_KERNELS; /* a peer's count: bounded */
-            }
-        }
+        ringk_wire_topics_fix(r->topics, (size_t)size * RINGK_MAX_TOPICS); /* from peers */
     }
     if (ret == 0) {
         ret = ctx->job.allgather(ctx->job.arg, mybarriers, r->barriers,
                                  RINGK_MAX_BARRIERS * sizeof(*mybarriers));
-        for (i = 0; i < (unsigned)size * RINGK_MAX_BARRIERS; i++) {
-            r->barriers[i].name[RINGK_NAME_MAX - 1] = '\0';
-        }
+        ringk_wire_topics_fix(r->barriers, (size_t)size * RINGK_MAX_BARRIERS); /* same shape */
     }
     for (rank = 0; (ret == 0) && (rank < size); rank++) {
         ucp_ep_params_t ep = {

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What processes of a libringk job send each other: the headers of the active messages and the
+ * tables exchanged at start, and the checks every one of them passes before it is used. All of
+ * it comes from another process and is trusted for nothing; the checks are pure functions, so
+ * test/fuzz/fuzz_wire.c can feed them anything. */
+#ifndef RINGK_WIRE_H
+#define RINGK_WIRE_H
+
+#include "ringk_internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The wire header of a remote message: the message header, the receiving kernel's id and the
+ * sending process (whose credit it used). */
+typedef struct {
+    ringk_msg_t msg;
+    uint32_t    dst;
+    uint32_t    src_rank;
+} remote_hdr_t;
+
+/* Credits: a process may have at most `window` messages (the receiving kernel's inbox size) on
+ * their way to one kernel of another process: sent, and not yet in that kernel's inbox. The
+ * receiver returns credits as messages enter the inbox, in batches of a quarter window, so a
+ * full inbox pushes back on the senders (-EAGAIN, or a wait) and the receiver's backlog is
+ * bounded by (processes - 1) x window per kernel. */
+typedef struct {
+    uint32_t magic;
+    uint32_t rank;   /* the process returning the credits */
+    uint32_t id;     /* its kernel */
+    uint32_t count;
+} credit_msg_t;
+
+#define RINGK_CREDIT_MAGIC 0x72637264u /* "rcrd" */
+
+/* The wire header of a topic publish: the message header and the topic. */
+typedef struct {
+    ringk_msg_t msg;
+    char        topic[RINGK_NAME_MAX];
+} topic_hdr_t;
+
+/* One process's topic entry, as exchanged at start: a topic with local subscribers. */
+typedef struct {
+    char     name[RINGK_NAME_MAX];
+    uint32_t nsubs;
+    uint32_t used;
+} topic_entry_t;
+
+/* A barrier message: a process arrived (to rank 0), or everyone did (from rank 0). */
+typedef struct {
+    char     name[RINGK_NAME_MAX];
+    uint64_t generation;
+    uint32_t release;   /* 0: arrival of a process, 1: release */
+    uint32_t pad;
+} barrier_msg_t;
+
+/* A process leaving the job says so to every other before it closes its endpoints. */
+typedef struct {
+    uint32_t rank;
+    uint32_t magic;
+    uint32_t ack;   /* 0: "I leave", 1: "I saw that you leave" */
+    uint32_t pad;
+} bye_msg_t;
+
+#define RINGK_BYE_MAGIC 0x72627965u /* "rbye" */
+
+/* One process's directory entry, as exchanged at start. */
+typedef struct {
+    char     name[RINGK_NAME_MAX];
+    uint32_t id;
+    uint32_t used;
+    uint32_t window;   /* credits each other process gets for this kernel */
+    uint32_t pad;
+} dir_entry_t;
+
+/** Checks a K2K message header arriving with @a data_len payload bytes for a job of @a size
+ *  processes in which we are @a me; copies it to @a hdr_p. @return 0 or -EPROTO. */
+int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len, int size,
+                         int me, remote_hdr_t *hdr_p);
+/** Checks a topic publish header; the topic name comes back terminated. @return 0 or -EPROTO. */
+int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_len,
+                           topic_hdr_t *hdr_p);
+/** Checks a barrier arrival or release; the name comes back terminated. */
+int ringk_wire_barrier_parse(const void *header, size_t header_len, barrier_msg_t *m_p);
+/** Checks a goodbye or its acknowledgement from another process of the job. */
+int ringk_wire_bye_parse(const void *header, size_t header_len, int size, int me, bye_msg_t *m_p);
+/** Checks returned credits from another process of the job. */
+int ringk_wire_credit_parse(const void *header, size_t header_len, int size, int me,
+                            credit_msg_t *m_p);
+/** Makes a directory, topic or barrier table received at start safe to use in place: names
+ *  terminated, ids and counts in range (an entry out of range is marked unused). */
+void ringk_wire_dir_fix(dir_entry_t *entries, size_t n);
+void ringk_wire_topics_fix(topic_entry_t *entries, size_t n);
+
+#endif
