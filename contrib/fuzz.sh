@@ -9,6 +9,9 @@
 #   fuzz_strings  RINGK_P2P_LEVEL / RINGK_PATH values, UCX version strings
 #   fuzz_wire     libringk's messages between processes (K2K, topics, barriers, goodbyes,
 #                 credits) and the tables of the start exchange
+#   fuzz_uct      the transport's packed remote keys, receive-segment headers checked against
+#                 iface addresses, device addresses (node identities); needs a configured
+#                 build directory (RINGK_BUILDDIR, default _build) for UCX's build config.h
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-30}
@@ -26,7 +29,18 @@ mkdir -p "$out"
 core="$top/src/core/ringk_topo.c $top/src/core/ringk_ucxver.c $top/src/core/ringk_cuda.c \
       $top/src/core/ringk_node.c"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$top/src"
-targets="fuzz_ring fuzz_topo fuzz_strings fuzz_wire"
+build=${RINGK_BUILDDIR:-$top/_build}
+ucx_src=$(sed -n 's/^UCX_SRC_DIR = //p' "$build/Makefile" 2>/dev/null)
+targets="fuzz_ring fuzz_topo fuzz_strings fuzz_wire fuzz_uct"
+# the core as the host-only (no CUDA) objects fuzz_uct links with the plugin's sources
+core_objs() {
+    local f
+    mkdir -p "$out/core"
+    for f in ringk_topo ringk_ucxver ringk_cuda ringk_node; do
+        clang ${flags/fuzzer,/fuzzer-no-link,} $(pkg-config --cflags hwloc) -c \
+            "$top/src/core/$f.c" -o "$out/core/$f.o" || return 1
+    done
+}
 n=0
 fails=0
 echo "1..$(wc -w <<<"$targets")"
@@ -36,6 +50,16 @@ for t in $targets; do
     case $t in
         fuzz_ring) ;;
         fuzz_wire) extra="$top/src/ringk/ringk_wire.c $(pkg-config --cflags hwloc ucx)" ;;
+        fuzz_uct)
+            if [ -z "$ucx_src" ] || [ ! -f "$build/ucx-build/config.h" ]; then
+                echo "not ok $n - $t: $build is not a configured build directory"
+                fails=$((fails + 1))
+                continue
+            fi
+            core_objs 2>"$out/$t.build.log"
+            extra="-I$build -I$build/ucx-build -I$ucx_src/src -I$top/src/uct/ringk -DHAVE_CONFIG_H
+                   $top/src/uct/ringk/ringk_md.c $top/src/uct/ringk/ringk_iface.c $out/core/*.o
+                   $(pkg-config --cflags --libs hwloc ucx) -luct -lucs -ldl" ;;
         *) extra="$core $(pkg-config --cflags --libs hwloc ucx) -ldl" ;;
     esac
     if ! clang $flags -o "$out/$t" "$top/test/fuzz/$t.c" $extra 2>"$out/$t.build.log"; then

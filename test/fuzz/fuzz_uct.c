@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libFuzzer target: what the ringk transport reads from a peer before it touches the peer's
+ * memory. The first byte picks: a packed remote key (through the public uct_rkey_unpack of the
+ * ringk component, which this binary links in), a receive-segment header checked against the
+ * iface address it came with (ringk_ep.c's uct_ringk_ep_seg_check, included here to reach the
+ * static function), or two device addresses (node identities) compared. What is accepted must
+ * describe memory inside what the address announced. */
+#include "../../src/uct/ringk/ringk_ep.c"
+
+#include <uct/api/uct.h>
+
+#include <stdlib.h>
+
+static uct_component_h ringk_component;
+
+static void check(int ok)
+{
+    if (!ok) {
+        abort();
+    }
+}
+
+static uct_component_h find_ringk(void)
+{
+    uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
+    uct_component_h *components, found = NULL;
+    unsigned n, i;
+
+    if (uct_query_components(&components, &n) != UCS_OK) {
+        abort();
+    }
+    for (i = 0; (i < n) && (found == NULL); i++) {
+        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
+            !strcmp(attr.name, "ringk")) {
+            found = components[i]; /* static: outlives the list */
+        }
+    }
+    uct_release_component_list(components);
+    if (found == NULL) {
+        abort(); /* the component must be linked in */
+    }
+    return found;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint8_t buf[256] = {0};
+    uct_ringk_seg_shm_t hdr;
+    uct_ringk_iface_addr_t addr;
+    ringk_node_id_t a, b;
+    uint64_t rings_offset, stride, bytes;
+    uct_rkey_bundle_t bundle;
+    uct_ringk_rkey_t *rkey;
+    char reason[128];
+
+    if (size < 1) {
+        return 0;
+    }
+    if (ringk_component == NULL) {
+        ucs_global_opts.log_component.log_level = UCS_LOG_LEVEL_FATAL; /* refusals are expected */
+        ringk_component = find_ringk();
+    }
+    memcpy(buf, data + 1, ((size - 1) < sizeof(buf)) ? size - 1 : sizeof(buf));
+    switch (data[0] % 3) {
+    case 0:
+        if (uct_rkey_unpack(ringk_component, buf, &bundle) == UCS_OK) {
+            rkey = (uct_ringk_rkey_t*)bundle.rkey;
+            check((rkey->pid != 0) && (rkey->pid <= INT32_MAX));
+            check(rkey->address + rkey->length >= rkey->address); /* no wrap */
+            uct_rkey_release(ringk_component, &bundle);
+        }
+        break;
+    case 1:
+        memcpy(&hdr, buf, sizeof(hdr));
+        memcpy(&addr, buf + sizeof(hdr), sizeof(addr));
+        if (uct_ringk_ep_seg_check(&hdr, &addr) == UCS_OK) {
+            uct_ringk_seg_layout(hdr.nlanes, hdr.ring_size, hdr.cell_size, &rings_offset,
+                                 &stride, &bytes);
+            check((hdr.nlanes >= 1) && (hdr.nlanes <= UCT_RINGK_LANES_MAX));
+            check(rings_offset + (uint64_t)hdr.nlanes * stride <= addr.seg_bytes);
+            check((uint64_t)hdr.ring_size * hdr.cell_size <= stride);
+            check(hdr.max_cells <= hdr.ring_size);
+        }
+        break;
+    default:
+        memcpy(&a, buf, sizeof(a));
+        memcpy(&b, buf + sizeof(a), sizeof(b));
+        if (ringk_node_id_same(&a, &b, reason, sizeof(reason))) {
+            check(!memcmp(&a, &b, sizeof(a)) || (reason[0] != '\0'));
+        }
+        check(memchr(reason, '\0', sizeof(reason)) != NULL);
+        break;
+    }
+    return 0;
+}
