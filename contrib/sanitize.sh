@@ -4,8 +4,11 @@
 # ThreadSanitizer, in its own build directory (host-only) and runs the tests that exercise the
 # ring protocol, the runtime's executors, the topology parser and the examples under it. The
 # results land in BUILDDIR/test-suite.log like any 'make check'.
-#   asan: test_ring, test_runtime, test_topo, test_examples.sh (leaks checked; one leak inside
-#         hwloc's dlclose'd PCI plugin during a live topology load is suppressed: contrib/lsan.supp)
+#   asan: test_ring, test_runtime, test_topo, test_examples.sh, test_uct (the transport plugin,
+#         built with the sanitizers and preloaded), test_ucp, test_job.sh (jobs of 2-4 processes),
+#         test_info.sh. Leaks checked; one leak inside hwloc's dlclose'd PCI plugin during a live
+#         topology load is suppressed: contrib/lsan.supp. Not here: test_ucp.sh and test_mpi.sh,
+#         whose programs (ucx_perftest, mpirun) are not built with the sanitizers.
 #   tsan: test_ring, test_runtime (CK_FORK=no: TSan cannot follow fork; UCX_MEM_EVENTS=no:
 #         UCX's libucm memory hooks crash under TSan at thread exit)
 set -euo pipefail
@@ -14,7 +17,7 @@ mode=${1:?usage: sanitize.sh asan|tsan}
 case $mode in
     asan)
         flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-        tests="test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_topo test/gtest-free/test_examples.sh"
+        tests="test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_topo test/gtest-free/test_examples.sh test/gtest-free/test_uct test/gtest-free/test_ucp test/gtest-free/test_job.sh test/gtest-free/test_info.sh"
         export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:fast_unwind_on_malloc=0"
         export LSAN_OPTIONS="suppressions=$top/contrib/lsan.supp:print_suppressions=0"
         export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" ;;

@@ -155,6 +155,7 @@ static ucs_status_t iface_open_with(const char *name, const char *value, uct_ifa
     if (name != NULL) {
         status = uct_config_modify(config, name, value);
         if (status != UCS_OK) {
+            uct_config_release(config); /* ASan's leak check found this missing */
             return status; /* rejected by the parser itself */
         }
     }

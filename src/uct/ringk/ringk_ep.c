@@ -399,7 +399,9 @@ ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     if (ucs_likely(ncells == 1)) {
         dst = ringk_ring_payload(&ep->ring, pos);
         memcpy(dst, &header, sizeof(header));
-        memcpy(dst + sizeof(header), payload, length);
+        if (length != 0) { /* payload may be NULL then, and memcpy(NULL) is undefined (UBSan) */
+            memcpy(dst + sizeof(header), payload, length);
+        }
     } else {
         ringk_ring_write(&ep->ring, pos, 0, &header, sizeof(header));
         ringk_ring_write(&ep->ring, pos, sizeof(header), payload, length);
