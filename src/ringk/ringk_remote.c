@@ -240,7 +240,9 @@ static unsigned backlog_drain(ringk_remote_t *r)
                 ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from sender 0x%x to "
                               "local kernel %u: %s", b->hdr.msg.sender, id, strerror(-ret));
             }
-            credit_owe(r, b->hdr.src_rank, id);
+            if (b->hdr.src_rank < (uint32_t)r->size) { /* a K2K message: it used a credit */
+                credit_owe(r, b->hdr.src_rank, id);
+            }
             r->backlog_head[id] = b->next;
             if (b->next == NULL) {
                 r->backlog_tail[id] = NULL;
@@ -327,7 +329,8 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
     pthread_mutex_unlock(&ctx->lock);
     pthread_mutex_lock(&r->backlog_mu);
     for (i = 0; i < nsubs; i++) {
-        remote_hdr_t one = {.msg = hdr.msg, .dst = subs[i]->id};
+        /* no sender rank: publishes take no credit, so none is owed back */
+        remote_hdr_t one = {.msg = hdr.msg, .dst = subs[i]->id, .src_rank = UINT32_MAX};
 
         ret = (r->backlog_head[subs[i]->id] != NULL) ? -EAGAIN :
               ringk_deliver_hdr(ctx, subs[i], &hdr.msg, data, RINGK_WAIT_NONE);
@@ -757,7 +760,7 @@ int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_
     return -ENOENT;
 }
 
-/* ---- start and stop ---------------------------------------------------------------------------- */
+/* ---- start and stop ------------------------------------------------------------------------- */
 
 int ringk_remote_start(ringk_ctx_t *ctx)
 {
@@ -809,8 +812,8 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     lens    = calloc(size, sizeof(*lens));
     entries = calloc(RINGK_DIR_ENTRIES, sizeof(*entries));
     if (!r->eps || !r->dead || !r->left || !r->acked || !r->ack_due || !r->window ||
-        !r->credits || !r->owed || !r->owed_queued || !r->owed_queue || !r->dir || !r->topics || !mytopics || !r->barriers ||
-        !mybarriers || !lens || !entries) {
+        !r->credits || !r->owed || !r->owed_queued || !r->owed_queue || !r->dir || !r->topics ||
+        !mytopics || !r->barriers || !mybarriers || !lens || !entries) {
         ret = -ENOMEM;
         goto out;
     }
@@ -1075,5 +1078,5 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     free(r->topics);
     free(r->barriers);
     free(r);
-    ctx->remote = NULL;
+    __atomic_store_n(&ctx->remote, NULL, __ATOMIC_RELEASE); /* pairs with remote_of() */
 }

@@ -47,6 +47,13 @@ void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
     ctx->log(ctx->log_arg, level, buf);
 }
 
+/* The job's connections, published by ringk_ctx_start() with a release store once complete;
+ * kernel threads may look before that. */
+static inline ringk_remote_t *remote_of(const ringk_ctx_t *ctx)
+{
+    return __atomic_load_n(&ctx->remote, __ATOMIC_ACQUIRE);
+}
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -295,7 +302,7 @@ static void *persistent_main(void *arg)
         if (kernel_try_finish(k)) {
             break;
         }
-        if ((k->ctx->remote != NULL) && (ringk_remote_poll(k->ctx) > 0)) {
+        if ((remote_of(k->ctx) != NULL) && (ringk_remote_poll(k->ctx) > 0)) {
             idle = 0;
             continue;
         }
@@ -542,7 +549,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                 route->allowed = (to->subscribes_to.count == 0) ||
                                  list_has(&to->subscribes_to, from->name);
                 __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
-            } else if ((ctx->remote != NULL) &&
+            } else if ((remote_of(ctx) != NULL) &&
                        (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
                 route->allowed = 1; /* the receiving process checks its subscribes_to */
             } else {
@@ -567,7 +574,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
             int rank;
             uint32_t id;
 
-            if ((ctx->remote != NULL) && (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
+            if ((remote_of(ctx) != NULL) && (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
                 return ringk_remote_send(ctx, NULL, rank, id, type, payload, length,
                                          timeout_ms);
             }
@@ -622,7 +629,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
                       timeout_ms, NULL, NULL);
         done += (ret == 0);
     }
-    if ((ret == 0) && (ctx->remote != NULL)) {
+    if ((ret == 0) && (remote_of(ctx) != NULL)) {
         unsigned reached = 0;
 
         ret   = ringk_remote_publish(ctx, from, topic, payload, length, &reached);
@@ -632,8 +639,9 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
         *delivered_p = done;
     }
     if (ret != 0) {
-        rk_log(ctx, RINGK_LOG_ERROR, "publish to topic '%s' reached %u of %u subscribers: %s",
-               topic, done, nsubs, strerror(-ret));
+        rk_log(ctx, RINGK_LOG_ERROR, "publish to topic '%s' reached %u subscribers (of them "
+               "%u in this process, which has %u) before: %s", topic, done,
+               (done < nsubs) ? done : nsubs, nsubs, strerror(-ret));
         return ret;
     }
     return (int)done;
@@ -660,7 +668,7 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
         }
     }
     gen = b->generation;
-    global = (ctx->remote != NULL) && ringk_remote_barrier_global(ctx, name);
+    global = (remote_of(ctx) != NULL) && ringk_remote_barrier_global(ctx, name);
     if (++b->arrived == b->expected) {
         if (!global) {
             b->arrived = 0;
@@ -804,7 +812,7 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
             ringk_kernel_terminate(ctx->kernels[i]);
         }
     }
-    if (ctx->remote != NULL) {
+    if (remote_of(ctx) != NULL) {
         ringk_remote_stop(ctx);
     }
     if (ctx->job_from_env) {
@@ -843,7 +851,7 @@ int ringk_ctx_start(ringk_ctx_t *ctx)
     if (ctx == NULL) {
         return -EINVAL;
     }
-    if ((ctx->job.size == 1) || (ctx->remote != NULL)) {
+    if ((ctx->job.size == 1) || (remote_of(ctx) != NULL)) {
         return 0;
     }
     return ringk_remote_start(ctx);
@@ -861,7 +869,7 @@ int ringk_ctx_size(const ringk_ctx_t *ctx)
 
 int ringk_ctx_peers_lost(const ringk_ctx_t *ctx)
 {
-    return (__atomic_load_n(&ctx->remote, __ATOMIC_ACQUIRE) != NULL) ? ringk_remote_lost(ctx) : 0;
+    return (remote_of(ctx) != NULL) ? ringk_remote_lost(ctx) : 0;
 }
 
 /* ---- kernels -------------------------------------------------------------------------------- */
