@@ -3,7 +3,9 @@
 # The whole test suite on a fresh Debian 12 machine: installs what is needed, builds ringk with
 # CUDA (when the toolkit is there) and without it, runs 'make check' in both, runs
 # 'make distcheck', runs the ring/runtime/topology/example tests under ASan+UBSan and TSan
-# (contrib/sanitize.sh), fuzzes the parsers for 30 s each (contrib/fuzz.sh), and ends with
+# (contrib/sanitize.sh), the unit tests under valgrind (contrib/valgrind.sh), fuzzes the
+# parsers for 30 s each (contrib/fuzz.sh), runs the fault
+# suite (contrib/faults.sh) and a 60 s soak of 4 processes (contrib/soak.sh), and ends with
 # 'N passed, N failed, N skipped'. Exits non-zero on a
 # failure.
 set -uo pipefail
@@ -76,12 +78,40 @@ for mode in asan tsan; do
     fi
 done
 
+# valgrind memcheck over the unit tests (leaks checked where the test allows it).
+echo "=== valgrind memcheck (contrib/valgrind.sh)"
+vg_out=$(bash contrib/valgrind.sh _build 2>&1)
+echo "$vg_out"
+passed=$((passed + $(grep -c '^ok ' <<<"$vg_out")))
+failed=$((failed + $(grep -c '^not ok ' <<<"$vg_out")))
+
 # Bounded fuzzing of what comes from outside: ring cells, topology files, option strings.
 echo "=== fuzzing (contrib/fuzz.sh ${RINGK_FUZZ_SECONDS:-30}s per target)"
 fuzz_out=$(bash contrib/fuzz.sh "${RINGK_FUZZ_SECONDS:-30}" 2>&1)
 echo "$fuzz_out"
 passed=$((passed + $(grep -c '^ok ' <<<"$fuzz_out")))
 failed=$((failed + $(grep -c '^not ok ' <<<"$fuzz_out")))
+
+# The fault suite: kill -9 of each rank of a 3-process job and an exit without cleanup, at
+# random moments of the traffic (over the ringk transport), twice each.
+echo "=== fault suite (contrib/faults.sh)"
+faults_out=$(bash contrib/faults.sh _build 2 2>&1)
+echo "$faults_out"
+passed=$((passed + $(grep -c '^ok ' <<<"$faults_out")))
+failed=$((failed + $(grep -c '^not ok ' <<<"$faults_out")))
+grep -q '^1\.\.[1-9]' <<<"$faults_out" || failed=$((failed + 1))
+
+# The soak: 4 processes for 60 s, every message counted and checksummed, RSS flat.
+echo "=== soak (contrib/soak.sh, 4 processes, ${RINGK_SOAK_SECONDS:-60} s)"
+if bash contrib/soak.sh _build "${RINGK_SOAK_SECONDS:-60}" 4 >_build/soak.out 2>&1; then
+    grep '^soak: ' _build/soak.out
+    echo "PASS: soak"
+    passed=$((passed + 1))
+else
+    tail -n 40 _build/soak.out
+    echo "FAIL: soak"
+    failed=$((failed + 1))
+fi
 
 # The transport never creates files in /dev/shm (its segments are unlinked memfds); nothing the
 # suite ran, kill -9 included, may leave one behind.

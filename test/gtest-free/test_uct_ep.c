@@ -788,6 +788,7 @@ START_TEST(test_uct_ep_kill9_sender)
 
         node_open(&a, NULL, NULL);
         ep = node_connect(&a, b.addr, b.dev_addr);
+        memset(&info, 0, sizeof(info)); /* no rkey here: valgrind saw it written uninitialised */
         memcpy(info.addr, a.addr, sizeof(info.addr));
         memcpy(info.dev_addr, a.dev_addr, sizeof(info.dev_addr));
         victim_child = 1; /* from here on it can be killed at any instruction */

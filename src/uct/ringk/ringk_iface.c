@@ -574,6 +574,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     }
     self->config = *config;
     self->id     = ucs_generate_uuid((uintptr_t)self);
+    self->neps   = 0; /* UCS classes are not zeroed: valgrind saw this read uninitialised */
 
     /* A message may take at most half the ring, so that it can always be placed without
      * wrapping once the ring is empty; am_bcopy is capped by SEG_SIZE and by that. */
