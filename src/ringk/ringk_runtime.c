@@ -324,19 +324,21 @@ static void *persistent_main(void *arg)
 static void *pool_main(void *arg)
 {
     ringk_ctx_t *ctx = arg;
-    unsigned i, n, it, did, idle = 0, count;
+    unsigned i, n, it, did, idle = 0, count, event_driven;
     struct timespec ts;
     ringk_kernel_t *k;
     int state;
 
     while (!load_i(&ctx->stop)) {
         did   = 0;
+        event_driven = 0;
         count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
         for (i = 0; i < count; i++) {
             k = ctx->kernels[i];
             if ((k == NULL) || (k->mode != RINGK_MODE_EVENT_DRIVEN)) {
                 continue;
             }
+            event_driven++;
             state = load_i(&k->state);
             if ((state == RINGK_KERNEL_INACTIVE) || (state == RINGK_KERNEL_TERMINATED) ||
                 (inbox_empty(k) && (state != RINGK_KERNEL_TERMINATING))) {
@@ -359,7 +361,9 @@ static void *pool_main(void *arg)
             idle = 0;
             continue;
         }
-        if (++idle < RINGK_SPIN_POLLS / 4) {
+        /* with no event-driven kernel there is nothing to spin for: the yields would only
+         * take turns from persistent kernels on a busy machine */
+        if ((event_driven > 0) && (++idle < RINGK_SPIN_POLLS / 4)) {
             sched_yield();
             continue;
         }
