@@ -135,6 +135,18 @@ int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *h
                       const void *payload, int timeout_ms);
 /** The local kernel with that local id, or NULL. */
 ringk_kernel_t *ringk_kernel_by_id(ringk_ctx_t *ctx, uint32_t id);
+
+/* The next sequence number of a message sent as kernel @a from. A kernel sends as itself from
+ * its executor, one message at a time (as for msgs_out): a plain load and store, not a locked
+ * add, whose fence made every send wait until its store into the receiver's cell line had
+ * completed (62% of deliver() in a throughput profile). */
+static inline uint64_t ringk_kernel_next_seq(ringk_kernel_t *from)
+{
+    uint64_t seq = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+
+    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
+    return seq;
+}
 void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

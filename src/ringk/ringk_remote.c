@@ -493,7 +493,7 @@ static void remote_msg_init(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_msg_t 
     msg->receiver  = receiver;
     msg->type      = type;
     msg->length    = (uint32_t)length;
-    msg->seq       = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
+    msg->seq       = from ? ringk_kernel_next_seq(from)
                           : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
     msg->timestamp = (from && from->timestamps) ? ringk_hlc_tick(&ctx->clock) : 0;
 }

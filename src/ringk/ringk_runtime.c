@@ -465,7 +465,7 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
         msg->timestamp = remote_hdr->timestamp;
     } else {
         msg->sender    = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
-        msg->seq       = from ? __atomic_fetch_add(&from->seq, 1, __ATOMIC_RELAXED)
+        msg->seq       = from ? ringk_kernel_next_seq(from)
                               : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
         msg->timestamp = ((from && from->timestamps) || to->timestamps) ?
                          ringk_hlc_tick(&ctx->clock) : 0;

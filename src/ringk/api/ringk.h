@@ -293,7 +293,9 @@ int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats
 #define RINGK_WAIT_FOREVER (-1)   /**< timeout: wait until there is room */
 
 /**
- * Sends a message from @a from (NULL: the host) to the kernel named @a to. A kernel may send
+ * Sends a message from @a from (NULL: the host) to the kernel named @a to. Sending as a kernel is
+ * for its handler (or one thread at a time): its sequence numbers and counters are not locked;
+ * any thread may send as the host. A kernel may send
  * only to kernels in its publishes_to list; the receiver, if it lists subscribes_to, must list
  * the sender. FIFO per sender and receiver. To a kernel of another process, this process may
  * have at most that kernel's inbox_size messages on their way (credits, returned as they enter
