@@ -10,7 +10,9 @@
 #         topology load is suppressed: contrib/lsan.supp. Not here: test_ucp.sh and test_mpi.sh,
 #         whose programs (ucx_perftest, mpirun) are not built with the sanitizers.
 #   tsan: test_ring, test_runtime (CK_FORK=no: TSan cannot follow fork; UCX_MEM_EVENTS=no:
-#         UCX's libucm memory hooks crash under TSan at thread exit)
+#         UCX's libucm memory hooks crash under TSan at thread exit). RINGK_TSAN_TESTS replaces
+#         the list, e.g. RINGK_TSAN_TESTS=test/gtest-free/test_job.sh for the multi-process
+#         jobs (minutes on 2 cores, so not in CI).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:?usage: sanitize.sh asan|tsan}
@@ -23,7 +25,7 @@ case $mode in
         export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" ;;
     tsan)
         flags="-fsanitize=thread"
-        tests="test/gtest-free/test_ring test/gtest-free/test_runtime"
+        tests="${RINGK_TSAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime}"
         export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
         export CK_FORK=no UCX_MEM_EVENTS=no ;;
     *)

@@ -50,6 +50,12 @@ run_suite() {
     fi
 }
 
+# Adds a TAP script's results (its "ok" / "not ok" lines) to the totals.
+tally_tap() {
+    passed=$((passed + $(grep -c '^ok ' <<<"$1")))
+    failed=$((failed + $(grep -c '^not ok ' <<<"$1")))
+}
+
 shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
 
 run_suite "default configuration" _build
@@ -82,23 +88,20 @@ done
 echo "=== valgrind memcheck (contrib/valgrind.sh)"
 vg_out=$(bash contrib/valgrind.sh _build 2>&1)
 echo "$vg_out"
-passed=$((passed + $(grep -c '^ok ' <<<"$vg_out")))
-failed=$((failed + $(grep -c '^not ok ' <<<"$vg_out")))
+tally_tap "$vg_out"
 
 # Bounded fuzzing of what comes from outside: ring cells, topology files, option strings.
 echo "=== fuzzing (contrib/fuzz.sh ${RINGK_FUZZ_SECONDS:-30}s per target)"
 fuzz_out=$(bash contrib/fuzz.sh "${RINGK_FUZZ_SECONDS:-30}" 2>&1)
 echo "$fuzz_out"
-passed=$((passed + $(grep -c '^ok ' <<<"$fuzz_out")))
-failed=$((failed + $(grep -c '^not ok ' <<<"$fuzz_out")))
+tally_tap "$fuzz_out"
 
 # The fault suite: kill -9 of each rank of a 3-process job and an exit without cleanup, at
 # random moments of the traffic (over the ringk transport), twice each.
 echo "=== fault suite (contrib/faults.sh)"
 faults_out=$(bash contrib/faults.sh _build 2 2>&1)
 echo "$faults_out"
-passed=$((passed + $(grep -c '^ok ' <<<"$faults_out")))
-failed=$((failed + $(grep -c '^not ok ' <<<"$faults_out")))
+tally_tap "$faults_out"
 grep -q '^1\.\.[1-9]' <<<"$faults_out" || failed=$((failed + 1))
 
 # The soak: 4 processes for 60 s, every message counted and checksummed, RSS flat.

@@ -775,6 +775,25 @@ int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_
 
 /* ---- start and stop ------------------------------------------------------------------------- */
 
+/* Frees what ringk_remote_start() allocated (each array may be NULL), and @a r. */
+static void remote_free(ringk_remote_t *r)
+{
+    free(r->eps);
+    free(r->dead);
+    free(r->left);
+    free(r->acked);
+    free(r->ack_due);
+    free(r->window);
+    free(r->credits);
+    free(r->owed);
+    free(r->owed_queued);
+    free(r->owed_queue);
+    free(r->dir);
+    free(r->topics);
+    free(r->barriers);
+    free(r);
+}
+
 int ringk_remote_start(ringk_ctx_t *ctx)
 {
     const int size = ctx->job.size, me = ctx->job.rank;
@@ -978,20 +997,7 @@ out:
         if (r->context) {
             ucp_cleanup(r->context);
         }
-        free(r->eps);
-        free(r->dead);
-        free(r->left);
-        free(r->acked);
-        free(r->ack_due);
-        free(r->window);
-        free(r->credits);
-        free(r->owed);
-        free(r->owed_queued);
-        free(r->owed_queue);
-        free(r->dir);
-        free(r->topics);
-        free(r->barriers);
-        free(r);
+        remote_free(r);
     }
     return ret;
 }
@@ -1077,19 +1083,6 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     ucp_cleanup(r->context);
     pthread_mutex_destroy(&r->backlog_mu);
     pthread_mutex_destroy(&r->owed_mu);
-    free(r->eps);
-    free(r->dead);
-    free(r->left);
-    free(r->acked);
-    free(r->ack_due);
-    free(r->window);
-    free(r->credits);
-    free(r->owed);
-    free(r->owed_queued);
-    free(r->owed_queue);
-    free(r->dir);
-    free(r->topics);
-    free(r->barriers);
-    free(r);
+    remote_free(r);
     __atomic_store_n(&ctx->remote, NULL, __ATOMIC_RELEASE); /* pairs with remote_of() */
 }
