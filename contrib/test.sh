@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The whole test suite on a fresh Debian 12 machine: installs what is needed, builds ringk with
 # CUDA (when the toolkit is there) and without it, runs 'make check' in both, runs
-# 'make distcheck', runs the ring/runtime/topology/example tests under ASan+UBSan and TSan
-# (contrib/sanitize.sh), the unit tests under valgrind (contrib/valgrind.sh), fuzzes the
+# 'make distcheck', runs the test suite (GPU self-test aside) under ASan+UBSan and the ring and
+# runtime tests under TSan (contrib/sanitize.sh), the unit tests under valgrind (contrib/valgrind.sh), fuzzes the
 # parsers for 30 s each (contrib/fuzz.sh), runs the fault
 # suite (contrib/faults.sh) and a 60 s soak of 4 processes (contrib/soak.sh), and ends with
 # 'N passed, N failed, N skipped'. Exits non-zero on a
@@ -71,13 +71,15 @@ else
     failed=$((failed + 1))
 fi
 
-# Sanitizers (issue 6's fast ones): AddressSanitizer + UBSan over the ring, runtime, topology
-# and example tests, ThreadSanitizer over the ring and runtime tests.
+# Sanitizers: AddressSanitizer + UBSan over every test but the GPU self-test (programs that are
+# not instrumented get the ASan runtime preloaded), ThreadSanitizer over the ring and runtime
+# tests.
 for mode in asan tsan; do
     echo "=== sanitizer: $mode"
     bash contrib/sanitize.sh $mode
     if [ -f "_build-$mode/test-suite.log" ]; then
         tally "_build-$mode/test-suite.log"
+        [ -f "_build-$mode/test-suite-preload.log" ] && tally "_build-$mode/test-suite-preload.log"
     else
         echo "=== sanitizer $mode: build or run FAILED"
         failed=$((failed + 1))
