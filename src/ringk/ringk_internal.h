@@ -159,10 +159,12 @@ void ringk_remote_stop(ringk_ctx_t *ctx);
 unsigned ringk_remote_poll(ringk_ctx_t *ctx);
 /* How many peers' endpoints have failed. */
 int ringk_remote_lost(const ringk_ctx_t *ctx);
-/** Publishes to the topic's subscribers in other processes: one AM per such process.
- *  *reached_p: subscribers reached. @return 0 or -EPIPE (some process unreachable). */
+/** Publishes to the topic's subscribers in other processes: one AM per such process, each taking
+ *  one of RINGK_TOPIC_WINDOW credits for that process (waiting as @a timeout_ms says).
+ *  *reached_p: subscribers reached. @return 0, -EAGAIN / -ETIMEDOUT (a process's publishes are
+ *  not consumed), or -EPIPE (some process unreachable). */
 int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
-                         const void *payload, size_t length, unsigned *reached_p);
+                         const void *payload, size_t length, int timeout_ms, unsigned *reached_p);
 /** 1 when participants of barrier @a name live in more than one process. */
 int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name);
 /** This process's participants all arrived at generation @a gen (called without ctx->lock). */

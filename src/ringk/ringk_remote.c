@@ -25,12 +25,22 @@
 #define RINGK_DIR_ENTRIES RINGK_MAX_KERNELS
 
 #define RINGK_LEAVE_TIMEOUT_MS 3000 /* how long a leaving process waits for acknowledgements */
+#define RINGK_TOPIC_SLOT       0    /* credit slot of a process's publishes to another process */
+#define RINGK_TOPIC_WINDOW     256  /* publishes on their way from one process to another */
 
 
 
 /* A message that found its inbox full, kept in order until there is room. */
+/* A publish from another process whose delivery to some local subscribers waits in their
+ * backlogs: its credit is returned when the last of them has entered its inbox. */
+typedef struct {
+    uint32_t src_rank;
+    unsigned remaining;   /* backlog entries of this publish, under backlog_mu */
+} topic_ref_t;
+
 typedef struct backlog {
     struct backlog *next;
+    topic_ref_t    *ref;  /* a publish's shared count; NULL for a K2K message */
     remote_hdr_t    hdr;
     uint8_t         payload[];
 } backlog_t;
@@ -114,8 +124,9 @@ static void am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *
 static void credit_owe(ringk_remote_t *r, uint32_t src, uint32_t id)
 {
     const uint32_t idx = src * RINGK_SLOTS + id;
-    ringk_kernel_t *k  = ringk_kernel_by_id(r->ctx, id);
-    const uint32_t batch = (k != NULL) && (k->inbox_size >= 4) ? k->inbox_size / 4 : 1;
+    ringk_kernel_t *k  = (id == RINGK_TOPIC_SLOT) ? NULL : ringk_kernel_by_id(r->ctx, id);
+    const uint32_t batch = (id == RINGK_TOPIC_SLOT) ? RINGK_TOPIC_WINDOW / 4 :
+                           (k != NULL) && (k->inbox_size >= 4) ? k->inbox_size / 4 : 1;
 
     if ((__atomic_add_fetch(&r->owed[idx], 1, __ATOMIC_ACQ_REL) >= batch) &&
         !__atomic_exchange_n(&r->owed_queued[idx], 1, __ATOMIC_ACQ_REL)) {
@@ -196,7 +207,7 @@ static int credit_take(ringk_remote_t *r, int rank, uint32_t id)
 /* ---- receiving ----------------------------------------------------------------------------- */
 
 static void backlog_push(ringk_remote_t *r, uint32_t dst, const remote_hdr_t *hdr,
-                         const void *payload)
+                         const void *payload, topic_ref_t *ref)
 {
     backlog_t *b = malloc(sizeof(*b) + hdr->msg.length);
 
@@ -204,6 +215,7 @@ static void backlog_push(ringk_remote_t *r, uint32_t dst, const remote_hdr_t *hd
         abort(); /* cannot keep the promise of no silent drop without memory */
     }
     b->next = NULL;
+    b->ref  = ref;
     b->hdr  = *hdr;
     memcpy(b->payload, payload, hdr->msg.length);
     if (r->backlog_tail[dst] != NULL) {
@@ -241,7 +253,12 @@ static unsigned backlog_drain(ringk_remote_t *r)
                 ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from sender 0x%x to "
                               "local kernel %u: %s", b->hdr.msg.sender, id, strerror(-ret));
             }
-            if (b->hdr.src_rank < (uint32_t)r->size) { /* a K2K message: it used a credit */
+            if (b->ref != NULL) { /* a publish: its credit, once all its subscribers have it */
+                if (--b->ref->remaining == 0) {
+                    credit_owe(r, b->ref->src_rank, RINGK_TOPIC_SLOT);
+                    free(b->ref);
+                }
+            } else if (b->hdr.src_rank < (uint32_t)r->size) { /* a K2K message's credit */
                 credit_owe(r, b->hdr.src_rank, id);
             }
             r->backlog_head[id] = b->next;
@@ -288,7 +305,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
     ret = (r->backlog_head[hdr.dst] != NULL) ? -EAGAIN :
           ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
     if (ret == -EAGAIN) {
-        backlog_push(r, hdr.dst, &hdr, data);
+        backlog_push(r, hdr.dst, &hdr, data, NULL);
     }
     pthread_mutex_unlock(&r->backlog_mu);
     if (ret != -EAGAIN) {
@@ -309,12 +326,14 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
     ringk_remote_t *r = arg;
     ringk_ctx_t *ctx  = r->ctx;
     ringk_kernel_t *subs[RINGK_MAX_KERNELS];
+    topic_ref_t *ref = NULL;
     unsigned nsubs = 0, i;
     topic_hdr_t hdr;
     int ret;
 
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
-        (ringk_wire_topic_parse(header, header_length, length, &hdr) != 0)) {
+        (ringk_wire_topic_parse(header, header_length, length, r->size, ctx->job.rank,
+                                &hdr) != 0)) {
         r->undeliverable++;
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed publish (header %zu bytes, "
                       "data %zu)", header_length, length);
@@ -330,18 +349,30 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
     pthread_mutex_unlock(&ctx->lock);
     pthread_mutex_lock(&r->backlog_mu);
     for (i = 0; i < nsubs; i++) {
-        /* no sender rank: publishes take no credit, so none is owed back */
+        /* the publish's one credit is shared by its backlog entries (ref), not per entry */
         remote_hdr_t one = {.msg = hdr.msg, .dst = subs[i]->id, .src_rank = UINT32_MAX};
 
         ret = (r->backlog_head[subs[i]->id] != NULL) ? -EAGAIN :
               ringk_deliver_hdr(ctx, subs[i], &hdr.msg, data, RINGK_WAIT_NONE);
         if (ret == -EAGAIN) {
-            backlog_push(r, subs[i]->id, &one, data);
+            if (ref == NULL) {
+                ref = malloc(sizeof(*ref));
+                if (ref == NULL) {
+                    abort(); /* as backlog_push: no silent drop */
+                }
+                ref->src_rank  = hdr.src_rank;
+                ref->remaining = 0;
+            }
+            ref->remaining++;
+            backlog_push(r, subs[i]->id, &one, data, ref);
         } else if (ret != 0) {
             r->undeliverable++;
         }
     }
     pthread_mutex_unlock(&r->backlog_mu);
+    if (ref == NULL) { /* every subscriber has it (or it was reported): the credit returns */
+        credit_owe(r, hdr.src_rank, RINGK_TOPIC_SLOT);
+    }
     return UCS_OK;
 }
 
@@ -664,20 +695,13 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
-                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+/* Takes a credit for slot @a id of process @a rank, waiting as @a timeout_ms says (progressing
+ * the worker, which brings credits back): 0, -EAGAIN, -ETIMEDOUT, or -EPIPE (it is lost). */
+static int credit_wait(ringk_ctx_t *ctx, int rank, uint32_t id, int timeout_ms)
 {
     ringk_remote_t *r = ctx->remote;
     uint64_t deadline = 0;
-    remote_hdr_t hdr;
-    ucs_status_t status;
 
-    if ((rank < 0) || (rank >= ctx->job.size) || (rank == ctx->job.rank) || (id == 0) ||
-        (id > RINGK_MAX_KERNELS) || __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
-        return -EPIPE;
-    }
-    /* backpressure: the receiving kernel's inbox and this process's share of its backlog are
-     * full until it returns credits */
     while (!credit_take(r, rank, id)) {
         if (timeout_ms == RINGK_WAIT_NONE) {
             return -EAGAIN;
@@ -694,6 +718,27 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
         if (ringk_remote_poll(ctx) == 0) {
             sched_yield();
         }
+    }
+    return 0;
+}
+
+int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
+                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    ringk_remote_t *r = ctx->remote;
+    remote_hdr_t hdr;
+    ucs_status_t status;
+    int ret;
+
+    if ((rank < 0) || (rank >= ctx->job.size) || (rank == ctx->job.rank) || (id == 0) ||
+        (id > RINGK_MAX_KERNELS) || __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+        return -EPIPE;
+    }
+    /* backpressure: the receiving kernel's inbox and this process's share of its backlog are
+     * full until it returns credits */
+    ret = credit_wait(ctx, rank, id, timeout_ms);
+    if (ret != 0) {
+        return ret;
     }
     memset(&hdr, 0, sizeof(hdr));
     remote_msg_init(ctx, from, &hdr.msg, type, id, length);
@@ -713,7 +758,7 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
 }
 
 int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
-                         const void *payload, size_t length, unsigned *reached_p)
+                         const void *payload, size_t length, int timeout_ms, unsigned *reached_p)
 {
     ringk_remote_t *r = ctx->remote;
     unsigned reached = 0, nsubs;
@@ -723,6 +768,7 @@ int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *top
     memset(&hdr, 0, sizeof(hdr));
     remote_msg_init(ctx, from, &hdr.msg, RINGK_MSG_DATA, RINGK_MSG_BROADCAST, length);
     snprintf(hdr.topic, sizeof(hdr.topic), "%s", topic);
+    hdr.src_rank = (uint32_t)ctx->job.rank;
     /* one active message per process with subscribers, however many it has */
     for (rank = 0; rank < ctx->job.size; rank++) {
         if (rank == ctx->job.rank) {
@@ -737,6 +783,11 @@ int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *top
         }
         if (nsubs == 0) {
             continue;
+        }
+        /* backpressure: RINGK_TOPIC_WINDOW publishes on their way to that process */
+        ret = credit_wait(ctx, rank, RINGK_TOPIC_SLOT, timeout_ms);
+        if (ret != 0) {
+            break;
         }
         if (am_send_wait(r, rank, RINGK_AM_TOPIC, &hdr, sizeof(hdr), payload, length) ==
             UCS_OK) {
@@ -929,6 +980,10 @@ int ringk_remote_start(ringk_ctx_t *ctx)
         ret = ctx->job.allgather(ctx->job.arg, entries, r->dir,
                                  RINGK_DIR_ENTRIES * sizeof(*entries));
         ringk_wire_dir_fix(r->dir, (size_t)size * RINGK_DIR_ENTRIES); /* from peers */
+        for (rank = 0; rank < size; rank++) { /* publishes to each process */
+            r->window[rank * RINGK_SLOTS + RINGK_TOPIC_SLOT]  = RINGK_TOPIC_WINDOW;
+            r->credits[rank * RINGK_SLOTS + RINGK_TOPIC_SLOT] = RINGK_TOPIC_WINDOW;
+        }
         for (i = 0; i < (unsigned)size * RINGK_DIR_ENTRIES; i++) {
             const dir_entry_t *e = &r->dir[i];
 
@@ -1076,6 +1131,9 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     for (id = 0; id <= RINGK_MAX_KERNELS; id++) {
         while ((b = r->backlog_head[id]) != NULL) {
             r->backlog_head[id] = b->next;
+            if ((b->ref != NULL) && (--b->ref->remaining == 0)) {
+                free(b->ref);
+            }
             free(b);
         }
     }

@@ -636,7 +636,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     if ((ret == 0) && (remote_of(ctx) != NULL)) {
         unsigned reached = 0;
 
-        ret   = ringk_remote_publish(ctx, from, topic, payload, length, &reached);
+        ret   = ringk_remote_publish(ctx, from, topic, payload, length, timeout_ms, &reached);
         done += reached;
     }
     if (delivered_p != NULL) {

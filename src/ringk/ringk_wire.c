@@ -28,8 +28,8 @@ int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len,
     return 0;
 }
 
-int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_len,
-                           topic_hdr_t *hdr_p)
+int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_len, int size,
+                           int me, topic_hdr_t *hdr_p)
 {
     topic_hdr_t hdr;
 
@@ -38,7 +38,8 @@ int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_le
     }
     memcpy(&hdr, header, sizeof(hdr));
     hdr.topic[RINGK_NAME_MAX - 1] = '\0';
-    if ((hdr.msg.length != data_len) || (hdr.msg.type > RINGK_MSG_TERMINATE)) {
+    if ((hdr.msg.length != data_len) || (hdr.msg.type > RINGK_MSG_TERMINATE) ||
+        !other_rank(hdr.src_rank, size, me)) {
         return -EPROTO;
     }
     *hdr_p = hdr;
@@ -85,8 +86,8 @@ int ringk_wire_credit_parse(const void *header, size_t header_len, int size, int
         return -EPROTO;
     }
     memcpy(&m, header, sizeof(m));
-    if ((m.magic != RINGK_CREDIT_MAGIC) || !other_rank(m.rank, size, me) || (m.id == 0) ||
-        (m.id > RINGK_MAX_KERNELS)) {
+    if ((m.magic != RINGK_CREDIT_MAGIC) || !other_rank(m.rank, size, me) ||
+        (m.id > RINGK_MAX_KERNELS)) { /* id 0: the topic slot */
         return -EPROTO;
     }
     *m_p = m;

@@ -27,16 +27,19 @@ typedef struct {
 typedef struct {
     uint32_t magic;
     uint32_t rank;   /* the process returning the credits */
-    uint32_t id;     /* its kernel */
+    uint32_t id;     /* its kernel, or 0: the publishes of the receiver to that process */
     uint32_t count;
 } credit_msg_t;
 
 #define RINGK_CREDIT_MAGIC 0x72637264u /* "rcrd" */
 
-/* The wire header of a topic publish: the message header and the topic. */
+/* The wire header of a topic publish: the message header, the topic and the sending process
+ * (a publish takes one credit of the receiving process's topic slot, whatever its subscribers). */
 typedef struct {
     ringk_msg_t msg;
     char        topic[RINGK_NAME_MAX];
+    uint32_t    src_rank;
+    uint32_t    pad;
 } topic_hdr_t;
 
 /* One process's topic entry, as exchanged at start: a topic with local subscribers. */
@@ -78,8 +81,8 @@ typedef struct {
 int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len, int size,
                          int me, remote_hdr_t *hdr_p);
 /** Checks a topic publish header; the topic name comes back terminated. @return 0 or -EPROTO. */
-int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_len,
-                           topic_hdr_t *hdr_p);
+int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_len, int size,
+                           int me, topic_hdr_t *hdr_p);
 /** Checks a barrier arrival or release; the name comes back terminated. */
 int ringk_wire_barrier_parse(const void *header, size_t header_len, barrier_msg_t *m_p);
 /** Checks a goodbye or its acknowledgement from another process of the job. */

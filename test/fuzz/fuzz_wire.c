@@ -45,9 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         break;
     case 1:
-        if (ringk_wire_topic_parse(data, hlen, dlen, &topic) == 0) {
+        if (ringk_wire_topic_parse(data, hlen, dlen, job, me, &topic) == 0) {
             check(memchr(topic.topic, '\0', sizeof(topic.topic)) != NULL);
             check(topic.msg.length == dlen);
+            check((topic.src_rank < (uint32_t)job) && ((int)topic.src_rank != me));
         }
         break;
     case 2:
@@ -64,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 4:
         if (ringk_wire_credit_parse(data, hlen, job, me, &credit) == 0) {
             check((credit.rank < (uint32_t)job) && ((int)credit.rank != me));
-            check((credit.id >= 1) && (credit.id <= RINGK_MAX_KERNELS));
+            check(credit.id <= RINGK_MAX_KERNELS); /* 0: the topic slot */
         }
         break;
     case 5:

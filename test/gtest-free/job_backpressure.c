@@ -100,7 +100,7 @@ int main(int argc, char **argv)
         return ok ? 0 : 1;
     }
     /* 1. without waiting, until refused for 300 ms in a row (credits come back meanwhile) */
-    while (idle < 300) {
+    while ((idle < 300) && (i < m)) { /* without backpressure: stops at m, and fails */
         ret = ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, &i, sizeof(i), RINGK_WAIT_NONE);
         if (ret == 0) {
             i++;

@@ -13,7 +13,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..22"
+echo "1..23"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -122,6 +122,8 @@ job "rank 0 leaves right after sending: 3 processes" 3 "leave \[rank 0 of 3\].*:
 # a remote inbox that does not drain pushes back on the sender (credits), nothing lost
 job "remote backpressure: -EAGAIN after inbox + window, -ETIMEDOUT, then all 20000 in order" 2 \
     "backpressure \[rank 0 of 2\].*: OK" "$top/test/gtest-free/job_backpressure" 20000
+job "remote publish backpressure: -EAGAIN after 256 publishes on their way, then all in order" 2 \
+    "topic backpressure \[rank 0 of 2\].*: OK" "$top/test/gtest-free/job_topic_backpressure" 5000
 
 mpi=$top/examples/mpi
 if [ -x "$mpi/pipeline_mpi" ] && command -v mpirun >/dev/null; then

@@ -311,9 +311,11 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to, ringk_msg
 
 /**
  * Publishes to every subscriber of @a topic (the publisher, if a kernel, must list the topic in
- * topics_pub). Waits up to @a timeout_ms for room in each subscriber.
- * @return the number of subscribers reached (all of them), or a negative errno; on -ETIMEDOUT
- *         or -EPIPE some subscribers may have received it: *delivered_p says how many.
+ * topics_pub). Waits up to @a timeout_ms for room in each subscriber of this process, and for
+ * a credit of each other process with subscribers (256 publishes may be on their way to one).
+ * @return the number of subscribers reached (all of them), or a negative errno; on -EAGAIN,
+ *         -ETIMEDOUT or -EPIPE some subscribers may have received it: *delivered_p says how
+ *         many.
  */
 int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
                   const void *payload, size_t length, int timeout_ms, unsigned *delivered_p);
