@@ -261,7 +261,7 @@ static void pin_thread(ringk_ctx_t *ctx, unsigned index)
     }
 }
 
-/* Sleeps until woken by a sender or a state change; W1 pairs with W2 in wake(). */
+/* Sleeps until woken by a sender or a state change; W1 pairs with W2 in sleeping_seen(). */
 static void kernel_sleep(ringk_kernel_t *k)
 {
     struct timespec ts;
@@ -382,23 +382,39 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-/* Wakes the executor of @a k if it sleeps. */
-static void wake(ringk_kernel_t *k)
+/* Whether the executor of @a k sleeps, or is about to: W2, pairs with W1 in kernel_sleep(),
+ * which stores 'sleeping', fences, then reads the tail (inbox_empty). The caller has either
+ * claimed cells (a seq_cst read-modify-write on the tail, ringk_cas_u64) or fenced just before:
+ * then either this read sees the flag or the sleeper's read sees the claim and does not sleep. */
+static int sleeping_seen(ringk_kernel_t *k)
+{
+    return (k->mode == RINGK_MODE_PERSISTENT) ?
+           __atomic_load_n(&k->sleeping, __ATOMIC_SEQ_CST) :
+           __atomic_load_n(&k->ctx->pool_sleeping, __ATOMIC_SEQ_CST);
+}
+
+/* Signals the executor of @a k, seen sleeping by sleeping_seen(). */
+static void wake_signal(ringk_kernel_t *k)
 {
     ringk_ctx_t *ctx = k->ctx;
 
-    /* W2: the publish before reading 'sleeping'; pairs with W1. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (k->mode == RINGK_MODE_PERSISTENT) {
-        if (__atomic_load_n(&k->sleeping, __ATOMIC_RELAXED)) {
-            pthread_mutex_lock(&k->mu);
-            pthread_cond_signal(&k->cv);
-            pthread_mutex_unlock(&k->mu);
-        }
-    } else if (__atomic_load_n(&ctx->pool_sleeping, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&k->mu);
+        pthread_cond_signal(&k->cv);
+        pthread_mutex_unlock(&k->mu);
+    } else {
         pthread_mutex_lock(&ctx->pool_mu);
         pthread_cond_broadcast(&ctx->pool_cv);
         pthread_mutex_unlock(&ctx->pool_mu);
+    }
+}
+
+/* Wakes the executor of @a k if it sleeps, after a state change (not a claim): fences first. */
+static void wake(ringk_kernel_t *k)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (sleeping_seen(k)) {
+        wake_signal(k);
     }
 }
 
@@ -414,7 +430,7 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
     uint64_t deadline = 0, pos = 0;
     unsigned spins = 0;
     ringk_msg_t *msg;
-    int state;
+    int state, sleeper;
 
     /* Fast refusal; the check that counts comes after the claim (T1). */
     state = load_i(&to->state);
@@ -445,6 +461,8 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
             sched_yield();
         }
     }
+    /* W2 (see sleeping_seen): right after the claim, so that no fence is needed */
+    sleeper = sleeping_seen(to);
     /* T1: the claim (a compare-and-swap on the tail) comes before this read of the state;
      * pairs with T2 in kernel_try_finish(), which reads the state, then the tail. A sender that
      * finds the kernel terminating here fills its cells with a cancelled cell and is told. */
@@ -481,7 +499,10 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
         /* only the sender's executor sends as it: a plain increment, read racily by stats */
         __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
     }
-    wake(to);
+    if (sleeper) {
+        /* it sees a claimed cell, so it waits for the publish rather than sleeping again */
+        wake_signal(to);
+    }
     return 0;
 }
 

@@ -292,6 +292,37 @@ static ringk_kernel_params_t counter_params(const char *name, unsigned inbox, in
     return p;
 }
 
+/* A send to a kernel that sleeps, is about to, or spins is always handled promptly: 1000 sends
+ * 0-3 ms apart (the kernel spins briefly, then sleeps for up to 100 ms unless woken), each
+ * must be handled within 50 ms. A lost wakeup (W1/W2 in ringk_runtime.c) would take 100 ms. */
+START_TEST(test_runtime_wakeup_never_lost)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_params_t p = counter_params("sleepy", 64, 0);
+    double t0, lat, worst = 0;
+    ringk_kernel_t *k;
+    uint64_t i;
+
+    counted = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    srand(7);
+    for (i = 0; i < 1000; i++) {
+        usleep(rand() % 3000);
+        t0 = now_s();
+        ck_assert_int_eq(ringk_send(ctx, NULL, "sleepy", RINGK_MSG_DATA, &i, sizeof(i),
+                                    RINGK_WAIT_FOREVER), 0);
+        while (__atomic_load_n(&counted, __ATOMIC_ACQUIRE) < i + 1) {
+            ck_assert_msg(now_s() - t0 < 5, "message %llu not handled in 5 s",
+                          (unsigned long long)i);
+        }
+        lat   = now_s() - t0;
+        worst = (lat > worst) ? lat : worst;
+    }
+    ck_assert_msg(worst < 0.050, "a send waited %.1f ms to be handled", worst * 1e3);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A full inbox refuses with -EAGAIN (or -ETIMEDOUT after waiting): every message is either
  * accepted and later handled, or refused and counted; none is lost. */
 START_TEST(test_runtime_backpressure_counted)
@@ -790,6 +821,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_runtime_fifo_backpressure);
     tcase_add_test(tc, test_runtime_backpressure_counted);
+    tcase_add_test(tc, test_runtime_wakeup_never_lost);
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);
     tcase_add_test(tc, test_runtime_terminate_message);
     tcase_add_test(tc, test_runtime_topic_fanout);
