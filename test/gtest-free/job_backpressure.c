@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Backpressure across processes (driven by test_job.sh), 2 processes: rank 1's kernel "sink"
  * (inbox of W = 16) starts inactive, so nothing leaves its inbox. Rank 0 sends to it without
- * waiting until it is refused: at most 2 x W can be accepted (W in the inbox, W credits of
- * backlog in rank 1), then -EAGAIN, and a send with a 200 ms timeout returns -ETIMEDOUT after
- * 200 ms. Rank 0 then tells rank 1's "ctl" to activate the sink and sends the rest of M waiting
- * as needed; the sink must get all M in order. Prints one line per rank ending in OK or FAIL. */
+ * waiting until it is refused, then sends with a 200 ms timeout, which must return -ETIMEDOUT
+ * after 200 ms. Then rank 0 tells rank 1's "ctl" to activate the sink and sends the rest of M
+ * waiting as needed; the sink must get all M in order. Usage: job_backpressure [M [publish]]
+ *   K2K sends: more than W and at most 2 x W are accepted (W in the inbox, W credits of backlog
+ *     in rank 1);
+ *   publish: rank 0 publishes to topic "bp", which the sink subscribes to: TW = 256 publishes
+ *     may be on their way to a process (W of them in the inbox, the rest in the backlog; the
+ *     first W's credits come back only in batches of TW / 4), so TW to TW + W are accepted.
+ * Prints one line per rank ending in OK or FAIL. */
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -15,7 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define W 16
+#define W  16
+#define TW 256 /* RINGK_TOPIC_WINDOW */
 
 static ringk_kernel_t *sink;
 static uint64_t got, bad;
@@ -39,6 +45,20 @@ static int ctl_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return ringk_kernel_activate(sink);
 }
 
+static int publish_mode;
+
+/* One message to the sink: a K2K send, or a publish to its topic. */
+static int to_sink(ringk_ctx_t *ctx, uint64_t *v, int timeout_ms)
+{
+    int ret;
+
+    if (!publish_mode) {
+        return ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, v, sizeof(*v), timeout_ms);
+    }
+    ret = ringk_publish(ctx, NULL, "bp", v, sizeof(*v), timeout_ms, NULL);
+    return (ret > 0) ? 0 : ret;
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -57,6 +77,13 @@ int main(int argc, char **argv)
     unsigned idle = 0;
     double t0, waited;
     int rank, ret, tret, ok;
+    const char *what;
+    uint64_t lo, hi;
+
+    publish_mode = (argc > 2) && !strcmp(argv[2], "publish");
+    what = publish_mode ? "publish" : "send";
+    lo   = publish_mode ? TW : W + 1;
+    hi   = publish_mode ? TW + W : 2 * W;
 
     if (ringk_ctx_create(NULL, &ctx) != 0) {
         return 1;
@@ -67,12 +94,15 @@ int main(int argc, char **argv)
         return 2;
     }
     if (rank == 1) {
+        static const char *topics[] = {"bp", NULL};
         ringk_kernel_params_t p = {
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                           RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE |
-                          RINGK_KERNEL_PARAM_FIELD_MAX_IN | RINGK_KERNEL_PARAM_FIELD_START_INACTIVE,
+                          RINGK_KERNEL_PARAM_FIELD_MAX_IN | RINGK_KERNEL_PARAM_FIELD_START_INACTIVE |
+                          RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB,
             .name = "sink", .handler = sink_handler, .mode = RINGK_MODE_EVENT_DRIVEN,
-            .inbox_size = W, .max_in = 64 /* one cell each: the inbox holds exactly W */
+            .inbox_size = W, .max_in = 64, /* one cell each: the inbox holds exactly W */
+            .topics_sub = topics
         };
         ringk_kernel_params_t c = {
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
@@ -101,7 +131,7 @@ int main(int argc, char **argv)
     }
     /* 1. without waiting, until refused for 300 ms in a row (credits come back meanwhile) */
     while ((idle < 300) && (i < m)) { /* without backpressure: stops at m, and fails */
-        ret = ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, &i, sizeof(i), RINGK_WAIT_NONE);
+        ret = to_sink(ctx, &i, RINGK_WAIT_NONE);
         if (ret == 0) {
             i++;
             idle = 0;
@@ -109,23 +139,23 @@ int main(int argc, char **argv)
             idle++;
             usleep(1000);
         } else {
-            fprintf(stderr, "send %llu: %s\n", (unsigned long long)i, strerror(-ret));
+            fprintf(stderr, "%s %llu: %s\n", what, (unsigned long long)i, strerror(-ret));
             return 1;
         }
     }
     const uint64_t accepted = i;
     /* 2. a timed send while still full */
     t0     = now_ms();
-    tret   = ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, &i, sizeof(i), 200);
+    tret   = to_sink(ctx, &i, 200);
     waited = now_ms() - t0;
-    ok = (accepted > W) && (accepted <= 2 * W) && (tret == -ETIMEDOUT) && (waited >= 199);
+    ok = (accepted >= lo) && (accepted <= hi) && (tret == -ETIMEDOUT) && (waited >= 199);
     /* 3. the sink consumes again: the rest waits for credits as needed */
     if (tret == 0) {
         i++;
     }
     ret = ringk_send(ctx, NULL, "ctl", RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER);
     for (; (ret == 0) && (i < m); i++) {
-        ret = ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, &i, sizeof(i), RINGK_WAIT_FOREVER);
+        ret = to_sink(ctx, &i, RINGK_WAIT_FOREVER);
     }
     if (ret == 0) {
         ret = ringk_send(ctx, NULL, "sink", RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
@@ -135,9 +165,10 @@ int main(int argc, char **argv)
     }
     ok = ok && (ret == 0);
     ringk_ctx_destroy(ctx);
-    printf("backpressure [rank 0 of 2]: inbox %d: %llu accepted before -EAGAIN (at most %d), "
-           "timed send: %s after %.0f ms, then %llu sent: %s\n", W, (unsigned long long)accepted,
-           2 * W, (tret == 0) ? "accepted" : strerror(-tret), waited, (unsigned long long)i,
+    printf("backpressure [rank 0 of 2]: %s, inbox %d: %llu accepted before -EAGAIN (%llu to %llu "
+           "expected), timed %s: %s after %.0f ms, then %llu in all: %s\n", what, W,
+           (unsigned long long)accepted, (unsigned long long)lo, (unsigned long long)hi, what,
+           (tret == 0) ? "accepted" : strerror(-tret), waited, (unsigned long long)i,
            ok ? "OK" : "FAIL");
     return ok ? 0 : 1;
 }
