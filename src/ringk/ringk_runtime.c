@@ -321,6 +321,27 @@ static void *persistent_main(void *arg)
     return NULL;
 }
 
+/* Whether an event-driven kernel has messages, or must finish terminating. */
+static int pool_has_work(ringk_ctx_t *ctx)
+{
+    unsigned i, count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
+    ringk_kernel_t *k;
+    int state;
+
+    for (i = 0; i < count; i++) {
+        k = ctx->kernels[i];
+        if ((k == NULL) || (k->mode != RINGK_MODE_EVENT_DRIVEN)) {
+            continue;
+        }
+        state = load_i(&k->state);
+        if ((state == RINGK_KERNEL_TERMINATING) ||
+            ((state == RINGK_KERNEL_ACTIVE) && !inbox_empty(k))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void *pool_main(void *arg)
 {
     ringk_ctx_t *ctx = arg;
@@ -370,10 +391,12 @@ static void *pool_main(void *arg)
         idle = 0;
         pthread_mutex_lock(&ctx->pool_mu);
         __atomic_store_n(&ctx->pool_sleeping, 1, __ATOMIC_RELAXED);
-        /* W1 (pool): as in kernel_sleep(); a short timeout covers state changes. */
+        /* W1 (pool): as in kernel_sleep(), then the inboxes are read again: a sender that
+         * claimed before is seen here, one that claims after sees the flag (W2). Each pool
+         * thread does this before it sleeps, so one that is awake always looks again. */
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (!load_i(&ctx->stop)) {
-            timespec_in_ms(&ts, 10);
+        if (!load_i(&ctx->stop) && !pool_has_work(ctx)) {
+            timespec_in_ms(&ts, 100); /* bounded, as kernel_sleep(); state changes wake */
             pthread_cond_timedwait(&ctx->pool_cv, &ctx->pool_mu, &ts);
         }
         __atomic_store_n(&ctx->pool_sleeping, 0, __ATOMIC_RELAXED);

@@ -293,8 +293,9 @@ static ringk_kernel_params_t counter_params(const char *name, unsigned inbox, in
 }
 
 /* A send to a kernel that sleeps, is about to, or spins is always handled promptly: 1000 sends
- * 0-3 ms apart (the kernel spins briefly, then sleeps for up to 100 ms unless woken), each
- * must be handled within 50 ms. A lost wakeup (W1/W2 in ringk_runtime.c) would take 100 ms. */
+ * 0-3 ms apart (the executor spins briefly, then sleeps for up to 100 ms unless woken), each
+ * must be handled within 50 ms. A lost wakeup (W1/W2 in ringk_runtime.c) would take 100 ms.
+ * _i = 0: a persistent kernel (its own thread); 1: an event-driven one (the pool threads). */
 START_TEST(test_runtime_wakeup_never_lost)
 {
     ringk_ctx_t *ctx = ctx_new();
@@ -303,6 +304,8 @@ START_TEST(test_runtime_wakeup_never_lost)
     ringk_kernel_t *k;
     uint64_t i;
 
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_MODE;
+    p.mode        = (_i == 0) ? RINGK_MODE_PERSISTENT : RINGK_MODE_EVENT_DRIVEN;
     counted = 0;
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
     srand(7);
@@ -821,7 +824,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_runtime_fifo_backpressure);
     tcase_add_test(tc, test_runtime_backpressure_counted);
-    tcase_add_test(tc, test_runtime_wakeup_never_lost);
+    tcase_add_loop_test(tc, test_runtime_wakeup_never_lost, 0, 2);
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);
     tcase_add_test(tc, test_runtime_terminate_message);
     tcase_add_test(tc, test_runtime_topic_fanout);
