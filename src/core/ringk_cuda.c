@@ -14,6 +14,180 @@
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+int ringk_cuda_usable(char *why, size_t why_len)
+{
+    if (access("/proc/driver/nvidia/version", R_OK) != 0) {
+        snprintf(why, why_len, "no NVIDIA driver loaded (/proc/driver/nvidia/version)");
+        return 0;
+    }
+    return ringk_cuda_device_count(why, why_len) > 0;
+}
+
+int ringk_cuda_current_busid(char *busid, size_t len, char *why, size_t why_len)
+{
+    cudaError_t err;
+    int dev;
+
+    if (!ringk_cuda_usable(why, why_len)) {
+        return -ENODEV;
+    }
+    if (((err = cudaGetDevice(&dev)) != cudaSuccess) ||
+        ((err = cudaDeviceGetPCIBusId(busid, (int)len, dev)) != cudaSuccess)) {
+        snprintf(why, why_len, "the current CUDA device: %s", cudaGetErrorString(err));
+        return -ENODEV;
+    }
+    snprintf(why, why_len, "the current CUDA device %d", dev);
+    return 0;
+}
+
+/* Whether a usable driver exists, asked once: pointer queries are on data paths. */
+static int ringk_cuda_usable_cached(void)
+{
+    static int usable = -1;
+    char why[128];
+
+    if (usable < 0) {
+        usable = ringk_cuda_usable(why, sizeof(why));
+    }
+    return usable;
+}
+
+int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
+{
+    struct cudaPointerAttributes attr;
+
+    if (!ringk_cuda_usable_cached() || (ptr == NULL)) {
+        return 0;
+    }
+    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+        cudaGetLastError(); /* a host pointer the driver never saw */
+        return 0;
+    }
+    if (attr.type != cudaMemoryTypeDevice) {
+        return 0;
+    }
+    if ((busid != NULL) && (cudaDeviceGetPCIBusId(busid, (int)len, attr.device) != cudaSuccess)) {
+        busid[0] = '\0';
+    }
+    return 1;
+}
+
+/* The driver API's cuMemGetAddressRange, looked up in the driver the runtime loaded: the
+ * runtime API has no way to find the allocation a pointer lies in. */
+typedef int (*ringk_cu_range_fn_t)(unsigned long long *base, size_t *size, unsigned long long p);
+
+int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
+                          char *why, size_t why_len)
+{
+    static ringk_cu_range_fn_t range;
+    unsigned long long base;
+    cudaIpcMemHandle_t h;
+    void *lib;
+    size_t size;
+    int ret;
+
+    if (range == NULL) {
+        lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        if ((lib == NULL) ||
+            ((*(void**)&range = dlsym(lib, "cuMemGetAddressRange_v2")) == NULL)) {
+            snprintf(why, why_len, "cuMemGetAddressRange_v2 not found in libcuda.so.1");
+            return -ENODEV;
+        }
+    }
+    ret = range(&base, &size, (unsigned long long)(uintptr_t)ptr);
+    if (ret != 0) {
+        snprintf(why, why_len, "cuMemGetAddressRange(%p) failed with CUresult %d", ptr, ret);
+        return -EINVAL;
+    }
+    if (cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
+        snprintf(why, why_len, "cudaIpcGetMemHandle(0x%llx): %s", base,
+                 cudaGetErrorString(cudaGetLastError()));
+        return -EINVAL;
+    }
+    memcpy(handle, &h, RINGK_CUDA_IPC_HANDLE_LEN);
+    *base_p = base;
+    *size_p = size;
+    return 0;
+}
+
+int ringk_cuda_ipc_open(const void *handle, void **mapped_p, char *why, size_t why_len)
+{
+    cudaIpcMemHandle_t h;
+    cudaError_t err;
+
+    if (!ringk_cuda_usable_cached()) {
+        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
+        return -ENODEV;
+    }
+    memcpy(&h, handle, RINGK_CUDA_IPC_HANDLE_LEN);
+    err = cudaIpcOpenMemHandle(mapped_p, h, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, why_len, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(err));
+        return -EIO;
+    }
+    return 0;
+}
+
+void ringk_cuda_ipc_close(void *mapped)
+{
+    cudaIpcCloseMemHandle(mapped);
+}
+
+int ringk_cuda_enable_peer(const char *busid, char *why, size_t why_len)
+{
+    int me, peer, can = 0;
+    cudaError_t err;
+
+    if ((cudaGetDevice(&me) != cudaSuccess) ||
+        (cudaDeviceGetByPCIBusId(&peer, busid) != cudaSuccess)) {
+        snprintf(why, why_len, "no CUDA device at %s", busid);
+        return -EPERM;
+    }
+    if (me == peer) {
+        return 0;
+    }
+    if ((cudaDeviceCanAccessPeer(&can, me, peer) != cudaSuccess) || !can) {
+        snprintf(why, why_len, "cudaDeviceCanAccessPeer(%d, %d) says no", me, peer);
+        return -EPERM;
+    }
+    err = cudaDeviceEnablePeerAccess(peer, 0);
+    if ((err != cudaSuccess) && (err != cudaErrorPeerAccessAlreadyEnabled)) {
+        snprintf(why, why_len, "cudaDeviceEnablePeerAccess(%d -> %d): %s", me, peer,
+                 cudaGetErrorString(err));
+        return -EPERM;
+    }
+    cudaGetLastError(); /* clear an 'already enabled' */
+    return 0;
+}
+
+int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)
+{
+    cudaError_t err = cudaMemcpy(dst, src, len, cudaMemcpyDefault);
+
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, why_len, "cudaMemcpy(%p <- %p, %zu): %s", dst, src, len,
+                 cudaGetErrorString(err));
+        return -EIO;
+    }
+    return 0;
+}
+
+void *ringk_cuda_host_alloc(size_t len)
+{
+    void *ptr;
+
+    return (cudaMallocHost(&ptr, len) == cudaSuccess) ? ptr : NULL;
+}
+
+void ringk_cuda_host_free(void *ptr)
+{
+    cudaFreeHost(ptr);
+}
 
 int ringk_cuda_device_count(char *why, size_t why_len)
 {
@@ -36,8 +210,10 @@ int ringk_cuda_device_count(char *why, size_t why_len)
 int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, size_t why_len)
 {
     uint32_t *host = NULL, *back = NULL, *mem_b = NULL, *mem_a = NULL;
-    int dev_a, dev_b, can = 0, ret = -EIO, i;
+    int dev_a, dev_b, can = 0, ret = -EIO, i, caller = 0;
     cudaError_t err;
+
+    cudaGetDevice(&caller); /* the caller's current device is given back at the end */
 
     if ((cudaDeviceGetByPCIBusId(&dev_a, busid_a) != cudaSuccess) ||
         (cudaDeviceGetByPCIBusId(&dev_b, busid_b) != cudaSuccess)) {
@@ -54,6 +230,7 @@ int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, s
         if ((err != cudaSuccess) && (err != cudaErrorPeerAccessAlreadyEnabled)) {
             snprintf(why, why_len, "cudaDeviceEnablePeerAccess(%d -> %d): %s", dev_a, dev_b,
                      cudaGetErrorString(err));
+            cudaSetDevice(caller);
             return -EPERM;
         }
         cudaGetLastError(); /* clear an 'already enabled' */
@@ -104,10 +281,68 @@ out:
     }
     free(back);
     free(host);
+    cudaSetDevice(caller);
     return ret;
 }
 
 #else /* !HAVE_CUDA */
+
+#define RINGK_NO_CUDA "built without CUDA"
+
+int ringk_cuda_usable(char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA);
+    return 0;
+}
+
+int ringk_cuda_current_busid(char *busid, size_t len, char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA);
+    return -ENODEV;
+}
+
+int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
+{
+    return 0;
+}
+
+int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
+                          char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA);
+    return -ENODEV;
+}
+
+int ringk_cuda_ipc_open(const void *handle, void **mapped_p, char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA ": CUDA memory of a peer cannot be mapped");
+    return -ENODEV;
+}
+
+void ringk_cuda_ipc_close(void *mapped)
+{
+}
+
+int ringk_cuda_enable_peer(const char *busid, char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA);
+    return -EPERM;
+}
+
+int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA);
+    return -EIO;
+}
+
+void *ringk_cuda_host_alloc(size_t len)
+{
+    return NULL;
+}
+
+void ringk_cuda_host_free(void *ptr)
+{
+}
 
 int ringk_cuda_device_count(char *why, size_t why_len)
 {

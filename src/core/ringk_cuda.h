@@ -5,6 +5,10 @@
 #define RINGK_CORE_CUDA_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/** Bytes of a CUDA IPC memory handle (cudaIpcMemHandle_t). */
+#define RINGK_CUDA_IPC_HANDLE_LEN 64
 
 /** Number of usable CUDA devices; 0 with the reason in @a why when there is none. */
 int ringk_cuda_device_count(char *why, size_t why_len);
@@ -17,5 +21,48 @@ int ringk_cuda_device_count(char *why, size_t why_len);
  *         (wrong data or a CUDA error), with the reason in @a why.
  */
 int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, size_t why_len);
+
+/**
+ * Tells whether CUDA may be used at all: built with CUDA, the NVIDIA driver is loaded
+ * (/proc/driver/nvidia exists) and a device exists. Without a driver no CUDA call is made, so
+ * processes on machines without GPUs never initialise the CUDA runtime.
+ * @return 1 or 0, with the reason in @a why.
+ */
+int ringk_cuda_usable(char *why, size_t why_len);
+
+/** PCI bus id ("0000:07:00.0") of the calling thread's current CUDA device; 0, or -ENODEV. */
+int ringk_cuda_current_busid(char *busid, size_t len, char *why, size_t why_len);
+
+/**
+ * Tells whether @a ptr is CUDA device memory; if it is, the bus id of its device goes to
+ * @a busid (may be NULL). Returns 0 without calling CUDA when ringk_cuda_usable() says no.
+ */
+int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len);
+
+/**
+ * Exports the device allocation containing @a ptr for CUDA IPC: its handle, base and size.
+ * @return 0, or -EINVAL / -ENODEV with the reason in @a why.
+ */
+int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
+                          char *why, size_t why_len);
+
+/** Maps a peer's exported allocation; @a mapped_p gets its base here. 0, or -EIO with why. */
+int ringk_cuda_ipc_open(const void *handle, void **mapped_p, char *why, size_t why_len);
+
+/** Unmaps what ringk_cuda_ipc_open() mapped. */
+void ringk_cuda_ipc_close(void *mapped);
+
+/**
+ * Lets the current device reach device @a busid's memory directly (P2P over NVLink or PCIe).
+ * @return 0 (enabled or already enabled), or -EPERM with the reason in @a why.
+ */
+int ringk_cuda_enable_peer(const char *busid, char *why, size_t why_len);
+
+/** Copies @a len bytes between any two of host and device memory and waits for the copy. */
+int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len);
+
+/** Pinned host memory for staging; NULL on failure. */
+void *ringk_cuda_host_alloc(size_t len);
+void ringk_cuda_host_free(void *ptr);
 
 #endif

@@ -10,6 +10,7 @@
 #include "ringk_cuda.h"
 
 #include <dlfcn.h>
+#include <ctype.h>
 #include <errno.h>
 #include <hwloc.h>
 #include <math.h>
@@ -618,6 +619,50 @@ int ringk_policy_from_env(ringk_policy_t *policy_p, char *err, size_t err_len)
 {
     return ringk_policy_parse(getenv("RINGK_P2P_LEVEL"), getenv("RINGK_PATH"), policy_p, err,
                               err_len);
+}
+
+#define RINGK_BUSID_VALID (1ull << 63)
+
+uint64_t ringk_busid_pack(const char *busid)
+{
+    unsigned domain = 0, bus, dev, fn;
+    int n = -1;
+
+    if (busid == NULL) {
+        return 0;
+    }
+    if ((sscanf(busid, "%8x:%2x:%2x.%1x%n", &domain, &bus, &dev, &fn, &n) != 4) ||
+        (busid[n] != '\0')) {
+        domain = 0;
+        n      = -1;
+        if ((sscanf(busid, "%2x:%2x.%1x%n", &bus, &dev, &fn, &n) != 3) || (busid[n] != '\0')) {
+            return 0;
+        }
+    }
+    if ((dev > 31) || (fn > 7) || !isxdigit((unsigned char)busid[0])) {
+        return 0;
+    }
+    return RINGK_BUSID_VALID | ((uint64_t)domain << 16) | (bus << 8) | (dev << 3) | fn;
+}
+
+void ringk_busid_unpack(uint64_t packed, char *buf, size_t len)
+{
+    snprintf(buf, len, "%04x:%02x:%02x.%x", (unsigned)((packed >> 16) & 0xffffffffu),
+             (unsigned)((packed >> 8) & 0xff), (unsigned)((packed >> 3) & 0x1f),
+             (unsigned)(packed & 7));
+}
+
+int ringk_topo_find_gpu(const ringk_topo_t *topo, const char *busid)
+{
+    uint64_t want = ringk_busid_pack(busid);
+    unsigned i;
+
+    for (i = 0; (want != 0) && (i < topo->ngpus); i++) {
+        if (ringk_busid_pack(topo->gpus[i].busid) == want) {
+            return (int)i;
+        }
+    }
+    return -1;
 }
 
 int ringk_policy_apply(const ringk_policy_t *pol, const ringk_topo_pair_t *pair, char *reason,

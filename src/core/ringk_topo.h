@@ -124,6 +124,18 @@ int ringk_policy_apply(const ringk_policy_t *policy, const ringk_topo_pair_t *pa
 int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int path,
                            char *reason, size_t reason_len);
 
+/**
+ * Packs a PCI bus id, "DDDD:BB:DD.F" or "BB:DD.F" in hex of either case, into a nonzero word
+ * (as device locations travel in addresses). @return 0 when @a busid is not a bus id.
+ */
+uint64_t ringk_busid_pack(const char *busid);
+
+/** Writes the canonical "dddd:bb:dd.f" of a packed bus id. */
+void ringk_busid_unpack(uint64_t packed, char *buf, size_t len);
+
+/** Index of the GPU with bus id @a busid in @a topo, or -1. */
+int ringk_topo_find_gpu(const ringk_topo_t *topo, const char *busid);
+
 const char *ringk_path_class_name(ringk_path_class_t cls);
 const char *ringk_path_name(ringk_path_t path);
 

@@ -67,6 +67,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rkey = (uct_ringk_rkey_t*)bundle.rkey;
             check((rkey->pid != 0) && (rkey->pid <= INT32_MAX));
             check(rkey->address + rkey->length >= rkey->address); /* no wrap */
+            /* a CUDA key is accepted only once its allocation is mapped, inside it */
+            check((rkey->mem_type == UCS_MEMORY_TYPE_HOST) ||
+                  ((rkey->mem_type == UCS_MEMORY_TYPE_CUDA) && (rkey->mapped != NULL) &&
+                   (rkey->address >= rkey->alloc_base)));
             uct_rkey_release(ringk_component, &bundle);
         }
         break;

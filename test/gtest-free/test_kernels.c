@@ -1,16 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests of the CUDA kernels: the ring protocol running on a GPU. Skips without CUDA or a GPU. */
+/* Tests on a GPU: the ring protocol running on the device, the P2P canary, and the transport
+ * moving CUDA memory between two processes along the path each endpoint chose. Skips without
+ * CUDA or a GPU. CUDA is never initialised in the parent of a fork: the device count is asked
+ * in a child, and each test process starts CUDA itself. */
+#define _GNU_SOURCE
 #include "ringk_config.h"
 #include "test_util.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #ifdef HAVE_CUDA
 #include <core/ringk_cuda.h>
 #include <kernels/ringk_kernels.h>
 
+#include <core/ringk_topo.h>
+#include <uct/ringk/ringk_rkey.h>
+
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <inttypes.h>
 #include <string.h>
+#include <uct/api/uct.h>
 
 static const struct {
     uint32_t ncells, cell_size, nmsgs;
@@ -60,13 +74,282 @@ START_TEST(test_kernels_p2p_canary)
 }
 END_TEST
 
+
+/* ---- CUDA memory through the transport ------------------------------------------------------ */
+
+#define GPU_BYTES (1 << 20)
+
+typedef struct {
+    ucs_async_context_t *async;
+    uct_worker_h         worker;
+    uct_component_h      component;
+    uct_md_h             md;
+    uct_iface_h          iface;
+    uint8_t              addr[64], dev_addr[64];
+} gpu_node_t;
+
+typedef struct {
+    uint8_t  addr[64], dev_addr[64], rkey[256];
+    uint64_t target;
+} gpu_peer_t;
+
+static void gpu_node_open(gpu_node_t *n)
+{
+    uct_iface_params_t params = {
+        .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE,
+        .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
+        .mode.device.tl_name  = "ringk",
+        .mode.device.dev_name = "memory"
+    };
+    uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
+    uct_component_h *components;
+    uct_iface_config_t *config;
+    uct_md_config_t *md_config;
+    unsigned ncomp, i;
+
+    memset(n, 0, sizeof(*n));
+    ck_assert_int_eq(uct_query_components(&components, &ncomp), UCS_OK);
+    for (i = 0; i < ncomp; i++) {
+        ck_assert_int_eq(uct_component_query(components[i], &attr), UCS_OK);
+        if (!strcmp(attr.name, "ringk")) {
+            n->component = components[i];
+        }
+    }
+    uct_release_component_list(components);
+    ck_assert_msg(n->component != NULL, "component 'ringk' not registered (run through "
+                  "contrib/ringk-run)");
+    ck_assert_int_eq(uct_md_config_read(n->component, NULL, NULL, &md_config), UCS_OK);
+    ck_assert_int_eq(uct_md_open(n->component, "ringk", md_config, &n->md), UCS_OK);
+    uct_config_release(md_config);
+    ck_assert_int_eq(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &n->async), UCS_OK);
+    ck_assert_int_eq(uct_worker_create(n->async, UCS_THREAD_MODE_SINGLE, &n->worker), UCS_OK);
+    ck_assert_int_eq(uct_md_iface_config_read(n->md, "ringk", NULL, NULL, &config), UCS_OK);
+    ck_assert_int_eq(uct_iface_open(n->md, n->worker, &params, config, &n->iface), UCS_OK);
+    uct_config_release(config);
+    ck_assert_int_eq(uct_iface_get_address(n->iface, (uct_iface_addr_t*)n->addr), UCS_OK);
+    ck_assert_int_eq(uct_iface_get_device_address(n->iface, (uct_device_addr_t*)n->dev_addr),
+                     UCS_OK);
+}
+
+static void gpu_node_close(gpu_node_t *n)
+{
+    uct_iface_close(n->iface);
+    uct_worker_destroy(n->worker);
+    ucs_async_context_destroy(n->async);
+    uct_md_close(n->md);
+}
+
+static uint8_t gpu_pat(size_t i)
+{
+    return (uint8_t)(i * 131 + 7);
+}
+
+/* The peer: CUDA memory on device @a dev, registered; its rkey goes to the parent, and at 'c'
+ * its content goes back for the parent to compare. */
+static void gpu_peer(int dev, int wfd, int rfd)
+{
+    static uint8_t back[GPU_BYTES];
+    gpu_peer_t info;
+    gpu_node_t n;
+    ucs_memory_type_t mem_type;
+    uct_mem_h memh;
+    void *target;
+    char cmd;
+
+    if ((cudaSetDevice(dev) != cudaSuccess) || (cudaMalloc(&target, GPU_BYTES) != cudaSuccess) ||
+        (cudaMemset(target, 0, GPU_BYTES) != cudaSuccess)) {
+        _exit(2);
+    }
+    gpu_node_open(&n);
+    memset(&info, 0, sizeof(info));
+    memcpy(info.addr, n.addr, sizeof(info.addr));
+    memcpy(info.dev_addr, n.dev_addr, sizeof(info.dev_addr));
+    if ((uct_md_detect_memory_type(n.md, target, GPU_BYTES, &mem_type) != UCS_OK) ||
+        (mem_type != UCS_MEMORY_TYPE_CUDA) ||
+        (uct_md_mem_reg(n.md, target, GPU_BYTES, UCT_MD_MEM_ACCESS_ALL, &memh) != UCS_OK) ||
+        (uct_md_mkey_pack(n.md, memh, info.rkey) != UCS_OK)) {
+        _exit(3);
+    }
+    info.target = (uintptr_t)target;
+    if (write(wfd, &info, sizeof(info)) != sizeof(info)) {
+        _exit(4);
+    }
+    while (read(rfd, &cmd, 1) == 1) {
+        if (cmd == 'c') {
+            cudaMemcpy(back, target, GPU_BYTES, cudaMemcpyDeviceToHost);
+            if (write(wfd, back, sizeof(back)) != sizeof(back)) {
+                _exit(5);
+            }
+        } else {
+            break;
+        }
+    }
+    uct_md_mem_dereg(n.md, memh);
+    gpu_node_close(&n);
+    cudaFree(target);
+    _exit(0);
+}
+
+/* Case: the two processes' devices, and a forced path (NULL: the topology's choice). */
+static const struct {
+    int         dev_a, dev_b;
+    const char *force;
+} gpu_rma_cases[] = {
+    {0, 0, NULL},           /* one GPU: CUDA_IPC */
+    {0, 1, NULL},           /* two GPUs: whatever the topology and canary say */
+    {0, 1, "HOST_STAGED"},  /* through the pinned buffer */
+    {0, 0, "HOST_STAGED"},
+};
+
+START_TEST(test_kernels_gpu_rma)
+{
+    static uint8_t host[GPU_BYTES], back[GPU_BYTES], check[GPU_BYTES];
+    ucs_status_t (*query)(uct_ep_h, const char**, const char**);
+    int p2c[2], c2p[2], status, ndev = 0;
+    const char *path, *reason;
+    uct_rkey_bundle_t rkey;
+    uct_ep_params_t params;
+    void *src, *dst;
+    gpu_peer_t info;
+    uct_mem_h memh;
+    gpu_node_t n;
+    uct_iov_t iov;
+    uct_ep_h ep;
+    size_t i, len;
+    pid_t pid;
+
+    ck_assert_int_eq(pipe(p2c), 0);
+    ck_assert_int_eq(pipe(c2p), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        /* the device may not exist: the parent checks after its own CUDA start */
+        gpu_peer(gpu_rma_cases[_i].dev_b, c2p[1], p2c[0]);
+    }
+    ck_assert_int_eq(cudaGetDeviceCount(&ndev), cudaSuccess);
+    if (gpu_rma_cases[_i].dev_b >= ndev) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        printf("# %d device(s): case %d needs device %d, not run\n", ndev, _i,
+               gpu_rma_cases[_i].dev_b);
+        return;
+    }
+    if (gpu_rma_cases[_i].force != NULL) {
+        setenv("RINGK_PATH", gpu_rma_cases[_i].force, 1);
+    }
+    ck_assert_int_eq(cudaSetDevice(gpu_rma_cases[_i].dev_a), cudaSuccess);
+    gpu_node_open(&n);
+    unsetenv("RINGK_PATH");
+    ck_assert_int_eq(read(c2p[0], &info, sizeof(info)), sizeof(info));
+    params = (uct_ep_params_t){
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = n.iface,
+        .dev_addr   = (const uct_device_addr_t*)info.dev_addr,
+        .iface_addr = (const uct_iface_addr_t*)info.addr
+    };
+    ck_assert_int_eq(uct_ep_create(&params, &ep), UCS_OK);
+    *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
+    ck_assert_ptr_nonnull(query);
+    ck_assert_int_eq(query(ep, &path, &reason), UCS_OK);
+    printf("# devices %d -> %d: path %s: %s\n", gpu_rma_cases[_i].dev_a,
+           gpu_rma_cases[_i].dev_b, path, reason);
+    ck_assert_msg(strstr(reason, "no GPU pair") == NULL, "UCX_RINGK_GPU=auto found no GPU: %s",
+                  reason);
+    if (gpu_rma_cases[_i].force != NULL) {
+        ck_assert_str_eq(path, gpu_rma_cases[_i].force);
+    } else if (gpu_rma_cases[_i].dev_a == gpu_rma_cases[_i].dev_b) {
+        ck_assert_str_eq(path, "CUDA_IPC");
+    }
+
+    for (i = 0; i < GPU_BYTES; i++) {
+        host[i] = gpu_pat(i);
+    }
+    ck_assert_int_eq(cudaMalloc(&src, GPU_BYTES), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&dst, GPU_BYTES), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(src, host, GPU_BYTES, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(uct_md_mem_reg(n.md, src, GPU_BYTES, UCT_MD_MEM_ACCESS_ALL, &memh),
+                     UCS_OK);
+    ck_assert_int_eq(uct_rkey_unpack(n.component, info.rkey, &rkey), UCS_OK);
+    /* GPU -> peer GPU at sizes from 1 byte to 1 MiB, read back GPU <- peer GPU */
+    for (len = 1; len <= GPU_BYTES; len *= 16) {
+        iov = (uct_iov_t){.buffer = src, .length = len, .memh = memh, .count = 1};
+        ck_assert_int_eq(uct_ep_put_zcopy(ep, &iov, 1, info.target, rkey.rkey, NULL), UCS_OK);
+        ck_assert_int_eq(cudaMemset(dst, 0, len), cudaSuccess);
+        iov.buffer = dst;
+        ck_assert_int_eq(uct_ep_get_zcopy(ep, &iov, 1, info.target, rkey.rkey, NULL), UCS_OK);
+        ck_assert_int_eq(cudaMemcpy(back, dst, len, cudaMemcpyDeviceToHost), cudaSuccess);
+        ck_assert_mem_eq(back, host, len);
+    }
+    /* host buffer -> peer GPU by put_short, outside the region refused */
+    ck_assert_int_eq(uct_ep_put_short(ep, host + 5, 200, info.target + 1000, rkey.rkey), UCS_OK);
+    ck_assert_int_eq(uct_ep_put_short(ep, host, 16, info.target + GPU_BYTES - 8, rkey.rkey),
+                     UCS_ERR_INVALID_PARAM);
+    /* what the peer itself sees */
+    ck_assert_int_eq(write(p2c[1], "c", 1), 1);
+    for (len = 0; len < sizeof(check); len += (size_t)status) {
+        status = (int)read(c2p[0], check + len, sizeof(check) - len);
+        ck_assert_int_gt(status, 0);
+    }
+    ck_assert_mem_eq(check, host, 1000);
+    ck_assert_mem_eq(check + 1000, host + 5, 200);
+    ck_assert_mem_eq(check + 1200, host + 1200, GPU_BYTES - 1200);
+
+    uct_rkey_release(n.component, &rkey);
+    uct_md_mem_dereg(n.md, memh);
+    uct_ep_destroy(ep);
+    ck_assert_int_eq(write(p2c[1], "q", 1), 1);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0), "peer status 0x%x", status);
+    gpu_node_close(&n);
+    cudaFree(src);
+    cudaFree(dst);
+}
+END_TEST
+
+/* The device count, asked in a child so that this process never starts CUDA before the test
+ * processes fork from it. */
+static int device_count_in_child(char *why, size_t why_len)
+{
+    int fds[2], n = 0, status;
+    char buf[256] = "";
+    pid_t pid;
+
+    if (pipe(fds) != 0) {
+        snprintf(why, why_len, "pipe: %m");
+        return 0;
+    }
+    pid = fork();
+    if (pid == 0) {
+        n = ringk_kernels_device_count(buf, sizeof(buf));
+        if ((write(fds[1], &n, sizeof(n)) != sizeof(n)) ||
+            (write(fds[1], buf, sizeof(buf)) != sizeof(buf))) {
+            _exit(1);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    if ((pid < 0) || (read(fds[0], &n, sizeof(n)) != sizeof(n)) ||
+        (read(fds[0], buf, sizeof(buf)) != sizeof(buf))) {
+        snprintf(why, why_len, "the device-count child failed");
+        n = 0;
+    } else {
+        snprintf(why, why_len, "%s", buf);
+    }
+    close(fds[0]);
+    if (pid > 0) {
+        waitpid(pid, &status, 0);
+    }
+    return n;
+}
+
 int main(void)
 {
     Suite *s = suite_create("kernels");
     TCase *tc;
     char why[256] = "";
 
-    if (ringk_kernels_device_count(why, sizeof(why)) == 0) {
+    if (device_count_in_child(why, sizeof(why)) == 0) {
         return test_skip_all(why);
     }
     tc = tcase_create("ring");
@@ -74,6 +357,11 @@ int main(void)
     tcase_add_loop_test(tc, test_kernels_ring_selftest, 0,
                         sizeof(selftest_cases) / sizeof(selftest_cases[0]));
     tcase_add_test(tc, test_kernels_p2p_canary);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("transport");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_kernels_gpu_rma, 0,
+                        sizeof(gpu_rma_cases) / sizeof(gpu_rma_cases[0]));
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -372,6 +372,35 @@ START_TEST(test_topo_canary_fallback)
 }
 END_TEST
 
+/* Bus ids as they travel in addresses: both spellings, either case, round trip; junk refused. */
+START_TEST(test_topo_busid_pack)
+{
+    static const char *bad[] = {"", "auto", "0000:07:00", "0000:07:00.8", "0000:07:20.0",
+                                "0000:07:00.0x", " 0000:07:00.0", "-1:07:00.0", "07:00",
+                                "0000:107:00.0", NULL};
+    char buf[32];
+    uint64_t p;
+    int i;
+
+    p = ringk_busid_pack("0000:3B:1f.7");
+    ck_assert_uint_ne(p, 0);
+    ringk_busid_unpack(p, buf, sizeof(buf));
+    ck_assert_str_eq(buf, "0000:3b:1f.7");
+    ck_assert_uint_eq(ringk_busid_pack("3b:1f.7"), p);
+    ck_assert_uint_ne(ringk_busid_pack("0001:3b:1f.7"), p);
+    ck_assert_uint_ne(ringk_busid_pack("0000:00:00.0"), 0); /* a valid id is never 0 */
+    for (i = 0; bad[i] != NULL; i++) {
+        ck_assert_msg(ringk_busid_pack(bad[i]) == 0, "'%s' was taken as a bus id", bad[i]);
+    }
+    ck_assert_uint_eq(ringk_busid_pack(NULL), 0);
+    load("dual-socket.xml");
+    ck_assert_int_eq(ringk_topo_find_gpu(&topo, "0000:B1:00.0"), 2);
+    ck_assert_int_eq(ringk_topo_find_gpu(&topo, "17:00.0"), 0);
+    ck_assert_int_eq(ringk_topo_find_gpu(&topo, "0000:99:00.0"), -1);
+    ck_assert_int_eq(ringk_topo_find_gpu(&topo, "nonsense"), -1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("topo");
@@ -382,6 +411,7 @@ int main(void)
     tcase_add_test(tc, test_topo_estimates);
     tcase_add_test(tc, test_topo_gpu_numa);
     tcase_add_test(tc, test_topo_this_machine);
+    tcase_add_test(tc, test_topo_busid_pack);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("policy");

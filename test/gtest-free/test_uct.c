@@ -172,7 +172,7 @@ START_TEST(test_iface_open_default)
     ck_assert_int_eq(iface_open_with(NULL, NULL, &iface), UCS_OK);
     ck_assert_int_eq(uct_iface_query(iface, &attr), UCS_OK);
     /* the exact capability set is checked in test_uct_ep_query_caps */
-    ck_assert_uint_eq(attr.iface_addr_len, 24);
+    ck_assert_uint_eq(attr.iface_addr_len, 32);
     ck_assert_uint_le(attr.device_addr_len, 31); /* UCP's limit for a device address */
     uct_iface_close(iface);
 }
@@ -193,6 +193,8 @@ static const struct {
     {"SEG_SIZE", "2m", "UCX_RINGK_SEG_SIZE 2097152 is out of range 64..1048576"},
     {"POLL_BATCH", "0", "UCX_RINGK_POLL_BATCH 0 is out of range 1..1024"},
     {"LIVENESS_INTERVAL", "5000s", "UCX_RINGK_LIVENESS_INTERVAL 5000.000s is out of range 0..3600s"},
+    {"GPU", "gpu0", "UCX_RINGK_GPU 'gpu0' is not auto, none or a PCI bus id such as 0000:07:00.0"},
+    {"GPU", "0000:07:00.9", "UCX_RINGK_GPU '0000:07:00.9' is not auto, none or a PCI bus id"},
 };
 
 START_TEST(test_iface_config_errors)

@@ -10,6 +10,8 @@
 #include "ringk_ep.h"
 #include "ringk_md.h"
 
+#include <core/ringk_cuda.h>
+
 #include <uct/base/uct_iov.inl>
 #include <ucs/arch/cpu.h>
 #include <ucs/debug/log.h>
@@ -155,28 +157,82 @@ static ucs_status_t uct_ringk_ep_lane_claim(uct_ringk_ep_t *ep)
     return UCS_OK;
 }
 
-/* Host-memory endpoints have one path: the shared-memory rings. The reason says why the peer
- * is on this node and which lane carries the data; a RINGK_PATH for a GPU path cannot apply to
- * host memory and the reason says so. */
-static void uct_ringk_ep_choose_path(uct_ringk_ep_t *ep, uct_ringk_iface_t *iface,
-                                     const uct_ep_params_t *params)
+extern const uct_ringk_gpu_ops_t uct_ringk_gpu_ops[RINGK_PATH_COUNT];
+
+/* The path between this process's GPU and the peer's, from their places in the topology and
+ * the policy (RINGK_P2P_LEVEL, RINGK_PATH), confirmed by the canary on this machine. Writes the
+ * reason to @a reason. @return the path, or -1 when a forced RINGK_PATH cannot serve the pair. */
+static int uct_ringk_ep_gpu_path(uct_ringk_iface_t *iface, uint64_t peer_gpu, char *reason,
+                                 size_t len)
+{
+    char mine[24], theirs[24], why[2 * RINGK_TOPO_REASON_LEN];
+    const ringk_topo_t *topo;
+    ringk_topo_pair_t pair;
+    int a, b, path;
+
+    ringk_busid_unpack(iface->gpu, mine, sizeof(mine));
+    ringk_busid_unpack(peer_gpu, theirs, sizeof(theirs));
+    topo = uct_ringk_iface_topo(iface);
+    if (topo == NULL) {
+        snprintf(reason, len, "GPU %s -> %s: no topology (%s): staged through host memory",
+                 mine, theirs, iface->topo_err);
+        return RINGK_PATH_HOST_STAGED;
+    }
+    a = ringk_topo_find_gpu(topo, mine);
+    b = ringk_topo_find_gpu(topo, theirs);
+    if ((a < 0) || (b < 0)) {
+        snprintf(reason, len, "GPU %s -> %s: %s is not in the topology of %s: staged through "
+                 "host memory", mine, theirs, (a < 0) ? mine : theirs, topo->source);
+        return RINGK_PATH_HOST_STAGED;
+    }
+    ringk_topo_classify(topo, a, b, &pair);
+    path = ringk_policy_apply(&iface->policy, &pair, why, sizeof(why));
+    if (path >= 0) {
+        path = ringk_topo_verify_path(topo, a, b, path, why, sizeof(why));
+    }
+    snprintf(reason, len, "GPU %s -> %s (GPU%d-GPU%d of %.120s): %s", mine, theirs, a, b,
+             topo->source, why);
+    return path;
+}
+
+/* Each endpoint's path is chosen here, once: host memory always travels through the
+ * shared-memory rings (HOST_STAGED); when both processes name a GPU, GPU memory takes the path
+ * of that pair, and the endpoint keeps that path's copy operations. The reason says why the
+ * peer is on this node, which lane carries messages, and how GPU memory moves. */
+static ucs_status_t uct_ringk_ep_choose_path(uct_ringk_ep_t *ep, uct_ringk_iface_t *iface,
+                                             const uct_ep_params_t *params,
+                                             const uct_ringk_iface_addr_t *addr)
 {
     uct_ringk_dev_addr_t remote = iface->dev_addr;
-    char node[128], forced[96] = "";
+    char node[128], gpu[640];
+    int path;
 
     if ((params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) && (params->dev_addr != NULL)) {
         memcpy(&remote, params->dev_addr, sizeof(remote));
     }
     ringk_node_id_same(&iface->dev_addr, &remote, node, sizeof(node));
-    if (iface->policy.forced && (iface->policy.path != RINGK_PATH_HOST_STAGED)) {
-        snprintf(forced, sizeof(forced), "; RINGK_PATH=%s ignored: host memory has only the "
-                 "host-staged path", ringk_path_name(iface->policy.path));
+    ep->peer_gpu    = addr->gpu;
+    ep->peer_access = 0;
+    if ((iface->gpu != 0) && (addr->gpu != 0)) {
+        path = uct_ringk_ep_gpu_path(iface, addr->gpu, gpu, sizeof(gpu));
+        if (path < 0) {
+            ucs_error("ringk: cannot connect to pid %u: %s", addr->pid, gpu);
+            return UCS_ERR_UNREACHABLE;
+        }
+    } else {
+        path = RINGK_PATH_HOST_STAGED;
+        snprintf(gpu, sizeof(gpu), "no GPU pair (this process: %s; the peer: %s)%s",
+                 (iface->gpu != 0) ? "a GPU" : "none", (addr->gpu != 0) ? "a GPU" : "none",
+                 (iface->policy.forced && (iface->policy.path != RINGK_PATH_HOST_STAGED)) ?
+                 ", so RINGK_PATH is ignored: host memory has only the host-staged path" : "");
     }
-    ep->path = RINGK_PATH_HOST_STAGED;
-    snprintf(ep->path_reason, sizeof(ep->path_reason), "host memory: shared-memory rings in the "
-             "receiver's memfd segment, %s lane %u; %s%s",
-             (ep->lane == UCT_RINGK_SHARED_LANE) ? "shared" : "own", ep->lane, node, forced);
+    ep->path    = (ringk_path_t)path;
+    ep->gpu_ops = &uct_ringk_gpu_ops[path];
+    snprintf(ep->path_reason, sizeof(ep->path_reason), "%s; host memory: shared-memory rings "
+             "in the receiver's memfd segment, %s lane %u; %s", gpu,
+             (ep->lane == UCT_RINGK_SHARED_LANE) ? "shared" : "own", ep->lane, node);
     ucs_debug("ringk ep %p: path %s: %s", ep, ringk_path_name(ep->path), ep->path_reason);
+    return UCS_OK;
 }
 
 ucs_status_t uct_ringk_ep_path_query(uct_ep_h tl_ep, const char **path_p, const char **reason_p)
@@ -239,7 +295,10 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
         goto err_unmap;
     }
     self->peer_sun_len = uct_ringk_wakeup_addr(addr->pid, addr->iface_id, &self->peer_sun);
-    uct_ringk_ep_choose_path(self, iface, params);
+    status = uct_ringk_ep_choose_path(self, iface, params, addr);
+    if (status != UCS_OK) {
+        goto err_lane;
+    }
     ucs_arbiter_group_init(&self->arb_group);
     ucs_list_add_tail(&iface->eps, &self->list);
     iface->neps++;
@@ -248,6 +307,13 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
               (self->lane == UCT_RINGK_SHARED_LANE) ? "shared" : "own", self->lane);
     return UCS_OK;
 
+err_lane:
+    if (self->lane != UCT_RINGK_SHARED_LANE) {
+        /* L1: hand the lane back at once, as at close */
+        __atomic_store_n(&uct_ringk_seg_lane(self->seg, self->lane)->state,
+                         UCT_RINGK_LANE_CLOSING, __ATOMIC_RELEASE);
+        __atomic_fetch_add(&self->ctl->lane_gen, 1, __ATOMIC_RELEASE);
+    }
 err_unmap:
     munmap(self->seg, self->seg_bytes);
     return status;
@@ -608,13 +674,167 @@ static ucs_status_t uct_ringk_ep_cma(uct_ringk_ep_t *ep, struct iovec *local, si
     return UCS_OK;
 }
 
+/* ---- GPU memory: one copy routine per path ------------------------------------------------ */
+
+/* Where remote_addr of a peer's CUDA region is mapped in this process. */
+static void *uct_ringk_gpu_remote(const uct_ringk_rkey_t *key, uint64_t remote_addr)
+{
+    return (char*)key->mapped + (remote_addr - key->alloc_base);
+}
+
+static ucs_status_t uct_ringk_gpu_copy(uct_ringk_ep_t *ep, void *dst, const void *src,
+                                       size_t len)
+{
+    char why[256];
+
+    if (ringk_cuda_copy(dst, src, len, why, sizeof(why)) != 0) {
+        ucs_error("ringk ep %p (%s): %s", ep, ringk_path_name(ep->path), why);
+        return UCS_ERR_IO_ERROR;
+    }
+    return UCS_OK;
+}
+
+/* CUDA_IPC: one copy through the peer's mapped allocation; the driver routes it. */
+static ucs_status_t uct_ringk_gpu_move_ipc(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
+                                           const struct iovec *local, size_t nlocal,
+                                           uint64_t remote_addr, int write)
+{
+    ucs_status_t status = UCS_OK;
+    void *remote;
+    size_t i;
+
+    for (i = 0; (i < nlocal) && (status == UCS_OK); i++) {
+        remote = uct_ringk_gpu_remote(key, remote_addr);
+        status = write ? uct_ringk_gpu_copy(ep, remote, local[i].iov_base, local[i].iov_len) :
+                         uct_ringk_gpu_copy(ep, local[i].iov_base, remote, local[i].iov_len);
+        remote_addr += local[i].iov_len;
+    }
+    return status;
+}
+
+/* HOST_STAGED: every byte goes through the iface's pinned host buffer, so no peer access
+ * between the GPUs is needed. */
+static ucs_status_t uct_ringk_gpu_move_staged(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
+                                              const struct iovec *local, size_t nlocal,
+                                              uint64_t remote_addr, int write)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t);
+    void *bounce             = uct_ringk_iface_gpu_bounce(iface);
+    ucs_status_t status      = UCS_OK;
+    size_t i, off, chunk;
+    char *buf, *remote;
+
+    if (bounce == NULL) {
+        ucs_error("ringk ep %p: no pinned host buffer to stage GPU memory through", ep);
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (i = 0; (i < nlocal) && (status == UCS_OK); i++) {
+        buf = local[i].iov_base;
+        for (off = 0; (off < local[i].iov_len) && (status == UCS_OK); off += chunk) {
+            chunk  = ucs_min(local[i].iov_len - off, UCT_RINGK_GPU_BOUNCE_SIZE);
+            remote = uct_ringk_gpu_remote(key, remote_addr);
+            if (write) {
+                status = uct_ringk_gpu_copy(ep, bounce, buf + off, chunk);
+                if (status == UCS_OK) {
+                    status = uct_ringk_gpu_copy(ep, remote, bounce, chunk);
+                }
+            } else {
+                status = uct_ringk_gpu_copy(ep, bounce, remote, chunk);
+                if (status == UCS_OK) {
+                    status = uct_ringk_gpu_copy(ep, buf + off, bounce, chunk);
+                }
+            }
+            remote_addr += chunk;
+        }
+    }
+    return status;
+}
+
+/* P2P_NVLINK / P2P_PCIE: peer access to the peer's GPU is enabled once, then copies go
+ * straight between the GPUs; if the driver refuses access, the endpoint stages instead. */
+static ucs_status_t uct_ringk_gpu_move_p2p(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
+                                           const struct iovec *local, size_t nlocal,
+                                           uint64_t remote_addr, int write)
+{
+    char busid[24], why[256];
+
+    if (ep->peer_access == 0) {
+        ringk_busid_unpack(key->gpu, busid, sizeof(busid));
+        ep->peer_access = (ringk_cuda_enable_peer(busid, why, sizeof(why)) == 0) ? 1 : -1;
+        if (ep->peer_access < 0) {
+            ucs_warn("ringk ep %p: %s refused (%s): staging GPU memory through the host", ep,
+                     ringk_path_name(ep->path), why);
+        }
+    }
+    if (ep->peer_access < 0) {
+        return uct_ringk_gpu_move_staged(ep, key, local, nlocal, remote_addr, write);
+    }
+    return uct_ringk_gpu_move_ipc(ep, key, local, nlocal, remote_addr, write);
+}
+
+const uct_ringk_gpu_ops_t uct_ringk_gpu_ops[RINGK_PATH_COUNT] = {
+    [RINGK_PATH_P2P_NVLINK]  = {.move = uct_ringk_gpu_move_p2p},
+    [RINGK_PATH_P2P_PCIE]    = {.move = uct_ringk_gpu_move_p2p},
+    [RINGK_PATH_CUDA_IPC]    = {.move = uct_ringk_gpu_move_ipc},
+    [RINGK_PATH_HOST_STAGED] = {.move = uct_ringk_gpu_move_staged}
+};
+
+/* Local CUDA memory and a host region of the peer: through the pinned buffer, then CMA. */
+static ucs_status_t uct_ringk_ep_cma_from_gpu(uct_ringk_ep_t *ep, void *gpu_buf, size_t length,
+                                              uint64_t remote_addr, int write)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t);
+    void *bounce             = uct_ringk_iface_gpu_bounce(iface);
+    ucs_status_t status      = UCS_OK;
+    struct iovec staged;
+    size_t off, chunk;
+
+    if (bounce == NULL) {
+        ucs_error("ringk ep %p: no pinned host buffer to stage GPU memory through", ep);
+        return UCS_ERR_NO_MEMORY;
+    }
+    for (off = 0; (off < length) && (status == UCS_OK); off += chunk) {
+        chunk  = ucs_min(length - off, UCT_RINGK_GPU_BOUNCE_SIZE);
+        staged = (struct iovec){bounce, chunk};
+        if (write) {
+            status = uct_ringk_gpu_copy(ep, bounce, (char*)gpu_buf + off, chunk);
+            if (status == UCS_OK) {
+                status = uct_ringk_ep_cma(ep, &staged, 1, remote_addr + off, chunk, 1);
+            }
+        } else {
+            status = uct_ringk_ep_cma(ep, &staged, 1, remote_addr + off, chunk, 0);
+            if (status == UCS_OK) {
+                status = uct_ringk_gpu_copy(ep, (char*)gpu_buf + off, bounce, chunk);
+            }
+        }
+    }
+    return status;
+}
+
+/* Moves checked local buffers to or from [remote_addr, +length) of the region @a rkey names:
+ * host regions by cross-memory attach, CUDA regions by the endpoint's GPU path. */
+static ucs_status_t uct_ringk_ep_move(uct_ringk_ep_t *ep, uct_rkey_t rkey, struct iovec *local,
+                                      size_t nlocal, uint64_t remote_addr, size_t length,
+                                      int write)
+{
+    const uct_ringk_rkey_t *key = (const uct_ringk_rkey_t*)rkey;
+
+    if (ucs_unlikely(key->mem_type == UCS_MEMORY_TYPE_CUDA)) {
+        return ep->gpu_ops->move(ep, key, local, nlocal, remote_addr, write);
+    }
+    return uct_ringk_ep_cma(ep, local, nlocal, remote_addr, length, write);
+}
+
 static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, size_t iovcnt,
                                          uint64_t remote_addr, uct_rkey_t rkey, int write)
 {
     uct_ringk_ep_t *ep = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    const uct_ringk_rkey_t *key = (const uct_ringk_rkey_t*)rkey;
     struct iovec local[IOV_MAX];
     size_t i, n = 0, length = 0;
+    const uct_ringk_memh_t *memh;
     ucs_status_t status;
+    int local_gpu = 0;
 
     if (iovcnt > IOV_MAX) {
         ucs_error("ringk ep %p: %zu iov entries, at most %d", ep, iovcnt, IOV_MAX);
@@ -624,13 +844,26 @@ static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, s
         local[n].iov_base = iov[i].buffer;
         local[n].iov_len  = uct_iov_get_length(&iov[i]);
         length           += local[n].iov_len;
+        memh              = iov[i].memh;
+        local_gpu        |= (memh != UCT_MEM_HANDLE_NULL) && (local[n].iov_len > 0) &&
+                            (memh->mem_type == UCS_MEMORY_TYPE_CUDA);
         n                += (local[n].iov_len > 0);
     }
     status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, write ? "put" : "get");
     if ((status != UCS_OK) || (length == 0)) {
         return status;
     }
-    return uct_ringk_ep_cma(ep, local, n, remote_addr, length, write);
+    if (ucs_unlikely(local_gpu && (key->mem_type == UCS_MEMORY_TYPE_HOST))) {
+        /* CMA cannot reach device memory: stage each GPU buffer, in order */
+        for (i = 0; (i < n) && (status == UCS_OK); remote_addr += local[i].iov_len, i++) {
+            status = ringk_cuda_ptr_is_device(local[i].iov_base, NULL, 0) ?
+                     uct_ringk_ep_cma_from_gpu(ep, local[i].iov_base, local[i].iov_len,
+                                               remote_addr, write) :
+                     uct_ringk_ep_cma(ep, &local[i], 1, remote_addr, local[i].iov_len, write);
+        }
+        return status;
+    }
+    return uct_ringk_ep_move(ep, rkey, local, n, remote_addr, length, write);
 }
 
 ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length,
@@ -644,7 +877,7 @@ ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned
     if ((status != UCS_OK) || (length == 0)) {
         return status;
     }
-    status = uct_ringk_ep_cma(ep, &local, 1, remote_addr, length, 1);
+    status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 1);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return status;
 }
@@ -667,7 +900,7 @@ ssize_t uct_ringk_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void
     local.iov_base = iface->tx_buf;
     local.iov_len  = length;
     if (length > 0) {
-        status = uct_ringk_ep_cma(ep, &local, 1, remote_addr, length, 1);
+        status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 1);
         if (status != UCS_OK) {
             return status;
         }
@@ -700,7 +933,7 @@ ucs_status_t uct_ringk_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack
         return status;
     }
     if (length > 0) {
-        status = uct_ringk_ep_cma(ep, &local, 1, remote_addr, length, 0);
+        status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 0);
         if (status != UCS_OK) {
             return status;
         }

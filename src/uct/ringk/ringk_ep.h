@@ -4,12 +4,27 @@
 #define UCT_RINGK_EP_H
 
 #include "ringk_iface.h"
+#include "ringk_md.h"
 
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <ucs/time/time.h>
 
+typedef struct uct_ringk_ep uct_ringk_ep_t;
+
+/**
+ * How an endpoint moves GPU memory: one table per path (P2P_NVLINK, P2P_PCIE, CUDA_IPC,
+ * HOST_STAGED), chosen when the endpoint is created. @a move copies between the local
+ * buffers and [remote_addr, +length) of a peer's CUDA region, already bounds-checked.
+ */
+typedef struct uct_ringk_gpu_ops {
+    ucs_status_t (*move)(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
+                         const struct iovec *local, size_t nlocal, uint64_t remote_addr,
+                         int write);
+} uct_ringk_gpu_ops_t;
+
 /** ringk endpoint. */
-typedef struct uct_ringk_ep {
+struct uct_ringk_ep {
     uct_base_ep_t            super;
     void                    *seg;         /**< the peer's receive segment, mapped */
     uint64_t                 seg_bytes;
@@ -31,8 +46,11 @@ typedef struct uct_ringk_ep {
     int                      err_scheduled; /**< the error callback is queued */
     ucs_list_link_t          list;        /**< in the iface's list of endpoints */
     ringk_path_t             path;        /**< the path chosen at creation */
-    char                     path_reason[RINGK_TOPO_REASON_LEN + 96];
-} uct_ringk_ep_t;
+    const uct_ringk_gpu_ops_t *gpu_ops;   /**< how GPU memory moves on that path */
+    uint64_t                 peer_gpu;    /**< packed bus id of the peer's GPU, 0: none */
+    int                      peer_access; /**< P2P: 1 enabled, -1 refused, 0 not tried */
+    char                     path_reason[1024];
+};
 
 UCS_CLASS_DECLARE_NEW_FUNC(uct_ringk_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DECLARE_DELETE_FUNC(uct_ringk_ep_t, uct_ep_t);

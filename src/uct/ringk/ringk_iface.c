@@ -10,6 +10,8 @@
 #include "ringk_md.h"
 #include "ringk_ep.h"
 
+#include <core/ringk_cuda.h>
+
 #include <ucs/arch/atomic.h>
 #include <ucs/datastruct/list.h>
 #include <ucs/debug/log.h>
@@ -23,6 +25,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,6 +64,14 @@ static ucs_config_field_t uct_ringk_iface_config_table[] = {
      "sender cannot starve the others.",
      ucs_offsetof(uct_ringk_iface_config_t, poll_batch), UCS_CONFIG_TYPE_UINT},
 
+    {"GPU", "auto",
+     "The GPU whose memory this process moves, as peers see it in the iface address: 'auto'\n"
+     "(the current CUDA device when the iface opens; none without a driver or a device),\n"
+     "'none', or a PCI bus id such as 0000:07:00.0. Each endpoint's path for GPU memory\n"
+     "(P2P_NVLINK, P2P_PCIE, CUDA_IPC or HOST_STAGED) comes from the two GPUs' places in the\n"
+     "topology (RINGK_TOPO_FILE or this machine) and RINGK_P2P_LEVEL / RINGK_PATH.",
+     ucs_offsetof(uct_ringk_iface_config_t, gpu), UCS_CONFIG_TYPE_STRING},
+
     {NULL}
 };
 
@@ -92,6 +103,12 @@ ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config
     }
     if ((config->liveness < 0) || (config->liveness > 3600)) {
         ucs_error("UCX_RINGK_LIVENESS_INTERVAL %.3fs is out of range 0..3600s", config->liveness);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->gpu != NULL) && strcasecmp(config->gpu, "auto") &&
+        strcasecmp(config->gpu, "none") && (ringk_busid_pack(config->gpu) == 0)) {
+        ucs_error("UCX_RINGK_GPU '%s' is not auto, none or a PCI bus id such as 0000:07:00.0",
+                  config->gpu);
         return UCS_ERR_INVALID_PARAM;
     }
     if ((config->poll_batch < 1) || (config->poll_batch > UCT_RINGK_POLL_BATCH_MAX)) {
@@ -170,6 +187,54 @@ static ucs_status_t uct_ringk_iface_query(uct_iface_h tl_iface, uct_iface_attr_t
     return UCS_OK;
 }
 
+/* Where this process's GPU is, for peers choosing their path to it (UCX_RINGK_GPU). */
+static void uct_ringk_iface_gpu_init(uct_ringk_iface_t *iface, const char *value)
+{
+    char busid[32], why[128];
+
+    iface->gpu = 0;
+    if ((value == NULL) || !strcasecmp(value, "none")) {
+        snprintf(iface->gpu_why, sizeof(iface->gpu_why), "none (UCX_RINGK_GPU=none)");
+    } else if (!strcasecmp(value, "auto")) {
+        if (ringk_cuda_current_busid(busid, sizeof(busid), why, sizeof(why)) == 0) {
+            iface->gpu = ringk_busid_pack(busid);
+        }
+        snprintf(iface->gpu_why, sizeof(iface->gpu_why), "%s%s (UCX_RINGK_GPU=auto)",
+                 (iface->gpu != 0) ? "" : "none: ", why);
+    } else {
+        iface->gpu = ringk_busid_pack(value);
+        snprintf(iface->gpu_why, sizeof(iface->gpu_why), "UCX_RINGK_GPU=%s", value);
+    }
+    ucs_debug("ringk iface %p: GPU 0x%" PRIx64 ": %s", iface, iface->gpu, iface->gpu_why);
+}
+
+const ringk_topo_t *uct_ringk_iface_topo(uct_ringk_iface_t *iface)
+{
+    const char *file = getenv("RINGK_TOPO_FILE");
+
+    if ((iface->topo != NULL) || (iface->topo_err[0] != '\0')) {
+        return iface->topo;
+    }
+    iface->topo = ucs_calloc(1, sizeof(*iface->topo), "ringk_topo");
+    if (iface->topo == NULL) {
+        snprintf(iface->topo_err, sizeof(iface->topo_err), "out of memory");
+    } else if (ringk_topo_load(iface->topo, ((file != NULL) && (file[0] != '\0')) ? file : NULL,
+                               iface->topo_err, sizeof(iface->topo_err)) != 0) {
+        ucs_error("ringk: %s", iface->topo_err);
+        ucs_free(iface->topo);
+        iface->topo = NULL;
+    }
+    return iface->topo;
+}
+
+void *uct_ringk_iface_gpu_bounce(uct_ringk_iface_t *iface)
+{
+    if (iface->gpu_bounce == NULL) {
+        iface->gpu_bounce = ringk_cuda_host_alloc(UCT_RINGK_GPU_BOUNCE_SIZE);
+    }
+    return iface->gpu_bounce;
+}
+
 static ucs_status_t uct_ringk_iface_get_address(uct_iface_h tl_iface, uct_iface_addr_t *addr)
 {
     uct_ringk_iface_t *iface      = ucs_derived_of(tl_iface, uct_ringk_iface_t);
@@ -179,6 +244,7 @@ static ucs_status_t uct_ringk_iface_get_address(uct_iface_h tl_iface, uct_iface_
     raddr->seg_bytes = iface->seg_bytes;
     raddr->pid       = getpid();
     raddr->fd        = iface->seg_fd;
+    raddr->gpu       = iface->gpu;
     return UCS_OK;
 }
 
@@ -572,9 +638,14 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     if (status != UCS_OK) {
         return status;
     }
-    self->config = *config;
-    self->id     = ucs_generate_uuid((uintptr_t)self);
-    self->neps   = 0; /* UCS classes are not zeroed: valgrind saw this read uninitialised */
+    self->config     = *config;
+    self->config.gpu = NULL; /* the string goes with the configuration: resolved below */
+    self->id         = ucs_generate_uuid((uintptr_t)self);
+    self->neps       = 0; /* UCS classes are not zeroed: valgrind saw this read uninitialised */
+    self->topo       = NULL;
+    self->gpu_bounce = NULL;
+    self->topo_err[0] = '\0';
+    uct_ringk_iface_gpu_init(self, config->gpu);
 
     /* A message may take at most half the ring, so that it can always be placed without
      * wrapping once the ring is empty; am_bcopy is capped by SEG_SIZE and by that. */
@@ -656,6 +727,10 @@ static UCS_CLASS_CLEANUP_FUNC(uct_ringk_iface_t)
     uct_ringk_iface_seg_destroy(self);
     ucs_free(self->tx_buf);
     ucs_free(self->rx_buf);
+    ucs_free(self->topo);
+    if (self->gpu_bounce != NULL) {
+        ringk_cuda_host_free(self->gpu_bounce);
+    }
 }
 
 UCS_CLASS_DEFINE(uct_ringk_iface_t, uct_base_iface_t);

@@ -33,6 +33,7 @@ typedef struct uct_ringk_iface_config {
     size_t             seg_size;    /**< largest am_bcopy payload, bytes */
     unsigned           poll_batch;  /**< messages consumed per lane per progress call */
     double             liveness;    /**< seconds between checks that peers live; 0: never */
+    char              *gpu;         /**< "auto", "none" or the PCI bus id of this process's GPU */
 } uct_ringk_iface_config_t;
 
 /** What a peer needs to reach this iface: where its receive segment is. */
@@ -41,6 +42,7 @@ typedef struct uct_ringk_iface_addr {
     uint64_t seg_bytes;  /**< size of the receive segment */
     uint32_t pid;        /**< owner process */
     int32_t  fd;         /**< memfd of the segment in the owner process */
+    uint64_t gpu;        /**< packed PCI bus id of the owner's GPU (ringk_busid_pack), 0: none */
 } UCS_S_PACKED uct_ringk_iface_addr_t;
 
 /** The device address: the node identity (src/core/ringk_node.h), 24 of the 31 bytes UCP
@@ -80,13 +82,27 @@ typedef struct uct_ringk_iface {
     ucs_arbiter_t            arbiter;     /**< endpoints with pending requests */
     uct_ringk_dev_addr_t     dev_addr;
     ringk_policy_t           policy;      /**< RINGK_P2P_LEVEL / RINGK_PATH at open */
+    uint64_t                 gpu;         /**< packed bus id of this process's GPU, 0: none */
+    char                     gpu_why[160]; /**< where @a gpu came from */
+    ringk_topo_t            *topo;        /**< loaded for the first endpoint between GPUs */
+    char                     topo_err[256]; /**< why @a topo could not be loaded */
+    void                    *gpu_bounce;  /**< pinned staging buffer for GPU memory */
     unsigned                 neps;        /**< endpoints created on this iface */
     ucs_list_link_t          eps;         /**< the endpoints, for the liveness check */
     unsigned                 progress_count; /**< progress calls, to pace the liveness check */
     ucs_time_t               next_liveness;  /**< when peers are checked next */
 } uct_ringk_iface_t;
 
+/** Bytes of the pinned buffer that stages GPU memory through the host. */
+#define UCT_RINGK_GPU_BOUNCE_SIZE (1024 * 1024)
+
 ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config);
+
+/** The node's topology (RINGK_TOPO_FILE or this machine), loaded once; NULL with topo_err. */
+const ringk_topo_t *uct_ringk_iface_topo(uct_ringk_iface_t *iface);
+
+/** The pinned staging buffer, allocated at first use; NULL when CUDA cannot give one. */
+void *uct_ringk_iface_gpu_bounce(uct_ringk_iface_t *iface);
 
 /** Marks the lanes of dead senders as closing, so they drain and can be reused. */
 void uct_ringk_iface_sweep(uct_ringk_iface_t *iface);

@@ -9,6 +9,7 @@
 #include "ringk_md.h"
 #include "ringk_iface.h"
 
+#include <core/ringk_topo.h>
 #include <core/ringk_ucxver.h>
 #include <ucs/debug/log.h>
 #include <ucs/sys/compiler.h>
@@ -25,13 +26,18 @@ static ucs_config_field_t uct_ringk_md_config_table[] = {
     {NULL}
 };
 
-static ucs_status_t uct_ringk_md_query(uct_md_h md, uct_md_attr_t *attr)
+static ucs_status_t uct_ringk_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 {
+    uct_ringk_md_t *md = ucs_derived_of(tl_md, uct_ringk_md_t);
+
     attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    /* CUDA memory is registered (exported for CUDA IPC) and moved by put/get zcopy along the
+     * endpoint's GPU path; it is not CPU-accessible, so short/bcopy stay host-only. */
+    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
+                                 (md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0);
     attr->cap.alloc_mem_types  = 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.detect_mem_types = 0;
+    attr->cap.detect_mem_types = md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0;
     attr->cap.max_alloc        = 0;
     attr->cap.max_reg          = ULONG_MAX;
     attr->rkey_packed_size     = sizeof(uct_ringk_packed_rkey_t);
@@ -41,18 +47,41 @@ static ucs_status_t uct_ringk_md_query(uct_md_h md, uct_md_attr_t *attr)
     return UCS_OK;
 }
 
-static ucs_status_t uct_ringk_mem_reg(uct_md_h md, void *address, size_t length,
+static ucs_status_t uct_ringk_detect_memory_type(uct_md_h tl_md, const void *address,
+                                                 size_t length, ucs_memory_type_t *mem_type_p)
+{
+    uct_ringk_md_t *md = ucs_derived_of(tl_md, uct_ringk_md_t);
+
+    *mem_type_p = (md->cuda && ringk_cuda_ptr_is_device(address, NULL, 0)) ?
+                  UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t length,
                                       unsigned flags, uct_mem_h *memh_p)
 {
-    uct_ringk_memh_t *memh = ucs_malloc(sizeof(*memh), "ringk_memh");
+    uct_ringk_md_t *md     = ucs_derived_of(tl_md, uct_ringk_md_t);
+    uct_ringk_memh_t *memh = ucs_calloc(1, sizeof(*memh), "ringk_memh");
+    char busid[16], why[256];
 
     if (memh == NULL) {
         ucs_error("ringk: cannot allocate a memory handle");
         return UCS_ERR_NO_MEMORY;
     }
-    memh->address = (uintptr_t)address;
-    memh->length  = length;
-    *memh_p       = memh;
+    memh->address  = (uintptr_t)address;
+    memh->length   = length;
+    memh->mem_type = UCS_MEMORY_TYPE_HOST;
+    if (md->cuda && ringk_cuda_ptr_is_device(address, busid, sizeof(busid))) {
+        if (ringk_cuda_ipc_export(address, memh->ipc, &memh->alloc_base, &memh->alloc_size, why,
+                                  sizeof(why)) != 0) {
+            ucs_error("ringk: cannot register CUDA memory %p+%zu: %s", address, length, why);
+            ucs_free(memh);
+            return UCS_ERR_IO_ERROR;
+        }
+        memh->mem_type = UCS_MEMORY_TYPE_CUDA;
+        memh->gpu      = ringk_busid_pack(busid);
+    }
+    *memh_p = memh;
     return UCS_OK;
 }
 
@@ -69,12 +98,17 @@ static ucs_status_t uct_ringk_mkey_pack(uct_md_h md, uct_mem_h tl_memh,
 {
     const uct_ringk_memh_t *memh = tl_memh;
     uct_ringk_packed_rkey_t packed = {
-        .magic   = UCT_RINGK_RKEY_MAGIC,
-        .pid     = getpid(),
-        .address = memh->address,
-        .length  = memh->length
+        .magic      = UCT_RINGK_RKEY_MAGIC,
+        .pid        = getpid(),
+        .address    = memh->address,
+        .length     = memh->length,
+        .mem_type   = memh->mem_type,
+        .gpu        = memh->gpu,
+        .alloc_base = memh->alloc_base,
+        .alloc_size = memh->alloc_size
     };
 
+    memcpy(packed.ipc, memh->ipc, sizeof(packed.ipc));
     memcpy(rkey_buffer, &packed, sizeof(packed));
     return UCS_OK;
 }
@@ -84,23 +118,47 @@ static ucs_status_t uct_ringk_rkey_unpack(uct_component_t *component, const void
 {
     uct_ringk_packed_rkey_t packed;
     uct_ringk_rkey_t *rkey;
+    char why[256];
 
     /* From a peer: checked before use. */
     memcpy(&packed, rkey_buffer, sizeof(packed));
     if ((packed.magic != UCT_RINGK_RKEY_MAGIC) || (packed.pid == 0) ||
-        (packed.pid > INT32_MAX) || (packed.address + packed.length < packed.address)) {
+        (packed.pid > INT32_MAX) || (packed.address + packed.length < packed.address) ||
+        ((packed.mem_type != UCS_MEMORY_TYPE_HOST) &&
+         (packed.mem_type != UCS_MEMORY_TYPE_CUDA))) {
         ucs_error("ringk: invalid remote key (magic 0x%x pid %u range 0x%" PRIx64 "+%" PRIu64
-                  ")", packed.magic, packed.pid, packed.address, packed.length);
+                  " memory type %u)", packed.magic, packed.pid, packed.address, packed.length,
+                  packed.mem_type);
         return UCS_ERR_INVALID_PARAM;
     }
-    rkey = ucs_malloc(sizeof(*rkey), "ringk_rkey");
+    /* A CUDA region must lie inside the allocation the IPC handle maps. */
+    if ((packed.mem_type == UCS_MEMORY_TYPE_CUDA) &&
+        ((packed.gpu == 0) || (packed.alloc_base + packed.alloc_size < packed.alloc_base) ||
+         (packed.address < packed.alloc_base) ||
+         (packed.address + packed.length > packed.alloc_base + packed.alloc_size))) {
+        ucs_error("ringk: invalid CUDA remote key: 0x%" PRIx64 "+%" PRIu64 " is not inside its "
+                  "allocation 0x%" PRIx64 "+%" PRIu64, packed.address, packed.length,
+                  packed.alloc_base, packed.alloc_size);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    rkey = ucs_calloc(1, sizeof(*rkey), "ringk_rkey");
     if (rkey == NULL) {
         ucs_error("ringk: cannot allocate a remote key");
         return UCS_ERR_NO_MEMORY;
     }
-    rkey->pid     = packed.pid;
-    rkey->address = packed.address;
-    rkey->length  = packed.length;
+    rkey->pid        = packed.pid;
+    rkey->address    = packed.address;
+    rkey->length     = packed.length;
+    rkey->mem_type   = packed.mem_type;
+    rkey->gpu        = packed.gpu;
+    rkey->alloc_base = packed.alloc_base;
+    if ((packed.mem_type == UCS_MEMORY_TYPE_CUDA) &&
+        (ringk_cuda_ipc_open(packed.ipc, &rkey->mapped, why, sizeof(why)) != 0)) {
+        ucs_error("ringk: cannot map the CUDA memory of pid %u (0x%" PRIx64 "+%" PRIu64 "): %s",
+                  packed.pid, packed.address, packed.length, why);
+        ucs_free(rkey);
+        return UCS_ERR_UNREACHABLE;
+    }
     *rkey_p       = (uintptr_t)rkey;
     *handle_p     = NULL;
     return UCS_OK;
@@ -109,7 +167,12 @@ static ucs_status_t uct_ringk_rkey_unpack(uct_component_t *component, const void
 static ucs_status_t uct_ringk_rkey_release(uct_component_t *component, uct_rkey_t rkey,
                                            void *handle)
 {
-    ucs_free((void*)rkey);
+    uct_ringk_rkey_t *key = (uct_ringk_rkey_t*)rkey;
+
+    if (key->mapped != NULL) {
+        ringk_cuda_ipc_close(key->mapped);
+    }
+    ucs_free(key);
     return UCS_OK;
 }
 
@@ -129,19 +192,23 @@ static uct_md_ops_t uct_ringk_md_ops = {
     .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
     .mkey_pack              = uct_ringk_mkey_pack,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int,
-    .detect_memory_type     = (uct_md_detect_memory_type_func_t)ucs_empty_function_return_unsupported
+    .detect_memory_type     = uct_ringk_detect_memory_type
 };
 
 static ucs_status_t uct_ringk_md_open(uct_component_t *component, const char *md_name,
                                       const uct_md_config_t *config, uct_md_h *md_p)
 {
     uct_ringk_md_t *md;
+    char why[128] = "";
 
     md = ucs_calloc(1, sizeof(*md), "uct_ringk_md");
     if (md == NULL) {
         ucs_error("failed to allocate the ringk memory domain");
         return UCS_ERR_NO_MEMORY;
     }
+    md->cuda            = ringk_cuda_usable(why, sizeof(why));
+    ucs_debug("ringk md %p: CUDA memory %s (%s)", md, md->cuda ? "registered" : "not handled",
+              why);
     md->super.ops       = &uct_ringk_md_ops;
     md->super.component = &uct_ringk_component;
     *md_p               = &md->super;

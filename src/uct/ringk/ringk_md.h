@@ -3,6 +3,10 @@
 #ifndef UCT_RINGK_MD_H
 #define UCT_RINGK_MD_H
 
+#include "ringk_rkey.h"
+
+#include <core/ringk_cuda.h>
+
 #include <uct/base/uct_md.h>
 
 #define UCT_RINGK_NAME "ringk"
@@ -15,30 +19,21 @@ typedef struct uct_ringk_md_config {
 /** ringk memory domain. */
 typedef struct uct_ringk_md {
     uct_md_t super;
+    int      cuda;     /**< CUDA memory can be registered (a driver and a device exist) */
 } uct_ringk_md_t;
 
-/** A registered region: RMA reaches it by cross-memory attach, no pinning needed. */
+/**
+ * A registered region. Host memory: RMA reaches it by cross-memory attach, no pinning needed.
+ * CUDA memory: its allocation is exported for CUDA IPC and peers map it.
+ */
 typedef struct uct_ringk_memh {
     uint64_t address;
     uint64_t length;
+    uint32_t mem_type;                            /**< ucs_memory_type_t */
+    uint64_t gpu;                                 /**< packed bus id of its GPU (CUDA) */
+    uint64_t alloc_base, alloc_size;              /**< its whole allocation (CUDA) */
+    uint8_t  ipc[RINGK_CUDA_IPC_HANDLE_LEN];      /**< CUDA IPC handle of the allocation */
 } uct_ringk_memh_t;
-
-/** Packed remote key, as sent to peers. */
-typedef struct uct_ringk_packed_rkey {
-    uint32_t magic;    /**< UCT_RINGK_RKEY_MAGIC */
-    uint32_t pid;      /**< process owning the region */
-    uint64_t address;
-    uint64_t length;
-} UCS_S_PACKED uct_ringk_packed_rkey_t;
-
-#define UCT_RINGK_RKEY_MAGIC 0x524b4b59u /* "RKKY" */
-
-/** Unpacked remote key (uct_rkey_t points to one). */
-typedef struct uct_ringk_rkey {
-    uint32_t pid;
-    uint64_t address;
-    uint64_t length;
-} uct_ringk_rkey_t;
 
 extern uct_component_t uct_ringk_component;
 

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ringk remote keys: the packed form peers send (untrusted until uct_ringk_rkey_unpack checks
+ * it) and the unpacked form a uct_rkey_t points to. No UCX internals, so tests and fuzzers can
+ * build keys. */
+#ifndef UCT_RINGK_RKEY_H
+#define UCT_RINGK_RKEY_H
+
+#include <core/ringk_cuda.h>
+
+#include <stdint.h>
+
+/** Packed remote key, as sent to peers. */
+typedef struct uct_ringk_packed_rkey {
+    uint32_t magic;    /**< UCT_RINGK_RKEY_MAGIC */
+    uint32_t pid;      /**< process owning the region */
+    uint64_t address;
+    uint64_t length;
+    uint32_t mem_type; /**< UCS_MEMORY_TYPE_HOST or UCS_MEMORY_TYPE_CUDA */
+    uint32_t reserved;
+    uint64_t gpu;      /**< CUDA: packed bus id of the GPU holding it */
+    uint64_t alloc_base, alloc_size;
+    uint8_t  ipc[RINGK_CUDA_IPC_HANDLE_LEN];
+} __attribute__((packed)) uct_ringk_packed_rkey_t;
+
+#define UCT_RINGK_RKEY_MAGIC 0x524b4b5au /* "ZKKR": the layout with memory types */
+
+/** Unpacked remote key (uct_rkey_t points to one). */
+typedef struct uct_ringk_rkey {
+    uint32_t pid;
+    uint64_t address;
+    uint64_t length;
+    uint32_t mem_type;
+    uint64_t gpu;
+    uint64_t alloc_base;   /**< CUDA: the peer's address of the allocation... */
+    void    *mapped;       /**< ...and where it is mapped here */
+} uct_ringk_rkey_t;
+
+#endif
