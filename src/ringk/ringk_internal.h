@@ -55,6 +55,7 @@ struct ringk_kernel {
     unsigned              max_iterations;
     unsigned              max_in, max_out, inbox_size, outbox_size, capacity;
     int                   timestamps;
+    int                   peer_events;   /* gets ringk_peer_event_t control messages */
     name_list_t           publishes_to, subscribes_to, topics_pub, topics_sub, barriers;
     route_t               routes[RINGK_LIST_MAX];  /* parallel to publishes_to */
     /* inbox: multi-producer ring, consumed by the kernel's executor only */

@@ -78,7 +78,73 @@ struct ringk_remote {
     uint64_t        undeliverable;
     unsigned        backlogged;    /* messages in backlogs, atomic: a cheap 'nothing to do' */
     unsigned long   kernel_polls;  /* ringk_remote_poll() calls by idle kernel threads, atomic */
+    /* peer events (ringk_peer_event_t) for kernels with peer_events, per rank */
+    uint8_t        *event_state;   /* 0 none, 3 being posted, 1 to deliver, 2 delivered; atomic */
+    uint8_t        *event_kind;    /* ringk_peer_event_kind_t */
+    unsigned       *event_next;    /* next kernel index to tell, under event_mu */
+    unsigned        events_due;    /* ranks in state 1, atomic: a cheap 'nothing to do' */
+    pthread_mutex_t event_mu;
 };
+
+/* ---- peer events ----------------------------------------------------------------------------- */
+
+/* Records that process @a rank was lost or left; told to kernels by events_deliver(). Once per
+ * process: a loss after a clean leave is not reported again. */
+static void event_post(ringk_remote_t *r, int rank, ringk_peer_event_kind_t kind)
+{
+    uint8_t none = 0;
+
+    /* 0 -> 3 (being posted) makes the first report the only one; 1 publishes the kind */
+    if (__atomic_compare_exchange_n(&r->event_state[rank], &none, 3, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+        r->event_kind[rank] = (uint8_t)kind;
+        __atomic_store_n(&r->event_state[rank], 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&r->events_due, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* Puts each due event into the inboxes of the kernels that asked for them, without waiting:
+ * a full inbox is tried again on the next call. Called by whichever thread progresses. */
+static void events_deliver(ringk_remote_t *r)
+{
+    ringk_peer_event_t ev;
+    ringk_kernel_t *k;
+    ringk_msg_t hdr;
+    int rank, ret;
+
+    if ((__atomic_load_n(&r->events_due, __ATOMIC_ACQUIRE) == 0) ||
+        (pthread_mutex_trylock(&r->event_mu) != 0)) {
+        return;
+    }
+    for (rank = 0; rank < r->size; rank++) {
+        if (__atomic_load_n(&r->event_state[rank], __ATOMIC_ACQUIRE) != 1) {
+            continue;
+        }
+        ev.kind = r->event_kind[rank];
+        ev.rank = rank;
+        ret     = 0;
+        for (; r->event_next[rank] < RINGK_MAX_KERNELS; r->event_next[rank]++) {
+            k = ringk_kernel_by_id(r->ctx, r->event_next[rank] + 1);
+            if ((k == NULL) || !k->peer_events) {
+                continue;
+            }
+            memset(&hdr, 0, sizeof(hdr));
+            hdr.sender   = (uint32_t)rank << RINGK_RANK_SHIFT;
+            hdr.receiver = k->id;
+            hdr.type     = RINGK_MSG_CONTROL;
+            hdr.length   = sizeof(ev);
+            ret = ringk_deliver_hdr(r->ctx, k, &hdr, &ev, RINGK_WAIT_NONE);
+            if (ret == -EAGAIN) {
+                break; /* its inbox is full: the next call goes on from this kernel */
+            }
+        }
+        if (ret != -EAGAIN) {
+            __atomic_store_n(&r->event_state[rank], 2, __ATOMIC_RELEASE);
+            __atomic_sub_fetch(&r->events_due, 1, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&r->event_mu);
+}
 
 /* ---- credits ------------------------------------------------------------------------------- */
 
@@ -426,6 +492,7 @@ static ucs_status_t am_bye_recv(void *arg, const void *header, size_t header_len
     }
     __atomic_store_n(&r->left[m.rank], 1, __ATOMIC_RELEASE);
     __atomic_store_n(&r->dead[m.rank], 1, __ATOMIC_RELEASE);
+    event_post(r, m.rank, RINGK_PEER_LEFT);
     ringk_log_msg(r->ctx, RINGK_LOG_INFO, "process %u left the job", m.rank);
     return UCS_OK;
 }
@@ -454,6 +521,7 @@ static void *progress_main(void *arg)
         n += backlog_drain(r);
         bye_acks_send(r);
         credits_return(r);
+        events_deliver(r);
         if (n > 0) {
             idle = 0;
             continue;
@@ -483,6 +551,7 @@ unsigned ringk_remote_poll(ringk_ctx_t *ctx)
     n = ucp_worker_progress(r->worker) + backlog_drain(r);
     bye_acks_send(r);
     credits_return(r);
+    events_deliver(r);
     return n;
 }
 
@@ -669,6 +738,7 @@ static void ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
         }
         __atomic_store_n(&r->dead[i], 1, __ATOMIC_RELEASE);
         if (!__atomic_load_n(&r->left[i], __ATOMIC_ACQUIRE)) {
+            event_post(r, i, RINGK_PEER_LOST);
             ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "process %d is unreachable: %s; messages to "
                           "its kernels are reported undeliverable", i, ucs_status_string(status));
         }
@@ -842,6 +912,9 @@ static void remote_free(ringk_remote_t *r)
     free(r->dir);
     free(r->topics);
     free(r->barriers);
+    free(r->event_state);
+    free(r->event_kind);
+    free(r->event_next);
     free(r);
 }
 
@@ -880,6 +953,9 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     r->eps  = calloc(size, sizeof(*r->eps));
     r->dead = calloc(size, sizeof(*r->dead));
     r->left = calloc(size, sizeof(*r->left));
+    r->event_state = calloc(size, sizeof(*r->event_state));
+    r->event_kind  = calloc(size, sizeof(*r->event_kind));
+    r->event_next  = calloc(size, sizeof(*r->event_next));
     r->acked   = calloc(size, sizeof(*r->acked));
     r->ack_due = calloc(size, sizeof(*r->ack_due));
     r->window      = calloc((size_t)size * RINGK_SLOTS, sizeof(*r->window));
@@ -894,7 +970,8 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     mybarriers  = calloc(RINGK_MAX_BARRIERS, sizeof(*mybarriers));
     lens    = calloc(size, sizeof(*lens));
     entries = calloc(RINGK_DIR_ENTRIES, sizeof(*entries));
-    if (!r->eps || !r->dead || !r->left || !r->acked || !r->ack_due || !r->window ||
+    if (!r->eps || !r->dead || !r->left || !r->event_state || !r->event_kind ||
+        !r->event_next || !r->acked || !r->ack_due || !r->window ||
         !r->credits || !r->owed || !r->owed_queued || !r->owed_queue || !r->dir || !r->topics ||
         !mytopics || !r->barriers || !mybarriers || !lens || !entries) {
         ret = -ENOMEM;
@@ -902,6 +979,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     }
     pthread_mutex_init(&r->backlog_mu, NULL);
     pthread_mutex_init(&r->owed_mu, NULL);
+    pthread_mutex_init(&r->event_mu, NULL);
     r->ctx  = ctx;
     r->size = size;
     if ((ucp_config_read(NULL, NULL, &config) != UCS_OK) ||
@@ -1141,6 +1219,7 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     ucp_cleanup(r->context);
     pthread_mutex_destroy(&r->backlog_mu);
     pthread_mutex_destroy(&r->owed_mu);
+    pthread_mutex_destroy(&r->event_mu);
     remote_free(r);
     __atomic_store_n(&ctx->remote, NULL, __ATOMIC_RELEASE); /* pairs with remote_of() */
 }

@@ -980,6 +980,7 @@ static int kernel_params(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk
                                                                      : RINGK_PROCESSING_CONTINUOUS;
     k->max_per_iteration = (f & RINGK_KERNEL_PARAM_FIELD_MAX_PER_ITER) ? p->max_per_iteration : 0;
     k->timestamps        = (f & RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS) ? !!p->timestamps : 0;
+    k->peer_events       = (f & RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS) ? !!p->peer_events : 0;
     if ((k->capacity < 1) || (k->capacity > (1u << 20))) {
         rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': capacity %u is out of range 1..%u", name,
                k->capacity, 1u << 20);

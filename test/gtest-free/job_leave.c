@@ -3,8 +3,11 @@
  * messages and a TERMINATE to a sink kernel in every other rank and destroys its context at once,
  * without waiting. Every sink must still get all M in order (nothing in flight is lost when a
  * process leaves), and the other ranks must see rank 0 leave - sends to it fail with -EPIPE -
- * without counting it as lost (ringk_ctx_peers_lost() stays 0). Prints one line per rank ending
- * in OK or FAIL. */
+ * without counting it as lost (ringk_ctx_peers_lost() stays 0); a watch kernel created with
+ * peer_events gets exactly one RINGK_PEER_LEFT event for rank 0.
+ * With "die" after M, rank 0 exits without leaving (as a crash would): the others must count it
+ * lost and their watch kernels get one RINGK_PEER_LOST event for rank 0 within 30 s.
+ * Prints one line per rank ending in OK or FAIL. */
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -35,15 +38,48 @@ static int nop(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
+/* peer events about rank 0 seen by the watch kernel: how many, and the last kind (events about
+ * other ranks, which leave when they are done, are valid and not counted) */
+static int nevents, ev_kind, ev_rank = -1;
+
+static int watch_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_peer_event_t ev;
+
+    if ((msg->type != RINGK_MSG_CONTROL) || (msg->length != sizeof(ev))) {
+        return -1;
+    }
+    memcpy(&ev, ringk_msg_payload(msg), sizeof(ev));
+    if (ev.rank != 0) {
+        return 0;
+    }
+    __atomic_store_n(&ev_kind, (int)ev.kind, __ATOMIC_RELAXED);
+    __atomic_store_n(&ev_rank, ev.rank, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&nevents, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Waits up to @a ms for the watch kernel's first event, then a little longer for a second. */
+static void wait_event(int ms)
+{
+    int i;
+
+    for (i = 0; (i < ms) && (__atomic_load_n(&nevents, __ATOMIC_ACQUIRE) == 0); i++) {
+        usleep(1000);
+    }
+    usleep(200000);
+}
+
 int main(int argc, char **argv)
 {
     const uint64_t m = (argc > 1) ? strtoull(argv[1], NULL, 10) : 10000;
+    const int die    = (argc > 2) && !strcmp(argv[2], "die");
     const char *sinks[64 + 1];
     char names[64][16], me[16];
     ringk_kernel_t *k;
     ringk_kernel_stats_t st;
     ringk_ctx_t *ctx;
-    int rank, size, r, ret = 0, lost = 0, waited;
+    int rank, size, r, ret = 0, lost = 0, waited, epipe;
     uint64_t i;
 
     if (ringk_ctx_create(NULL, &ctx) != 0) {
@@ -76,9 +112,20 @@ int main(int argc, char **argv)
             .handler = sink_handler, .mode = RINGK_MODE_EVENT_DRIVEN, .max_in = 64,
             .publishes_to = back
         };
+        ringk_kernel_params_t w = {
+            .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                          RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS,
+            .name = "watch", .handler = watch_handler, .mode = RINGK_MODE_EVENT_DRIVEN,
+            .peer_events = 1
+        };
+        ringk_kernel_t *wk;
+
         snprintf(me, sizeof(me), "sink%d", rank);
         p.name = me;
         ret = ringk_kernel_create(ctx, &p, &k);
+        if (ret == 0) {
+            ret = ringk_kernel_create(ctx, &w, &wk);
+        }
     }
     if ((ret != 0) || (ringk_ctx_start(ctx) != 0)) {
         return 1;
@@ -90,6 +137,13 @@ int main(int argc, char **argv)
                                  RINGK_WAIT_FOREVER);
             }
         }
+        if (die) {
+            printf("leave [rank 0 of %d]: sent %llu to each of %d sinks, exiting without "
+                   "leaving: %s\n", size, (unsigned long long)m, size - 1,
+                   (ret == 0) ? "OK" : "FAIL");
+            fflush(stdout);
+            _exit((ret == 0) ? 0 : 1);
+        }
         for (r = 0; (ret == 0) && (r < size - 1); r++) {
             ret = ringk_send(ctx, k, sinks[r], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
         }
@@ -97,6 +151,21 @@ int main(int argc, char **argv)
         printf("leave [rank 0 of %d]: sent %llu to each of %d sinks and left: %s\n", size,
                (unsigned long long)m, size - 1, (ret == 0) ? "OK" : "FAIL");
         return (ret == 0) ? 0 : 1;
+    }
+    if (die) {
+        /* rank 0 is gone without a word: counted lost, told to the watch kernel, sends fail */
+        wait_event(30000);
+        lost = ringk_ctx_peers_lost(ctx);
+        ret  = ringk_send(ctx, k, "source", RINGK_MSG_DATA, &got, sizeof(got), 0);
+        ringk_ctx_destroy(ctx);
+        printf("leave [rank %d of %d]: rank 0 died; peers lost %d, %d event(s), last %s for rank "
+               "%d, sends %s: %s\n", rank, size, lost, nevents,
+               (ev_kind == RINGK_PEER_LOST) ? "LOST" : (ev_kind == RINGK_PEER_LEFT) ? "LEFT" :
+               "none", ev_rank, (ret == -EPIPE) ? "fail" : "still succeed",
+               ((lost == 1) && (nevents == 1) && (ev_kind == RINGK_PEER_LOST) &&
+                (ev_rank == 0) && (ret == -EPIPE)) ? "OK" : "FAIL");
+        return ((lost == 1) && (nevents == 1) && (ev_kind == RINGK_PEER_LOST) &&
+                (ev_rank == 0) && (ret == -EPIPE)) ? 0 : 1;
     }
     /* the sink terminates after all M: anything lost in rank 0's leaving would hang it here,
      * until test_job.sh's timeout */
@@ -119,11 +188,16 @@ int main(int argc, char **argv)
         usleep(1000);
         lost += ringk_ctx_peers_lost(ctx);
     }
+    wait_event(10000);
     ringk_ctx_destroy(ctx);
+    epipe = (ret == -EPIPE);
+    ret   = ((got == m) && (bad == 0) && epipe && (lost == 0) && (nevents == 1) &&
+             (ev_kind == RINGK_PEER_LEFT) && (ev_rank == 0)) ? 0 : 1;
     printf("leave [rank %d of %d]: got %llu of %llu, %llu out of order, rank 0 left (%s), "
-           "counted lost %d times: %s\n", rank, size, (unsigned long long)got,
-           (unsigned long long)m, (unsigned long long)bad, (ret == -EPIPE) ? "sends fail" :
-           "sends still succeed", lost,
-           ((got == m) && (bad == 0) && (ret == -EPIPE) && (lost == 0)) ? "OK" : "FAIL");
-    return ((got == m) && (bad == 0) && (ret == -EPIPE) && (lost == 0)) ? 0 : 1;
+           "counted lost %d times, %d peer event(s) (%s for rank %d): %s\n", rank, size,
+           (unsigned long long)got, (unsigned long long)m, (unsigned long long)bad,
+           epipe ? "sends fail" : "sends still succeed", lost, nevents,
+           (ev_kind == RINGK_PEER_LEFT) ? "LEFT" : (ev_kind == RINGK_PEER_LOST) ? "LOST" : "none",
+           ev_rank, (ret == 0) ? "OK" : "FAIL");
+    return ret;
 }

@@ -118,6 +118,9 @@ job "rank 0 leaves right after sending: 2 processes, nothing lost, not counted l
     "leave \[rank 0 of 2\].*: OK" "$top/test/gtest-free/job_leave" 20000
 job "rank 0 leaves right after sending: 3 processes" 3 "leave \[rank 0 of 3\].*: OK" \
     "$top/test/gtest-free/job_leave" 10000
+# rank 0 exits without leaving: the others count it lost and their peer_events kernels are told
+job "rank 0 dies: 3 processes count it lost, each watch kernel gets one PEER_LOST event" 3 \
+    "leave \[rank 0 of 3\].*exiting without leaving: OK" "$top/test/gtest-free/job_leave" 1000 die
 
 # a remote inbox that does not drain pushes back on the sender (credits), nothing lost
 job "remote backpressure: -EAGAIN after inbox + window, -ETIMEDOUT, then all 20000 in order" 2 \

@@ -218,7 +218,8 @@ enum ringk_kernel_param_field {
     RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB      = 1u << 17,
     RINGK_KERNEL_PARAM_FIELD_BARRIERS        = 1u << 18,
     RINGK_KERNEL_PARAM_FIELD_CAPACITY        = 1u << 19,
-    RINGK_KERNEL_PARAM_FIELD_START_INACTIVE  = 1u << 20
+    RINGK_KERNEL_PARAM_FIELD_START_INACTIVE  = 1u << 20,
+    RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS     = 1u << 21
 };
 
 /** Every attribute of a ring kernel; defaults follow the ring-kernel model. */
@@ -247,7 +248,26 @@ typedef struct ringk_kernel_params {
     const char * const *topics_pub;       /**< topics it publishes to (NULL-terminated) */
     const char * const *topics_sub;       /**< topics it subscribes to (NULL-terminated) */
     const char * const *barriers;         /**< named barriers it takes part in */
+    int                 peer_events;      /**< get a ringk_peer_event_t when another process of
+                                               the job is lost or leaves, default 0 */
 } ringk_kernel_params_t;
+
+/** What happened to another process of the job (ringk_peer_event_t.kind). */
+typedef enum ringk_peer_event_kind {
+    RINGK_PEER_LOST = 1,   /**< its endpoint failed: it died or became unreachable */
+    RINGK_PEER_LEFT = 2    /**< it left cleanly (ringk_ctx_destroy) */
+} ringk_peer_event_kind_t;
+
+/**
+ * Payload of the RINGK_MSG_CONTROL message that every kernel created with peer_events gets,
+ * once per process, when another process of the job is lost or leaves (sender: that rank, kernel
+ * id 0). Sends to that process's kernels fail with -EPIPE from then on. A full inbox delays the
+ * event, never drops it; a kernel already terminated does not get it.
+ */
+typedef struct ringk_peer_event {
+    uint32_t kind;         /**< ringk_peer_event_kind_t */
+    int32_t  rank;         /**< the process */
+} ringk_peer_event_t;
 
 /** Launches a kernel (active unless RINGK_KERNEL_PARAM_FIELD_START_INACTIVE). Errors name the
  *  bad value and the limit through the log hook. */
