@@ -46,13 +46,15 @@ int ringk_cuda_current_busid(char *busid, size_t len, char *why, size_t why_len)
 /* Whether a usable driver exists, asked once: pointer queries are on data paths. */
 static int ringk_cuda_usable_cached(void)
 {
-    static int usable = -1;
+    static int usable = -1; /* racing first callers compute the same answer */
     char why[128];
+    int u = __atomic_load_n(&usable, __ATOMIC_RELAXED);
 
-    if (usable < 0) {
-        usable = ringk_cuda_usable(why, sizeof(why));
+    if (u < 0) {
+        u = ringk_cuda_usable(why, sizeof(why));
+        __atomic_store_n(&usable, u, __ATOMIC_RELAXED);
     }
-    return usable;
+    return u;
 }
 
 int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
@@ -70,6 +72,7 @@ int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
         return 0;
     }
     if ((busid != NULL) && (cudaDeviceGetPCIBusId(busid, (int)len, attr.device) != cudaSuccess)) {
+        cudaGetLastError();
         busid[0] = '\0';
     }
     return 1;
@@ -79,33 +82,47 @@ int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
  * runtime API has no way to find the allocation a pointer lies in. */
 typedef int (*ringk_cu_range_fn_t)(unsigned long long *base, size_t *size, unsigned long long p);
 
+static ringk_cu_range_fn_t ringk_cu_range;
+
+static int ringk_cuda_range_fn(char *why, size_t why_len)
+{
+    ringk_cu_range_fn_t fn;
+    void *lib;
+
+    if (__atomic_load_n(&ringk_cu_range, __ATOMIC_ACQUIRE) != NULL) {
+        return 0;
+    }
+    lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if ((lib == NULL) || ((*(void**)&fn = dlsym(lib, "cuMemGetAddressRange_v2")) == NULL)) {
+        snprintf(why, why_len, "cuMemGetAddressRange_v2 not found in libcuda.so.1");
+        return -ENODEV;
+    }
+    __atomic_store_n(&ringk_cu_range, fn, __ATOMIC_RELEASE); /* the library stays loaded */
+    return 0;
+}
+
 int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
                           char *why, size_t why_len)
 {
-    static ringk_cu_range_fn_t range;
     unsigned long long base;
     cudaIpcMemHandle_t h;
-    void *lib;
     size_t size;
     int ret;
 
-    if (range == NULL) {
-        lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-        if ((lib == NULL) ||
-            ((*(void**)&range = dlsym(lib, "cuMemGetAddressRange_v2")) == NULL)) {
-            snprintf(why, why_len, "cuMemGetAddressRange_v2 not found in libcuda.so.1");
-            return -ENODEV;
-        }
+    ret = ringk_cuda_range_fn(why, why_len);
+    if (ret != 0) {
+        return ret;
     }
-    ret = range(&base, &size, (unsigned long long)(uintptr_t)ptr);
+    ret = ringk_cu_range(&base, &size, (unsigned long long)(uintptr_t)ptr);
     if (ret != 0) {
         snprintf(why, why_len, "cuMemGetAddressRange(%p) failed with CUresult %d", ptr, ret);
         return -EINVAL;
     }
     if (cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
+        /* e.g. memory from cudaMallocAsync pools or cuMemCreate */
         snprintf(why, why_len, "cudaIpcGetMemHandle(0x%llx): %s", base,
                  cudaGetErrorString(cudaGetLastError()));
-        return -EINVAL;
+        return -EOPNOTSUPP;
     }
     memcpy(handle, &h, RINGK_CUDA_IPC_HANDLE_LEN);
     *base_p = base;
@@ -113,10 +130,14 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
     return 0;
 }
 
-int ringk_cuda_ipc_open(const void *handle, void **mapped_p, char *why, size_t why_len)
+int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
+                        size_t why_len)
 {
+    unsigned long long base;
     cudaIpcMemHandle_t h;
     cudaError_t err;
+    size_t real;
+    int ret;
 
     if (!ringk_cuda_usable_cached()) {
         snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
@@ -129,6 +150,21 @@ int ringk_cuda_ipc_open(const void *handle, void **mapped_p, char *why, size_t w
         snprintf(why, why_len, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(err));
         return -EIO;
     }
+    /* the peer's word for the allocation's size is checked against the mapping itself */
+    ret = ringk_cuda_range_fn(why, why_len);
+    if (ret == 0) {
+        ret = ringk_cu_range(&base, &real, (unsigned long long)(uintptr_t)*mapped_p);
+        if ((ret != 0) || (real < size)) {
+            snprintf(why, why_len, "the mapped allocation is %zu bytes, the key says %llu "
+                     "(CUresult %d)", real, (unsigned long long)size, ret);
+            ret = -EINVAL;
+        }
+    }
+    if (ret != 0) {
+        cudaIpcCloseMemHandle(*mapped_p);
+        *mapped_p = NULL;
+        return ret;
+    }
     return 0;
 }
 
@@ -137,39 +173,17 @@ void ringk_cuda_ipc_close(void *mapped)
     cudaIpcCloseMemHandle(mapped);
 }
 
-int ringk_cuda_enable_peer(const char *busid, char *why, size_t why_len)
-{
-    int me, peer, can = 0;
-    cudaError_t err;
-
-    if ((cudaGetDevice(&me) != cudaSuccess) ||
-        (cudaDeviceGetByPCIBusId(&peer, busid) != cudaSuccess)) {
-        snprintf(why, why_len, "no CUDA device at %s", busid);
-        return -EPERM;
-    }
-    if (me == peer) {
-        return 0;
-    }
-    if ((cudaDeviceCanAccessPeer(&can, me, peer) != cudaSuccess) || !can) {
-        snprintf(why, why_len, "cudaDeviceCanAccessPeer(%d, %d) says no", me, peer);
-        return -EPERM;
-    }
-    err = cudaDeviceEnablePeerAccess(peer, 0);
-    if ((err != cudaSuccess) && (err != cudaErrorPeerAccessAlreadyEnabled)) {
-        snprintf(why, why_len, "cudaDeviceEnablePeerAccess(%d -> %d): %s", me, peer,
-                 cudaGetErrorString(err));
-        return -EPERM;
-    }
-    cudaGetLastError(); /* clear an 'already enabled' */
-    return 0;
-}
-
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)
 {
-    cudaError_t err = cudaMemcpy(dst, src, len, cudaMemcpyDefault);
+    /* cudaMemcpy may return before a device-to-device or pageable host-to-device copy has
+     * landed: the copy goes on the calling thread's stream, which is then waited for. */
+    cudaError_t err = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, cudaStreamPerThread);
 
+    if (err == cudaSuccess) {
+        err = cudaStreamSynchronize(cudaStreamPerThread);
+    }
     if (err != cudaSuccess) {
-        cudaGetLastError();
+        cudaGetLastError(); /* not left for the application's next error check */
         snprintf(why, why_len, "cudaMemcpy(%p <- %p, %zu): %s", dst, src, len,
                  cudaGetErrorString(err));
         return -EIO;
@@ -313,7 +327,8 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
     return -ENODEV;
 }
 
-int ringk_cuda_ipc_open(const void *handle, void **mapped_p, char *why, size_t why_len)
+int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
+                        size_t why_len)
 {
     snprintf(why, why_len, RINGK_NO_CUDA ": CUDA memory of a peer cannot be mapped");
     return -ENODEV;
@@ -321,12 +336,6 @@ int ringk_cuda_ipc_open(const void *handle, void **mapped_p, char *why, size_t w
 
 void ringk_cuda_ipc_close(void *mapped)
 {
-}
-
-int ringk_cuda_enable_peer(const char *busid, char *why, size_t why_len)
-{
-    snprintf(why, why_len, RINGK_NO_CUDA);
-    return -EPERM;
 }
 
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)

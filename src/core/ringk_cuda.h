@@ -41,24 +41,25 @@ int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len);
 
 /**
  * Exports the device allocation containing @a ptr for CUDA IPC: its handle, base and size.
- * @return 0, or -EINVAL / -ENODEV with the reason in @a why.
+ * @return 0, or -EINVAL / -ENODEV, or -EOPNOTSUPP for memory CUDA IPC cannot export (stream-
+ *         ordered pools, cuMemCreate), with the reason in @a why.
  */
 int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
                           char *why, size_t why_len);
 
-/** Maps a peer's exported allocation; @a mapped_p gets its base here. 0, or -EIO with why. */
-int ringk_cuda_ipc_open(const void *handle, void **mapped_p, char *why, size_t why_len);
+/**
+ * Maps a peer's exported allocation, said to be @a size bytes, into the current device's
+ * context; @a mapped_p gets its base here. A mapping smaller than @a size is refused.
+ * @return 0, or -EIO / -EINVAL / -ENODEV with the reason in @a why.
+ */
+int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
+                        size_t why_len);
 
 /** Unmaps what ringk_cuda_ipc_open() mapped. */
 void ringk_cuda_ipc_close(void *mapped);
 
-/**
- * Lets the current device reach device @a busid's memory directly (P2P over NVLink or PCIe).
- * @return 0 (enabled or already enabled), or -EPERM with the reason in @a why.
- */
-int ringk_cuda_enable_peer(const char *busid, char *why, size_t why_len);
-
-/** Copies @a len bytes between any two of host and device memory and waits for the copy. */
+/** Copies @a len bytes between any two of host and device memory (on the calling thread's
+ *  stream) and returns once the data has landed. */
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len);
 
 /** Pinned host memory for staging; NULL on failure. */

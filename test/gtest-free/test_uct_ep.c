@@ -1010,8 +1010,8 @@ START_TEST(test_uct_ep_gpu_path)
 END_TEST
 
 /* Without a usable CUDA driver the md registers host memory only, detects host pointers as host,
- * and a peer's CUDA remote key is refused with the reason, never mapped; a CUDA key whose range
- * leaves its allocation is refused before any CUDA call. */
+ * and a peer's CUDA remote key is unreachable, never mapped (a key of this process is used in
+ * place); a CUDA key whose range leaves its allocation is refused before any CUDA call. */
 START_TEST(test_uct_ep_cuda_rkey_without_gpu)
 {
     uct_ringk_packed_rkey_t packed = {
@@ -1039,13 +1039,20 @@ START_TEST(test_uct_ep_cuda_rkey_without_gpu)
     ck_assert_int_eq(uct_md_detect_memory_type(md, host, sizeof(host), &mem_type), UCS_OK);
     ck_assert_int_eq(mem_type, UCS_MEMORY_TYPE_HOST);
 
-    packed.gpu = ringk_busid_pack("0000:14:00.0");
-    test_capture_errors_begin();
-    status = uct_rkey_unpack(test_ringk_component(), &packed, &rkey);
-    test_capture_errors_end();
-    ck_assert_int_eq(status, UCS_ERR_UNREACHABLE);
-    ck_assert_msg(strstr(test_captured, "cannot map the CUDA memory of pid 1234") != NULL,
-                  "logged '%s'", test_captured);
+    packed.gpu       = ringk_busid_pack("0000:14:00.0");
+    packed.ipc_valid = 1;
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &rkey),
+                     UCS_ERR_UNREACHABLE); /* cannot be mapped here */
+    packed.ipc_valid = 0;
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &rkey),
+                     UCS_ERR_UNREACHABLE); /* the owner could not export it */
+    /* a key of this very process is not mapped but used in place */
+    packed.pid = (uint32_t)getpid();
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &rkey), UCS_OK);
+    ck_assert_ptr_eq(((uct_ringk_rkey_t*)rkey.rkey)->mapped, (void*)(uintptr_t)packed.alloc_base);
+    ck_assert_int_eq(((uct_ringk_rkey_t*)rkey.rkey)->own, 1);
+    ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &rkey), UCS_OK);
+    packed.pid = 1234;
 
     packed.address = packed.alloc_base + packed.alloc_size - 100; /* runs past its allocation */
     test_capture_errors_begin();

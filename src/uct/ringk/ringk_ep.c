@@ -212,7 +212,6 @@ static ucs_status_t uct_ringk_ep_choose_path(uct_ringk_ep_t *ep, uct_ringk_iface
     }
     ringk_node_id_same(&iface->dev_addr, &remote, node, sizeof(node));
     ep->peer_gpu    = addr->gpu;
-    ep->peer_access = 0;
     if ((iface->gpu != 0) && (addr->gpu != 0)) {
         path = uct_ringk_ep_gpu_path(iface, addr->gpu, gpu, sizeof(gpu));
         if (path < 0) {
@@ -480,23 +479,40 @@ ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
 }
 
 /* Copies a header and an iov list into a claimed message. */
-static void uct_ringk_ep_write_iov(uct_ringk_ep_t *ep, uint64_t pos, const void *header,
-                                   unsigned header_length, const uct_iov_t *iov, size_t iovcnt)
+/* Copies the header and the iovecs into the claimed message at @a pos (contiguous in the ring);
+ * a registered CUDA buffer is copied by CUDA, never read by the CPU. */
+static ucs_status_t uct_ringk_ep_write_iov(uct_ringk_ep_t *ep, uint64_t pos, const void *header,
+                                           unsigned header_length, const uct_iov_t *iov,
+                                           size_t iovcnt)
 {
+    const uct_ringk_memh_t *memh;
     uint64_t off = 0;
     size_t i, len;
+    char why[256];
 
     if (header_length > 0) {
         ringk_ring_write(&ep->ring, pos, 0, header, header_length);
         off = header_length;
     }
     for (i = 0; i < iovcnt; i++) {
-        len = uct_iov_get_length(&iov[i]);
-        if (len > 0) {
-            ringk_ring_write(&ep->ring, pos, off, iov[i].buffer, len);
-            off += len;
+        len  = uct_iov_get_length(&iov[i]);
+        memh = iov[i].memh;
+        if (len == 0) {
+            continue;
         }
+        if (ucs_unlikely((memh != UCT_MEM_HANDLE_NULL) &&
+                         (memh->mem_type == UCS_MEMORY_TYPE_CUDA))) {
+            if (ringk_cuda_copy((uint8_t*)ringk_ring_payload(&ep->ring, pos) + off,
+                                iov[i].buffer, len, why, sizeof(why)) != 0) {
+                ucs_error("ringk ep %p: am_zcopy from CUDA memory: %s", ep, why);
+                return UCS_ERR_IO_ERROR;
+            }
+        } else {
+            ringk_ring_write(&ep->ring, pos, off, iov[i].buffer, len);
+        }
+        off += len;
     }
+    return UCS_OK;
 }
 
 ucs_status_t uct_ringk_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
@@ -516,7 +532,7 @@ ucs_status_t uct_ringk_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
-    uct_ringk_ep_write_iov(ep, pos, NULL, 0, iov, iovcnt);
+    uct_ringk_ep_write_iov(ep, pos, NULL, 0, iov, iovcnt); /* short: host memory */
     ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
     uct_ringk_ep_signal(ep);
     UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
@@ -608,7 +624,13 @@ ucs_status_t uct_ringk_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *heade
         return status;
     }
     /* The data is in the peer's ring when this returns: the operation is complete. */
-    uct_ringk_ep_write_iov(ep, pos, header, header_length, iov, iovcnt);
+    status = uct_ringk_ep_write_iov(ep, pos, header, header_length, iov, iovcnt);
+    if (ucs_unlikely(status != UCS_OK)) {
+        /* the claimed cells become a skip cell: the receiver passes over them */
+        ringk_ring_publish_skip(&ep->ring, pos, ncells);
+        uct_ringk_ep_signal(ep);
+        return status;
+    }
     ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
     uct_ringk_ep_signal(ep);
     UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, total);
@@ -694,7 +716,9 @@ static ucs_status_t uct_ringk_gpu_copy(uct_ringk_ep_t *ep, void *dst, const void
     return UCS_OK;
 }
 
-/* CUDA_IPC: one copy through the peer's mapped allocation; the driver routes it. */
+/* P2P_NVLINK, P2P_PCIE and CUDA_IPC: one copy through the peer's allocation, mapped by CUDA
+ * IPC with peer access enabled on demand (cudaIpcMemLazyEnablePeerAccess), so the copy goes
+ * over the link the path names; the driver routes a CUDA_IPC copy between GPUs without P2P. */
 static ucs_status_t uct_ringk_gpu_move_ipc(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
                                            const struct iovec *local, size_t nlocal,
                                            uint64_t remote_addr, int write)
@@ -750,31 +774,9 @@ static ucs_status_t uct_ringk_gpu_move_staged(uct_ringk_ep_t *ep, const uct_ring
     return status;
 }
 
-/* P2P_NVLINK / P2P_PCIE: peer access to the peer's GPU is enabled once, then copies go
- * straight between the GPUs; if the driver refuses access, the endpoint stages instead. */
-static ucs_status_t uct_ringk_gpu_move_p2p(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
-                                           const struct iovec *local, size_t nlocal,
-                                           uint64_t remote_addr, int write)
-{
-    char busid[24], why[256];
-
-    if (ep->peer_access == 0) {
-        ringk_busid_unpack(key->gpu, busid, sizeof(busid));
-        ep->peer_access = (ringk_cuda_enable_peer(busid, why, sizeof(why)) == 0) ? 1 : -1;
-        if (ep->peer_access < 0) {
-            ucs_warn("ringk ep %p: %s refused (%s): staging GPU memory through the host", ep,
-                     ringk_path_name(ep->path), why);
-        }
-    }
-    if (ep->peer_access < 0) {
-        return uct_ringk_gpu_move_staged(ep, key, local, nlocal, remote_addr, write);
-    }
-    return uct_ringk_gpu_move_ipc(ep, key, local, nlocal, remote_addr, write);
-}
-
 const uct_ringk_gpu_ops_t uct_ringk_gpu_ops[RINGK_PATH_COUNT] = {
-    [RINGK_PATH_P2P_NVLINK]  = {.move = uct_ringk_gpu_move_p2p},
-    [RINGK_PATH_P2P_PCIE]    = {.move = uct_ringk_gpu_move_p2p},
+    [RINGK_PATH_P2P_NVLINK]  = {.move = uct_ringk_gpu_move_ipc},
+    [RINGK_PATH_P2P_PCIE]    = {.move = uct_ringk_gpu_move_ipc},
     [RINGK_PATH_CUDA_IPC]    = {.move = uct_ringk_gpu_move_ipc},
     [RINGK_PATH_HOST_STAGED] = {.move = uct_ringk_gpu_move_staged}
 };

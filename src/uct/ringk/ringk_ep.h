@@ -48,7 +48,6 @@ struct uct_ringk_ep {
     ringk_path_t             path;        /**< the path chosen at creation */
     const uct_ringk_gpu_ops_t *gpu_ops;   /**< how GPU memory moves on that path */
     uint64_t                 peer_gpu;    /**< packed bus id of the peer's GPU, 0: none */
-    int                      peer_access; /**< P2P: 1 enabled, -1 refused, 0 not tried */
     char                     path_reason[1024];
 };
 

@@ -37,7 +37,9 @@ static ucs_status_t uct_ringk_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
                                  (md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0);
     attr->cap.alloc_mem_types  = 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.detect_mem_types = md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0;
+    /* UCP 1.13 finds memory types through mem_query, not this md: claiming detection would
+     * only add a memory-type cache lookup to every send */
+    attr->cap.detect_mem_types = 0;
     attr->cap.max_alloc        = 0;
     attr->cap.max_reg          = ULONG_MAX;
     attr->rkey_packed_size     = sizeof(uct_ringk_packed_rkey_t);
@@ -62,7 +64,7 @@ static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t leng
 {
     uct_ringk_md_t *md     = ucs_derived_of(tl_md, uct_ringk_md_t);
     uct_ringk_memh_t *memh = ucs_calloc(1, sizeof(*memh), "ringk_memh");
-    char busid[16], why[256];
+    char busid[16], why[256] = "past its allocation";
 
     if (memh == NULL) {
         ucs_error("ringk: cannot allocate a memory handle");
@@ -72,14 +74,22 @@ static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t leng
     memh->length   = length;
     memh->mem_type = UCS_MEMORY_TYPE_HOST;
     if (md->cuda && ringk_cuda_ptr_is_device(address, busid, sizeof(busid))) {
-        if (ringk_cuda_ipc_export(address, memh->ipc, &memh->alloc_base, &memh->alloc_size, why,
-                                  sizeof(why)) != 0) {
-            ucs_error("ringk: cannot register CUDA memory %p+%zu: %s", address, length, why);
-            ucs_free(memh);
-            return UCS_ERR_IO_ERROR;
-        }
         memh->mem_type = UCS_MEMORY_TYPE_CUDA;
         memh->gpu      = ringk_busid_pack(busid);
+        if ((ringk_cuda_ipc_export(address, memh->ipc, &memh->alloc_base, &memh->alloc_size,
+                                   why, sizeof(why)) != 0) ||
+            ((uintptr_t)address + length > memh->alloc_base + memh->alloc_size)) {
+            /* Still registered, so that UCP's registration on other mds stands; peers get a
+             * key they cannot map (unreachable), and local copies still work. */
+            if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
+                ucs_warn("ringk: CUDA memory %p+%zu cannot be exported for CUDA IPC: %s",
+                         address, length, why);
+            }
+            memh->alloc_base = (uintptr_t)address;
+            memh->alloc_size = length;
+        } else {
+            memh->ipc_valid = 1;
+        }
     }
     *memh_p = memh;
     return UCS_OK;
@@ -105,7 +115,8 @@ static ucs_status_t uct_ringk_mkey_pack(uct_md_h md, uct_mem_h tl_memh,
         .mem_type   = memh->mem_type,
         .gpu        = memh->gpu,
         .alloc_base = memh->alloc_base,
-        .alloc_size = memh->alloc_size
+        .alloc_size = memh->alloc_size,
+        .ipc_valid  = memh->ipc_valid
     };
 
     memcpy(packed.ipc, memh->ipc, sizeof(packed.ipc));
@@ -152,12 +163,23 @@ static ucs_status_t uct_ringk_rkey_unpack(uct_component_t *component, const void
     rkey->mem_type   = packed.mem_type;
     rkey->gpu        = packed.gpu;
     rkey->alloc_base = packed.alloc_base;
-    if ((packed.mem_type == UCS_MEMORY_TYPE_CUDA) &&
-        (ringk_cuda_ipc_open(packed.ipc, &rkey->mapped, why, sizeof(why)) != 0)) {
-        ucs_error("ringk: cannot map the CUDA memory of pid %u (0x%" PRIx64 "+%" PRIu64 "): %s",
-                  packed.pid, packed.address, packed.length, why);
-        ucs_free(rkey);
-        return UCS_ERR_UNREACHABLE;
+    if (packed.mem_type == UCS_MEMORY_TYPE_CUDA) {
+        if (packed.pid == (uint32_t)getpid()) {
+            /* a process cannot open its own IPC handles, and needs not */
+            rkey->own    = 1;
+            rkey->mapped = (void*)(uintptr_t)packed.alloc_base;
+        } else if (!packed.ipc_valid) {
+            snprintf(why, sizeof(why), "it could not be exported for CUDA IPC");
+        } else {
+            ringk_cuda_ipc_open(packed.ipc, packed.alloc_size, &rkey->mapped, why, sizeof(why));
+        }
+        if (rkey->mapped == NULL) {
+            /* an expected outcome for UCP, which then takes another transport */
+            ucs_debug("ringk: cannot map the CUDA memory of pid %u (0x%" PRIx64 "+%" PRIu64
+                      "): %s", packed.pid, packed.address, packed.length, why);
+            ucs_free(rkey);
+            return UCS_ERR_UNREACHABLE;
+        }
     }
     *rkey_p       = (uintptr_t)rkey;
     *handle_p     = NULL;
@@ -169,7 +191,7 @@ static ucs_status_t uct_ringk_rkey_release(uct_component_t *component, uct_rkey_
 {
     uct_ringk_rkey_t *key = (uct_ringk_rkey_t*)rkey;
 
-    if (key->mapped != NULL) {
+    if ((key->mapped != NULL) && !key->own) {
         ringk_cuda_ipc_close(key->mapped);
     }
     ucs_free(key);

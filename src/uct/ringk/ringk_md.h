@@ -32,6 +32,7 @@ typedef struct uct_ringk_memh {
     uint32_t mem_type;                            /**< ucs_memory_type_t */
     uint64_t gpu;                                 /**< packed bus id of its GPU (CUDA) */
     uint64_t alloc_base, alloc_size;              /**< its whole allocation (CUDA) */
+    uint32_t ipc_valid;                           /**< the allocation could be exported */
     uint8_t  ipc[RINGK_CUDA_IPC_HANDLE_LEN];      /**< CUDA IPC handle of the allocation */
 } uct_ringk_memh_t;
 

@@ -16,7 +16,7 @@ typedef struct uct_ringk_packed_rkey {
     uint64_t address;
     uint64_t length;
     uint32_t mem_type; /**< UCS_MEMORY_TYPE_HOST or UCS_MEMORY_TYPE_CUDA */
-    uint32_t reserved;
+    uint32_t ipc_valid; /**< CUDA: 1 when @a ipc holds an exported handle */
     uint64_t gpu;      /**< CUDA: packed bus id of the GPU holding it */
     uint64_t alloc_base, alloc_size;
     uint8_t  ipc[RINGK_CUDA_IPC_HANDLE_LEN];
@@ -33,6 +33,7 @@ typedef struct uct_ringk_rkey {
     uint64_t gpu;
     uint64_t alloc_base;   /**< CUDA: the peer's address of the allocation... */
     void    *mapped;       /**< ...and where it is mapped here */
+    int      own;          /**< CUDA memory of this very process: not mapped, not unmapped */
 } uct_ringk_rkey_t;
 
 #endif
