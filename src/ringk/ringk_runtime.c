@@ -19,20 +19,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static void rk_log(ringk_ctx_t *ctx, int level, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-
-    if ((ctx == NULL) || (ctx->log == NULL)) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    ctx->log(ctx->log_arg, level, buf);
-}
-
 void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
 {
     char buf[512];
@@ -96,12 +82,12 @@ static int copy_list(ringk_ctx_t *ctx, const char *kernel, const char *what,
     dst->count = 0;
     for (; (src != NULL) && (*src != NULL); src++) {
         if (dst->count == RINGK_LIST_MAX) {
-            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': %s has more than %d entries", kernel, what,
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s has more than %d entries", kernel, what,
                    RINGK_LIST_MAX);
             return -EINVAL;
         }
         if ((**src == '\0') || (strlen(*src) >= RINGK_NAME_MAX)) {
-            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': %s entry '%s' is empty or longer than %d "
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s entry '%s' is empty or longer than %d "
                    "characters", kernel, what, *src, RINGK_NAME_MAX - 1);
             return -EINVAL;
         }
@@ -180,7 +166,7 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
         if ((ringk_ring_msg_check(&k->inbox, head, len, ncells, flags, k->inbox.ncells) != 0) ||
             (len < sizeof(ringk_msg_t))) {
             /* Only this process writes inboxes: a bad cell is a bug, reported, never used. */
-            rk_log(k->ctx, RINGK_LOG_ERROR, "kernel '%s': malformed inbox cell at %llu "
+            ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': malformed inbox cell at %llu "
                    "(length %u, cells %u)", k->name, (unsigned long long)head, len, ncells);
             ringk_ring_release(&k->inbox, head, 1, 0xff);
             head++;
@@ -257,7 +243,7 @@ static void pin_thread(ringk_ctx_t *ctx, unsigned index)
     core = hwloc_get_obj_by_type(ctx->topo, HWLOC_OBJ_CORE, index % ncores);
     if ((core != NULL) &&
         (hwloc_set_cpubind(ctx->topo, core->cpuset, HWLOC_CPUBIND_THREAD) != 0)) {
-        rk_log(ctx, RINGK_LOG_DEBUG, "cannot pin a thread to core %u", core->logical_index);
+        ringk_log_msg(ctx, RINGK_LOG_DEBUG, "cannot pin a thread to core %u", core->logical_index);
     }
 }
 
@@ -581,13 +567,13 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
             }
         }
         if (i == from->publishes_to.count) {
-            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
                    from->name, to_name);
             return -EPERM;
         }
         route = &from->routes[i];
         if (length > from->max_out) {
-            rk_log(ctx, RINGK_LOG_ERROR, "message of %zu bytes from '%s' exceeds its max_out %u",
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes from '%s' exceeds its max_out %u",
                    length, from->name, from->max_out);
             return -EMSGSIZE;
         }
@@ -601,7 +587,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                        (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
                 route->allowed = 1; /* the receiving process checks its subscribes_to */
             } else {
-                rk_log(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
                        to_name, from->name);
                 return -ENOENT;
             }
@@ -612,7 +598,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
         }
         to = route->target;
         if (!route->allowed) {
-            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' does not subscribe to '%s'", to->name,
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not subscribe to '%s'", to->name,
                    from->name);
             return -EPERM;
         }
@@ -626,12 +612,12 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                 return ringk_remote_send(ctx, NULL, rank, id, type, payload, length,
                                          timeout_ms);
             }
-            rk_log(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
             return -ENOENT;
         }
     }
     if (length > to->max_in) {
-        rk_log(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u", length,
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u", length,
                to->name, to->max_in);
         return -EMSGSIZE;
     }
@@ -650,7 +636,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
         return -EINVAL;
     }
     if ((from != NULL) && !list_has(&from->topics_pub, topic)) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' does not publish to topic '%s' (topics_pub)",
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not publish to topic '%s' (topics_pub)",
                from->name, topic);
         return -EPERM;
     }
@@ -687,7 +673,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
         *delivered_p = done;
     }
     if (ret != 0) {
-        rk_log(ctx, RINGK_LOG_ERROR, "publish to topic '%s' reached %u subscribers (of them "
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "publish to topic '%s' reached %u subscribers (of them "
                "%u in this process, which has %u) before: %s", topic, done,
                (done < nsubs) ? done : nsubs, nsubs, strerror(-ret));
         return ret;
@@ -705,7 +691,7 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
     int ret = 0, global;
 
     if (!list_has(&k->barriers, name)) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' does not take part in barrier '%s'", k->name,
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not take part in barrier '%s'", k->name,
                name);
         return -ENOENT;
     }
@@ -785,7 +771,7 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
         }
         if (params->field_mask & RINGK_CTX_PARAM_FIELD_POOL_THREADS) {
             if ((params->pool_threads < 1) || (params->pool_threads > RINGK_MAX_POOL)) {
-                rk_log(ctx, RINGK_LOG_ERROR, "pool_threads %u is out of range 1..%d",
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "pool_threads %u is out of range 1..%d",
                        params->pool_threads, RINGK_MAX_POOL);
                 free(ctx);
                 return -EINVAL;
@@ -801,7 +787,7 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
         if ((ctx->job.size < 1) || (ctx->job.rank < 0) || (ctx->job.rank >= ctx->job.size) ||
             (ctx->job.size > (1 << (32 - RINGK_RANK_SHIFT))) ||
             ((ctx->job.size > 1) && (ctx->job.allgather == NULL))) {
-            rk_log(ctx, RINGK_LOG_ERROR, "job rank %d size %d: need 0 <= rank < size <= %d and "
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "job rank %d size %d: need 0 <= rank < size <= %d and "
                    "an allgather for more than one process", ctx->job.rank, ctx->job.size,
                    1 << (32 - RINGK_RANK_SHIFT));
             free(ctx);
@@ -812,7 +798,7 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
         int ret = ringk_job_from_env(&ctx->job, err, sizeof(err));
 
         if (ret < 0) {
-            rk_log(ctx, RINGK_LOG_ERROR, "%s", err);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s", err);
             free(ctx);
             return ret;
         }
@@ -825,12 +811,12 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
     ringk_hlc_init(&ctx->clock);
     if (ctx->pin && ((hwloc_topology_init(&ctx->topo) != 0) ||
                      (hwloc_topology_load(ctx->topo) != 0))) {
-        rk_log(ctx, RINGK_LOG_WARN, "hwloc cannot load the topology: threads are not pinned");
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "hwloc cannot load the topology: threads are not pinned");
         ctx->topo = NULL;
     }
     for (i = 0; i < ctx->npool; i++) {
         if (pthread_create(&ctx->pool[i], NULL, pool_main, ctx) != 0) {
-            rk_log(ctx, RINGK_LOG_ERROR, "cannot start pool thread %u", i);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot start pool thread %u", i);
             ctx->npool = i;
             ringk_ctx_destroy(ctx);
             return -EAGAIN;
@@ -925,7 +911,7 @@ int ringk_ctx_peers_lost(const ringk_ctx_t *ctx)
 static int check_pow2(ringk_ctx_t *ctx, const char *kernel, const char *what, unsigned v)
 {
     if ((v < 2) || (v > 65536) || (v & (v - 1))) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': %s %u is not a power of 2 between 2 and 65536",
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s %u is not a power of 2 between 2 and 65536",
                kernel, what, v);
         return -EINVAL;
     }
@@ -935,7 +921,7 @@ static int check_pow2(ringk_ctx_t *ctx, const char *kernel, const char *what, un
 static int check_size(ringk_ctx_t *ctx, const char *kernel, const char *what, unsigned v)
 {
     if ((v < 1) || (v > RINGK_MAX_PAYLOAD)) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': %s %u is out of range 1..%u", kernel, what, v,
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s %u is out of range 1..%u", kernel, what, v,
                RINGK_MAX_PAYLOAD);
         return -EINVAL;
     }
@@ -950,18 +936,18 @@ static int kernel_params(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk
     int ret;
 
     if (!(f & RINGK_KERNEL_PARAM_FIELD_NAME) || (p->name == NULL) || (*p->name == '\0')) {
-        rk_log(ctx, RINGK_LOG_ERROR, "a kernel needs a name (RINGK_KERNEL_PARAM_FIELD_NAME)");
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "a kernel needs a name (RINGK_KERNEL_PARAM_FIELD_NAME)");
         return -EINVAL;
     }
     if (strlen(p->name) >= RINGK_NAME_MAX) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel name '%.20s...' is longer than %d characters",
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel name '%.20s...' is longer than %d characters",
                p->name, RINGK_NAME_MAX - 1);
         return -EINVAL;
     }
     strcpy(k->name, p->name);
     name = k->name;
     if (!(f & RINGK_KERNEL_PARAM_FIELD_HANDLER) || (p->handler == NULL)) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s' needs a handler", name);
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' needs a handler", name);
         return -EINVAL;
     }
     k->handler           = p->handler;
@@ -982,7 +968,7 @@ static int kernel_params(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk
     k->timestamps        = (f & RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS) ? !!p->timestamps : 0;
     k->peer_events       = (f & RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS) ? !!p->peer_events : 0;
     if ((k->capacity < 1) || (k->capacity > (1u << 20))) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': capacity %u is out of range 1..%u", name,
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': capacity %u is out of range 1..%u", name,
                k->capacity, 1u << 20);
         return -EINVAL;
     }
@@ -993,33 +979,33 @@ static int kernel_params(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk
         return ret;
     }
     if ((unsigned)k->mode > RINGK_MODE_EVENT_DRIVEN) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': mode %d is not persistent (0) or "
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': mode %d is not persistent (0) or "
                "event-driven (1)", name, (int)k->mode);
         return -EINVAL;
     }
     if ((unsigned)k->processing > RINGK_PROCESSING_ADAPTIVE) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': processing %d is not continuous (0), batch (1)"
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': processing %d is not continuous (0), batch (1)"
                " or adaptive (2)", name, (int)k->processing);
         return -EINVAL;
     }
     if ((k->max_iterations < 1) || (k->max_iterations > 100000000)) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': max_iterations %u is out of range 1..100000000",
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': max_iterations %u is out of range 1..100000000",
                name, k->max_iterations);
         return -EINVAL;
     }
     if ((f & RINGK_KERNEL_PARAM_FIELD_DOMAIN) && ((unsigned)p->domain > RINGK_DOMAIN_ACTOR)) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': domain %d is not one of 0..3", name,
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': domain %d is not one of 0..3", name,
                (int)p->domain);
         return -EINVAL;
     }
     if (f & RINGK_KERNEL_PARAM_FIELD_BACKENDS) {
         if (p->backends & ~(unsigned)(RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA)) {
-            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x has unknown bits", name,
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x has unknown bits", name,
                    p->backends);
             return -EINVAL;
         }
         if (!(p->backends & RINGK_BACKEND_CPU)) {
-            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x: only the CPU backend is "
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x: only the CPU backend is "
                    "available in this release", name, p->backends);
             return -ENOTSUP;
         }
@@ -1050,7 +1036,7 @@ static int kernel_register(ringk_ctx_t *ctx, ringk_kernel_t *k)
         }
         if (j == ctx->ntopics) {
             if (j == RINGK_MAX_TOPICS) {
-                rk_log(ctx, RINGK_LOG_ERROR, "more than %d topics", RINGK_MAX_TOPICS);
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "more than %d topics", RINGK_MAX_TOPICS);
                 return -ENOSPC;
             }
             strcpy(ctx->topics[j].name, k->topics_sub.names[i]);
@@ -1064,7 +1050,7 @@ static int kernel_register(ringk_ctx_t *ctx, ringk_kernel_t *k)
         }
         if (j == ctx->nbarriers) {
             if (j == RINGK_MAX_BARRIERS) {
-                rk_log(ctx, RINGK_LOG_ERROR, "more than %d barriers", RINGK_MAX_BARRIERS);
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "more than %d barriers", RINGK_MAX_BARRIERS);
                 return -ENOSPC;
             }
             strcpy(ctx->barriers[j].name, k->barriers.names[i]);
@@ -1107,7 +1093,7 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     bytes = ringk_ring_bytes(ncells, RINGK_CELL);
     if ((posix_memalign(&k->inbox_mem, 4096, bytes) != 0) ||
         (ringk_ring_init(&k->inbox, k->inbox_mem, bytes, ncells, RINGK_CELL) != 0)) {
-        rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': cannot allocate an inbox of %llu bytes",
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': cannot allocate an inbox of %llu bytes",
                k->name, (unsigned long long)bytes);
         free(k->inbox_mem);
         free(k);
@@ -1125,14 +1111,14 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     for (i = 0; i < ctx->nkernels; i++) {
         if ((ctx->kernels[i] != NULL) && !strcmp(ctx->kernels[i]->name, k->name)) {
             pthread_mutex_unlock(&ctx->lock);
-            rk_log(ctx, RINGK_LOG_ERROR, "a kernel named '%s' exists already", k->name);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "a kernel named '%s' exists already", k->name);
             kernel_free(k);
             return -EEXIST;
         }
     }
     if (ctx->nkernels == RINGK_MAX_KERNELS) {
         pthread_mutex_unlock(&ctx->lock);
-        rk_log(ctx, RINGK_LOG_ERROR, "more than %d kernels in one context", RINGK_MAX_KERNELS);
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "more than %d kernels in one context", RINGK_MAX_KERNELS);
         kernel_free(k);
         return -ENOSPC;
     }
@@ -1151,13 +1137,13 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
         /* processes of one job on one host start at different cores */
         k->core = __atomic_fetch_add(&ctx->next_core, 1, __ATOMIC_RELAXED) + ctx->job.rank;
         if (pthread_create(&k->thread, NULL, persistent_main, k) != 0) {
-            rk_log(ctx, RINGK_LOG_ERROR, "kernel '%s': cannot start its thread", k->name);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': cannot start its thread", k->name);
             __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
             return -EAGAIN;
         }
         k->has_thread = 1;
     }
-    rk_log(ctx, RINGK_LOG_DEBUG, "kernel '%s' (id %u) launched: %s, inbox %u cells of %u bytes",
+    ringk_log_msg(ctx, RINGK_LOG_DEBUG, "kernel '%s' (id %u) launched: %s, inbox %u cells of %u bytes",
            k->name, k->id, (k->mode == RINGK_MODE_PERSISTENT) ? "persistent" : "event-driven",
            ncells, RINGK_CELL);
     *kernel_p = k;

@@ -211,7 +211,6 @@ static ucs_status_t uct_ringk_ep_choose_path(uct_ringk_ep_t *ep, uct_ringk_iface
         memcpy(&remote, params->dev_addr, sizeof(remote));
     }
     ringk_node_id_same(&iface->dev_addr, &remote, node, sizeof(node));
-    ep->peer_gpu    = addr->gpu;
     if ((iface->gpu != 0) && (addr->gpu != 0)) {
         path = uct_ringk_ep_gpu_path(iface, addr->gpu, gpu, sizeof(gpu));
         if (path < 0) {

@@ -47,7 +47,6 @@ struct uct_ringk_ep {
     ucs_list_link_t          list;        /**< in the iface's list of endpoints */
     ringk_path_t             path;        /**< the path chosen at creation */
     const uct_ringk_gpu_ops_t *gpu_ops;   /**< how GPU memory moves on that path */
-    uint64_t                 peer_gpu;    /**< packed bus id of the peer's GPU, 0: none */
     char                     path_reason[1024];
 };
 
