@@ -21,6 +21,8 @@
 #define RINGK_CELL          256u               /* inbox cell: a 224-byte payload fits one */
 #define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
 #define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
+#define RINGK_IDLE_WAKE_MS_DEFAULT 100        /* RINGK_IDLE_WAKE_MS when unset */
+#define RINGK_IDLE_WAKE_MS_MAX     60000      /* its largest accepted value */
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
 
 typedef char ringk_name_t[RINGK_NAME_MAX];
@@ -122,6 +124,7 @@ struct ringk_ctx {
     pthread_cond_t   pool_cv;
     int              pool_sleeping;   /* atomic */
     int              stop;            /* atomic */
+    long             idle_wake_ms;    /* an unwoken sleeper looks again after this long */
     /* pinning */
     int              pin;
     hwloc_topology_t topo;

@@ -258,7 +258,8 @@ static void kernel_sleep(ringk_kernel_t *k)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if ((inbox_empty(k) || (load_i(&k->state) == RINGK_KERNEL_INACTIVE)) &&
         (load_i(&k->state) != RINGK_KERNEL_TERMINATING)) {
-        timespec_in_ms(&ts, 100); /* a bounded sleep: state changes are signalled too */
+        /* a bounded sleep (RINGK_IDLE_WAKE_MS): senders and state changes signal */
+        timespec_in_ms(&ts, k->ctx->idle_wake_ms);
         pthread_cond_timedwait(&k->cv, &k->mu, &ts);
     }
     __atomic_store_n(&k->sleeping, 0, __ATOMIC_RELAXED);
@@ -382,7 +383,7 @@ static void *pool_main(void *arg)
          * thread does this before it sleeps, so one that is awake always looks again. */
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         if (!load_i(&ctx->stop) && !pool_has_work(ctx)) {
-            timespec_in_ms(&ts, 100); /* bounded, as kernel_sleep(); state changes wake */
+            timespec_in_ms(&ts, ctx->idle_wake_ms); /* bounded, as kernel_sleep() */
             pthread_cond_timedwait(&ctx->pool_cv, &ctx->pool_mu, &ts);
         }
         __atomic_store_n(&ctx->pool_sleeping, 0, __ATOMIC_RELAXED);
@@ -746,6 +747,31 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
 
 /* ---- context -------------------------------------------------------------------------------- */
 
+/* RINGK_IDLE_WAKE_MS: how long a sleeping kernel or pool thread that nobody woke waits before
+ * it looks at its inboxes again. Every send and state change wakes sleepers; this is the net
+ * under that, and a test sets it high so that a lost wakeup shows instead of being covered. */
+static int idle_wake_from_env(ringk_ctx_t *ctx)
+{
+    const char *s = getenv("RINGK_IDLE_WAKE_MS");
+    char *end;
+    long v;
+
+    ctx->idle_wake_ms = RINGK_IDLE_WAKE_MS_DEFAULT;
+    if ((s == NULL) || (*s == '\0')) {
+        return 0;
+    }
+    errno = 0;
+    v     = strtol(s, &end, 10);
+    if ((errno != 0) || (end == s) || (*end != '\0') || (v < 1) ||
+        (v > RINGK_IDLE_WAKE_MS_MAX)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "RINGK_IDLE_WAKE_MS '%s' is not a number of "
+                      "milliseconds in 1..%d", s, RINGK_IDLE_WAKE_MS_MAX);
+        return -EINVAL;
+    }
+    ctx->idle_wake_ms = v;
+    return 0;
+}
+
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
 {
     ringk_ctx_t *ctx;
@@ -781,6 +807,10 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
         if (params->field_mask & RINGK_CTX_PARAM_FIELD_PIN) {
             ctx->pin = params->pin;
         }
+    }
+    if (idle_wake_from_env(ctx) != 0) {
+        free(ctx);
+        return -EINVAL;
     }
     if ((params != NULL) && (params->field_mask & RINGK_CTX_PARAM_FIELD_JOB)) {
         ctx->job = params->job;
