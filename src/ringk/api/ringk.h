@@ -140,6 +140,12 @@ typedef struct ringk_ctx_params {
     ringk_job_t      job;           /**< the job (default: from the environment, or one process) */
 } ringk_ctx_params_t;
 
+/**
+ * Creates a context: 0, or a negative errno (-EINVAL for a bad parameter or environment value,
+ * named through the log hook). Besides the job variables it reads RINGK_IDLE_WAKE_MS (1..60000,
+ * default 100): how long an idle executor thread that no send or state change woke sleeps
+ * before it looks at its inboxes again.
+ */
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p);
 /**
  * Terminates every kernel (draining their inboxes), joins the threads, frees everything. In a
