@@ -432,12 +432,12 @@ RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t l
 /* ---- consumer side ------------------------------------------------------------------------ */
 
 /**
- * Frees the @a ncells cells of the message at @a pos whose header flags are @a flags: clears
- * continuation cells when the producer asked for it (or for a skip, or for a message that
- * failed its check: 0xff), then publishes the new head.
+ * Finishes with the @a ncells cells of the message at @a pos whose header flags are @a flags:
+ * clears continuation cells when the producer asked for it (or for a skip, or for a message that
+ * failed its check: 0xff). The cells go back to the producers with the next
+ * ringk_ring_release_to() past them.
  */
-RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
-                                 uint8_t flags)
+RINGK_HD void ringk_ring_done(const ringk_ring_t *r, uint64_t pos, uint32_t ncells, uint8_t flags)
 {
     uint32_t i;
 
@@ -446,8 +446,26 @@ RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t n
             ringk_store_relaxed_u64(&ringk_ring_cell(r, pos + i)->seq, 0);
         }
     }
-    /* R1: the reads and clears above come first; pairs with C2 in the producers' claims. */
-    ringk_store_release_u64(&r->cons->pos, pos + ncells);
+}
+
+/**
+ * Publishes the consumer's head @a head: every cell before it was passed to ringk_ring_done().
+ * A consumer may do this once for a batch of messages, so that producers waiting for room see
+ * the head's line change once a batch rather than once a message; it must not wait for new
+ * messages while holding back a head.
+ */
+RINGK_HD void ringk_ring_release_to(const ringk_ring_t *r, uint64_t head)
+{
+    /* R1: the reads and clears before it come first; pairs with C2 in the producers' claims. */
+    ringk_store_release_u64(&r->cons->pos, head);
+}
+
+/** ringk_ring_done() and ringk_ring_release_to() of one message. */
+RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
+                                 uint8_t flags)
+{
+    ringk_ring_done(r, pos, ncells, flags);
+    ringk_ring_release_to(r, pos + ncells);
 }
 
 /**

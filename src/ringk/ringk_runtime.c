@@ -96,6 +96,19 @@ static int copy_list(ringk_ctx_t *ctx, const char *kernel, const char *what,
     return 0;
 }
 
+/* strcmp() == 0 for the short names of the send path, without a call into the C library */
+static inline int name_eq(const char *a, const char *b)
+{
+    while (*a == *b) {
+        if (*a == '\0') {
+            return 1;
+        }
+        a++;
+        b++;
+    }
+    return 0;
+}
+
 static int list_has(const name_list_t *l, const char *name)
 {
     unsigned i;
@@ -116,19 +129,125 @@ static int inbox_empty(ringk_kernel_t *k)
            __atomic_load_n(&k->head, __ATOMIC_RELAXED);
 }
 
+/* The kernel whose dispatch loop runs on this thread: its sends may go into batch cells, which
+ * the loop publishes (batch_flush_all). */
+static __thread ringk_kernel_t *tls_running __attribute__((tls_model("initial-exec")));
+
+static void batch_flush_all(ringk_kernel_t *from);
+
+/* Before this thread waits for anything: publishes the batch cells of the kernel whose handler
+ * runs here, so that it never waits holding claimed cells their reader may need to pass. */
+static inline void flush_running(void)
+{
+    if ((tls_running != NULL) && (tls_running->open_batches != 0)) {
+        batch_flush_all(tls_running);
+    }
+}
+
+/* Hands one message to the kernel's handler (or takes a terminate), with its accounting. */
+static inline __attribute__((always_inline)) void dispatch(ringk_kernel_t *k,
+                                                          const ringk_msg_t *msg)
+{
+    unsigned bucket;
+    uint64_t lat;
+    int rc;
+
+    if (msg->timestamp != 0) {
+        ringk_hlc_recv(&k->ctx->clock, msg->timestamp);
+    }
+    if (msg->enq_ns != 0) {
+        lat    = now_ns() - msg->enq_ns;
+        bucket = (lat == 0) ? 0 : (63 - __builtin_clzll(lat));
+        add_u64(&k->latency_hist[bucket > 31 ? 31 : bucket], 1);
+    }
+    if (msg->type != RINGK_MSG_TERMINATE) {
+        rc = k->handler(k, msg, k->arg);
+        if (rc < 0) {
+            add_u64(&k->handler_errors, 1);
+        }
+    } else {
+        /* a terminate message: everything before it is handled; stop taking more */
+        int expect = RINGK_KERNEL_ACTIVE;
+        __atomic_compare_exchange_n(&k->state, &expect, RINGK_KERNEL_TERMINATING, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+        expect = RINGK_KERNEL_INACTIVE;
+        __atomic_compare_exchange_n(&k->state, &expect, RINGK_KERNEL_TERMINATING, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+    }
+    /* only the consumer writes it: a plain increment, read racily by stats */
+    __atomic_store_n(&k->msgs_in, k->msgs_in + 1, __ATOMIC_RELAXED);
+}
+
+/* Handles entries of the batch cell at @a cell (@a len bytes after the cell header), from
+ * k->batch_next on, up to @a budget of them; returns how many, and 1 in *done_p once the cell is
+ * finished. Only this process writes inboxes, but every offset is checked all the same. */
+static unsigned batch_dispatch(ringk_kernel_t *k, const ringk_cell_hdr_t *cell, uint32_t len,
+                               unsigned budget, int *done_p)
+{
+    const uint8_t *base = (const uint8_t*)cell + RINGK_CELL_HDR_BYTES;
+    const ringk_batch_hdr_t *bh = (const ringk_batch_hdr_t*)base;
+    const ringk_batch_entry_t *e;
+    struct {
+        ringk_msg_t msg;
+        uint8_t     payload[RINGK_BATCH_MAX_LEN];
+    } m;
+    uint32_t off = k->batch_next ? k->batch_next : sizeof(*bh);
+    unsigned n = 0;
+
+    *done_p = 0;
+    if ((len < sizeof(*bh)) || (len > RINGK_CELL - RINGK_CELL_HDR_BYTES)) {
+        ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': malformed batch cell (length %u)",
+                      k->name, len);
+        *done_p = 1;
+        return 0;
+    }
+    while (n < budget) {
+        if (off + sizeof(*e) > len) {
+            *done_p = 1;
+            break;
+        }
+        e = (const ringk_batch_entry_t*)(base + off);
+        if ((e->length > RINGK_BATCH_MAX_LEN) || (off + RINGK_BATCH_ENTRY(e->length) > len)) {
+            ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': malformed batch entry at offset "
+                          "%u (payload %u bytes, cell %u bytes)", k->name, off, e->length, len);
+            *done_p = 1;
+            break;
+        }
+        m.msg.sender    = bh->sender;
+        m.msg.receiver  = k->id;
+        m.msg.type      = e->type;
+        m.msg.flags     = 0;
+        m.msg.length    = e->length;
+        m.msg.seq       = bh->seq + e->seq_delta;
+        m.msg.timestamp = 0; /* batches are not used with timestamps */
+        m.msg.enq_ns    = (off == sizeof(*bh)) ? bh->enq_ns : 0;
+        memcpy(m.payload, e + 1, e->length);
+        off += RINGK_BATCH_ENTRY(e->length);
+        dispatch(k, &m.msg);
+        __atomic_store_n(&k->batched_in, k->batched_in + 1, __ATOMIC_RELAXED);
+        n++;
+        if (off + sizeof(*e) > len) {
+            *done_p = 1;
+            break;
+        }
+    }
+    k->batch_next = *done_p ? 0 : off;
+    return n;
+}
+
 /* Handles up to the processing mode's number of messages; returns how many. Only the kernel's
  * executor calls it (its thread, or the pool thread holding k->running). */
 static unsigned kernel_iteration(ringk_kernel_t *k)
 {
     /* the consumer's own copy: other threads read k->head (atomically) for depth and stats */
-    uint64_t head = __atomic_load_n(&k->head, __ATOMIC_RELAXED);
-    unsigned limit, n = 0, bucket;
+    uint64_t head = __atomic_load_n(&k->head, __ATOMIC_RELAXED), released = head;
+    unsigned limit, n = 0;
     const ringk_cell_hdr_t *cell;
-    const ringk_msg_t *msg;
     uint32_t len, ncells;
-    uint64_t lat;
     uint8_t flags;
-    int rc;
+
+    tls_running   = k;
+    k->iter_sends = 0; /* the first send of an iteration goes out at once, later ones batched */
 
     switch (k->processing) {
     case RINGK_PROCESSING_CONTINUOUS:
@@ -164,7 +283,7 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
             continue;
         }
         if ((ringk_ring_msg_check(&k->inbox, head, len, ncells, flags, k->inbox.ncells) != 0) ||
-            (len < sizeof(ringk_msg_t))) {
+            ((len < sizeof(ringk_msg_t)) && (cell->id != RINGK_CELL_BATCH))) {
             /* Only this process writes inboxes: a bad cell is a bug, reported, never used. */
             ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': malformed inbox cell at %llu "
                    "(length %u, cells %u)", k->name, (unsigned long long)head, len, ncells);
@@ -173,36 +292,36 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
             __atomic_store_n(&k->head, head, __ATOMIC_RELAXED);
             continue;
         }
-        msg = ringk_ring_payload(&k->inbox, head);
-        if (msg->timestamp != 0) {
-            ringk_hlc_recv(&k->ctx->clock, msg->timestamp);
-        }
-        if (msg->enq_ns != 0) {
-            lat    = now_ns() - msg->enq_ns;
-            bucket = (lat == 0) ? 0 : (63 - __builtin_clzll(lat));
-            add_u64(&k->latency_hist[bucket > 31 ? 31 : bucket], 1);
-        }
-        if (msg->type != RINGK_MSG_TERMINATE) {
-            rc = k->handler(k, msg, k->arg);
-            if (rc < 0) {
-                add_u64(&k->handler_errors, 1);
+        if (cell->id == RINGK_CELL_BATCH) {
+            int done;
+
+            n += batch_dispatch(k, cell, len, limit - n, &done);
+            if (!done) {
+                break; /* the fairness limit: the rest of the cell next time */
             }
         } else {
-            /* a terminate message: everything before it is handled; stop taking more */
-            int expect = RINGK_KERNEL_ACTIVE;
-            __atomic_compare_exchange_n(&k->state, &expect, RINGK_KERNEL_TERMINATING, 0,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
-            expect = RINGK_KERNEL_INACTIVE;
-            __atomic_compare_exchange_n(&k->state, &expect, RINGK_KERNEL_TERMINATING, 0,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+            dispatch(k, ringk_ring_payload(&k->inbox, head));
+            n++;
         }
-        /* only the consumer writes it: a plain increment, read racily by stats */
-        __atomic_store_n(&k->msgs_in, k->msgs_in + 1, __ATOMIC_RELAXED);
-        ringk_ring_release(&k->inbox, head, ncells, flags);
+        ringk_ring_done(&k->inbox, head, ncells, flags);
         head += ncells;
-            __atomic_store_n(&k->head, head, __ATOMIC_RELAXED);
-        n++;
+        __atomic_store_n(&k->head, head, __ATOMIC_RELAXED);
+        if (head - released >= RINGK_RELEASE_BATCH) {
+            ringk_ring_release_to(&k->inbox, head);
+            released = head;
+            if (k->open_batches != 0) {
+                batch_flush_all(k); /* what the handlers sent so far goes out */
+            }
+        }
     }
+    if (head != released) {
+        /* before the executor may wait: senders waiting for room must see it */
+        ringk_ring_release_to(&k->inbox, head);
+    }
+    if (k->open_batches != 0) {
+        batch_flush_all(k);
+    }
+    tls_running = NULL;
     return n;
 }
 
@@ -430,31 +549,28 @@ static void wake(ringk_kernel_t *k)
 
 /* ---- the producer side ---------------------------------------------------------------------- */
 
-/* Puts one message into @a to's inbox, waiting for room as @a timeout_ms says. */
-static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
-                   ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
-                   int timeout_ms, uint64_t *head_cache, const ringk_msg_t *remote_hdr)
+/* Claims @a ncells cells of @a to's inbox, waiting for room as @a timeout_ms says; *sleeper_p:
+ * the executor of @a to slept, so the publish must wake it.
+ * @return 0, -EAGAIN, -ETIMEDOUT, or -EPIPE (terminating). */
+static inline __attribute__((always_inline)) int
+inbox_claim(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_cache,
+            uint64_t *pos_p, int *sleeper_p)
 {
-    uint64_t local_head = 0;
-    uint32_t ncells = RINGK_MSG_CELLS(length);
-    uint64_t deadline = 0, pos = 0;
+    uint64_t deadline = 0;
     unsigned spins = 0;
-    ringk_msg_t *msg;
-    int state, sleeper;
+    int state;
 
     /* Fast refusal; the check that counts comes after the claim (T1). */
     state = load_i(&to->state);
     if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
         return -EPIPE;
     }
-    if (head_cache == NULL) {
-        head_cache = &local_head;
-    }
-    while (!ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, &pos)) {
+    while (!ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, pos_p)) {
         if (timeout_ms == RINGK_WAIT_NONE) {
             add_u64(&to->refused_full, 1);
             return -EAGAIN;
         }
+        flush_running();
         if (deadline == 0) {
             deadline = (timeout_ms < 0) ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000u;
         }
@@ -472,14 +588,116 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
         }
     }
     /* W2 (see sleeping_seen): right after the claim, so that no fence is needed */
-    sleeper = sleeping_seen(to);
+    *sleeper_p = sleeping_seen(to);
     /* T1: the claim (a compare-and-swap on the tail) comes before this read of the state;
      * pairs with T2 in kernel_try_finish(), which reads the state, then the tail. A sender that
      * finds the kernel terminating here fills its cells with a cancelled cell and is told. */
     state = __atomic_load_n(&to->state, __ATOMIC_SEQ_CST);
     if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
-        ringk_ring_publish(&to->inbox, pos, 0, ncells, RINGK_CELL_CANCELLED, 0);
+        ringk_ring_publish(&to->inbox, *pos_p, 0, ncells, RINGK_CELL_CANCELLED, 0);
         return -EPIPE;
+    }
+    return 0;
+}
+
+/* Publishes route @a i's open batch cell, and wakes its target if it slept at the claim. */
+static void batch_flush(ringk_kernel_t *from, unsigned i)
+{
+    route_t *rt = &from->routes[i];
+    ringk_kernel_t *to = rt->target;
+
+    ringk_ring_publish(&to->inbox, rt->batch_pos, sizeof(ringk_batch_hdr_t) + rt->batch_bytes, 1,
+                       RINGK_CELL_BATCH, 0);
+    rt->batch_bytes   = 0;
+    from->open_batches &= ~(1u << i);
+    if (rt->batch_sleeper) {
+        wake_signal(to);
+    }
+}
+
+static void batch_flush_all(ringk_kernel_t *from)
+{
+    while (from->open_batches != 0) {
+        batch_flush(from, (unsigned)__builtin_ctz(from->open_batches));
+    }
+}
+
+/* Sends a small message of @a from (whose dispatch loop runs on this thread) to the local target
+ * of its route @a i: appended to the route's open batch cell, or to a new one. */
+static int batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t type,
+                      const void *payload, size_t length, int timeout_ms)
+{
+    route_t *rt = &from->routes[i];
+    uint32_t need = RINGK_BATCH_ENTRY(length);
+    ringk_batch_hdr_t *bh;
+    ringk_batch_entry_t *e;
+    uint64_t seq;
+    int ret;
+
+    if (from->open_batches & (1u << i)) {
+        if (load_i(&rt->target->state) >= RINGK_KERNEL_TERMINATING) {
+            /* what the cell holds was sent before the terminate: it is handled */
+            batch_flush(from, i);
+            return -EPIPE;
+        }
+        if (rt->batch_bytes + need > RINGK_BATCH_ROOM) {
+            batch_flush(from, i);
+        }
+    }
+    seq = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+    if (!(from->open_batches & (1u << i))) {
+        ret = inbox_claim(rt->target, 1, timeout_ms, &rt->head_cache, &rt->batch_pos,
+                          &rt->batch_sleeper);
+        if (ret != 0) {
+            return ret;
+        }
+        bh         = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
+        bh->sender = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
+        bh->count  = 0;
+        bh->seq    = seq;
+        /* the latency histogram samples about one message in RINGK_LAT_SAMPLE, as unbatched */
+        bh->enq_ns = 0;
+        if (seq >= from->next_sample) {
+            bh->enq_ns        = now_ns();
+            from->next_sample = seq + RINGK_LAT_SAMPLE;
+        }
+        rt->batch_bytes     = 0;
+        from->open_batches |= 1u << i;
+    }
+    bh = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
+    e  = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
+    e->seq_delta = (uint32_t)(seq - bh->seq);
+    e->type      = (uint16_t)type;
+    e->length    = (uint16_t)length;
+    if (length == sizeof(uint64_t)) {
+        memcpy(e + 1, payload, sizeof(uint64_t)); /* the common case, inlined */
+    } else if (length > 0) {
+        memcpy(e + 1, payload, length);
+    }
+    bh->count++;
+    rt->batch_bytes += need;
+    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* Puts one message into @a to's inbox, waiting for room as @a timeout_ms says. */
+static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
+                   ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
+                   int timeout_ms, uint64_t *head_cache, const ringk_msg_t *remote_hdr)
+{
+    uint64_t local_head = 0;
+    uint32_t ncells = RINGK_MSG_CELLS(length);
+    uint64_t pos = 0;
+    ringk_msg_t *msg;
+    int ret, sleeper;
+
+    if (head_cache == NULL) {
+        head_cache = &local_head;
+    }
+    ret = inbox_claim(to, ncells, timeout_ms, head_cache, &pos, &sleeper);
+    if (ret != 0) {
+        return ret;
     }
     msg = ringk_ring_payload(&to->inbox, pos);
     msg->receiver  = receiver;
@@ -563,7 +781,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
     if (from != NULL) {
         /* a route is declared once and resolved once; afterwards this is a short scan */
         for (i = 0; i < from->publishes_to.count; i++) {
-            if (!strcmp(from->publishes_to.names[i], to_name)) {
+            if (name_eq(from->publishes_to.names[i], to_name)) {
                 break;
             }
         }
@@ -593,11 +811,18 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                 return -ENOENT;
             }
         }
-        if (route->target == NULL) {
+        to = route->target;
+        if ((to != NULL) && route->allowed && (tls_running == from) && (from->iter_sends++ > 0) &&
+            (type != RINGK_MSG_TERMINATE) && (length <= RINGK_BATCH_MAX_LEN) &&
+            (length <= to->max_in) && !from->timestamps && !to->timestamps) {
+            /* sent from the sender's own handler: batched with its other sends (batch_send) */
+            return batch_send(ctx, from, i, type, payload, length, timeout_ms);
+        }
+        flush_running(); /* a remote send may wait for a credit */
+        if (to == NULL) {
             return ringk_remote_send(ctx, from, route->rank, route->remote_id, type, payload,
                                      length, timeout_ms);
         }
-        to = route->target;
         if (!route->allowed) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not subscribe to '%s'", to->name,
                    from->name);
@@ -644,6 +869,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     if ((from != NULL) && (length > from->max_out)) {
         return -EMSGSIZE;
     }
+    flush_running();
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->ntopics; i++) {
         if (!strcmp(ctx->topics[i].name, topic)) {
@@ -696,6 +922,7 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
                name);
         return -ENOENT;
     }
+    flush_running();
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->nbarriers; i++) {
         if (!strcmp(ctx->barriers[i].name, name)) {
@@ -1212,6 +1439,7 @@ int ringk_kernel_terminate(ringk_kernel_t *k)
     if (k == NULL) {
         return -EINVAL;
     }
+    flush_running(); /* it waits for @a k to drain */
     state = load_i(&k->state);
     if ((state == RINGK_KERNEL_ACTIVE) || (state == RINGK_KERNEL_INACTIVE)) {
         /* an inactive kernel is resumed to drain */
@@ -1274,6 +1502,7 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
     s->msgs_out       = __atomic_load_n(&k->msgs_out, __ATOMIC_RELAXED);
     s->refused_full   = __atomic_load_n(&k->refused_full, __ATOMIC_RELAXED);
     s->handler_errors = __atomic_load_n(&k->handler_errors, __ATOMIC_RELAXED);
+    s->batched_in     = __atomic_load_n(&k->batched_in, __ATOMIC_RELAXED);
     s->drops          = 0;
     s->queue_depth    = __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_RELAXED) -
                         __atomic_load_n(&k->head, __ATOMIC_RELAXED);

@@ -292,6 +292,204 @@ static ringk_kernel_params_t counter_params(const char *name, unsigned inbox, in
     return p;
 }
 
+/* ---- batch cells: a handler's sends to one kernel share inbox cells ------------------------- */
+
+#define BATCH_N 200
+
+static ringk_ctx_t *batch_ctx;
+static uint64_t batch_got, batch_bad, batch_next_v, batch_next_seq;
+
+static int batch_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t v = UINT64_MAX;
+
+    if (msg->length == sizeof(v)) {
+        memcpy(&v, ringk_msg_payload(msg), sizeof(v));
+    }
+    if ((v != batch_next_v) || (msg->seq != batch_next_seq) || (msg->type != RINGK_MSG_DATA) ||
+        (msg->receiver != ringk_kernel_id(k)) || (msg->timestamp != 0)) {
+        batch_bad++;
+    }
+    batch_next_v   = v + 1;
+    batch_next_seq = msg->seq + 1;
+    __atomic_fetch_add(&batch_got, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int batch_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t v;
+    int ret;
+
+    for (v = 0; v < BATCH_N; v++) {
+        ret = ringk_send(batch_ctx, k, "bsink", RINGK_MSG_DATA, &v, sizeof(v), RINGK_WAIT_FOREVER);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+/* 200 sends from one handler call: the first goes out alone, the other 199 in batch cells (13 a
+ * cell), which a sink taking 1 (continuous), 3 (max_per_iteration) or all (adaptive, event-
+ * driven) messages an iteration consumes in parts; order, sequence numbers and counts hold, and
+ * batched_in shows the batch path was taken. _i = 0, 1, 2: those three sinks. */
+START_TEST(test_runtime_batch_order_fairness)
+{
+    static const char *to_sink[] = {"bsink", NULL};
+    ringk_kernel_params_t sp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_PROCESSING |
+                      RINGK_KERNEL_PARAM_FIELD_MAX_IN,
+        .name = "bsink", .handler = batch_sink, .inbox_size = 8, .max_in = 64,
+        .processing = RINGK_PROCESSING_CONTINUOUS
+    };
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+        .name = "bsource", .handler = batch_source, .publishes_to = to_sink
+    };
+    ringk_kernel_t *sink, *src;
+    ringk_kernel_stats_t st;
+
+    batch_ctx = ctx_new();
+    batch_got = batch_bad = batch_next_v = batch_next_seq = 0;
+    if (_i == 1) {
+        sp.field_mask        |= RINGK_KERNEL_PARAM_FIELD_MAX_PER_ITER;
+        sp.processing         = RINGK_PROCESSING_BATCH;
+        sp.max_per_iteration  = 3;
+    } else if (_i == 2) {
+        sp.field_mask |= RINGK_KERNEL_PARAM_FIELD_MODE;
+        sp.mode        = RINGK_MODE_EVENT_DRIVEN;
+        sp.processing  = RINGK_PROCESSING_ADAPTIVE;
+    }
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &sp, &sink), 0);
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &src), 0);
+    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "bsource", RINGK_MSG_DATA, NULL, 0,
+                                RINGK_WAIT_FOREVER), 0);
+    wait_for(&batch_got, BATCH_N);
+    ck_assert_uint_eq(batch_bad, 0);
+    ck_assert_int_eq(ringk_kernel_stats_query(sink, &st), 0);
+    ck_assert_uint_eq(st.msgs_in, BATCH_N);
+    ck_assert_uint_eq(st.batched_in, BATCH_N - 1);
+    ck_assert_uint_eq(st.drops, 0);
+    ck_assert_int_eq(ringk_kernel_stats_query(src, &st), 0);
+    ck_assert_uint_eq(st.msgs_out, BATCH_N);
+    ck_assert_uint_eq(st.handler_errors, 0);
+    ringk_ctx_destroy(batch_ctx);
+}
+END_TEST
+
+/* A holds an open batch cell in B's inbox, then streams to C, whose handler forwards each message
+ * to B: B stops at A's cell, C blocks on B's full inbox, A on C's. A must publish its cell
+ * before it waits (flush_running), or the three wait for each other for ever. */
+static uint64_t cycle_b;
+
+static int cycle_a(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t v;
+    int ret = 0;
+
+    for (v = 0; (ret == 0) && (v < 2); v++) {
+        ret = ringk_send(batch_ctx, k, "cb", RINGK_MSG_DATA, &v, sizeof(v), RINGK_WAIT_FOREVER);
+    }
+    for (v = 0; (ret == 0) && (v < 100); v++) {
+        ret = ringk_send(batch_ctx, k, "cc", RINGK_MSG_DATA, &v, sizeof(v), RINGK_WAIT_FOREVER);
+    }
+    return ret;
+}
+
+static int cycle_c(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    return ringk_send(batch_ctx, k, "cb", RINGK_MSG_DATA, ringk_msg_payload(msg), msg->length,
+                      RINGK_WAIT_FOREVER);
+}
+
+static int cycle_count(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_fetch_add(&cycle_b, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_batch_no_wait_holding)
+{
+    static const char *a_to[] = {"cb", "cc", NULL}, *c_to[] = {"cb", NULL};
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_PROCESSING |
+                      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_IN,
+        .processing = RINGK_PROCESSING_CONTINUOUS, .max_in = 64 /* inboxes of inbox_size cells */
+    };
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *b, *k;
+
+    batch_ctx = ctx_new();
+    cycle_b   = 0;
+    p.name = "cb"; p.handler = cycle_count; p.inbox_size = 4; p.publishes_to = NULL;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &b), 0);
+    p.name = "cc"; p.handler = cycle_c; p.inbox_size = 2; p.publishes_to = c_to;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
+    p.name = "ca"; p.handler = cycle_a; p.inbox_size = 2; p.publishes_to = a_to;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
+    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "ca", RINGK_MSG_DATA, NULL, 0,
+                                RINGK_WAIT_FOREVER), 0);
+    wait_for(&cycle_b, 102);
+    ck_assert_int_eq(ringk_kernel_stats_query(b, &st), 0);
+    ck_assert_uint_eq(st.msgs_in, 102);
+    ck_assert_uint_ge(st.batched_in, 1); /* A's second message came in a batch cell */
+    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+    ck_assert_uint_eq(st.handler_errors, 0);
+    ringk_ctx_destroy(batch_ctx);
+}
+END_TEST
+
+/* Terminating a kernel from a handler that holds a batch cell in its inbox: what was sent before
+ * is handled (the cell is published before terminate waits), a send after it fails. */
+static int term_result[2];
+
+static int term_sender(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t v;
+
+    for (v = 0; v < 5; v++) {
+        if (ringk_send(batch_ctx, k, "tb", RINGK_MSG_DATA, &v, sizeof(v), 1000) != 0) {
+            return -1;
+        }
+    }
+    term_result[0] = ringk_kernel_terminate((ringk_kernel_t*)arg);
+    term_result[1] = ringk_send(batch_ctx, k, "tb", RINGK_MSG_DATA, &v, sizeof(v), 1000);
+    __atomic_store_n(&cycle_b, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_batch_terminate)
+{
+    static const char *to_b[] = {"tb", NULL};
+    ringk_kernel_params_t p = counter_params("tb", 64, 0);
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *b, *a;
+
+    batch_ctx = ctx_new();
+    counted   = 0;
+    cycle_b   = 0;
+    term_result[0] = term_result[1] = 1;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &b), 0);
+    p.name = "ta"; p.handler = term_sender; p.arg = b; p.publishes_to = to_b;
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &a), 0);
+    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "ta", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    wait_for(&cycle_b, 1);
+    ck_assert_int_eq(term_result[0], 0);
+    ck_assert_int_eq(term_result[1], -EPIPE);
+    ck_assert_uint_eq(counted, 5);
+    ck_assert_int_eq(ringk_kernel_stats_query(b, &st), 0);
+    ck_assert_int_eq(st.state, RINGK_KERNEL_TERMINATED);
+    ck_assert_uint_eq(st.msgs_in, 5);
+    ck_assert_uint_eq(st.batched_in, 4);
+    ringk_ctx_destroy(batch_ctx);
+}
+END_TEST
+
 /* A send to a kernel that sleeps, is about to, or spins is always handled promptly: 1000 sends
  * 0-3 ms apart (the executor spins briefly, then sleeps for up to 100 ms unless woken), each
  * must be handled within 50 ms. A lost wakeup (W1/W2 in ringk_runtime.c) would take 100 ms.
@@ -858,6 +1056,9 @@ int main(void)
     tc = tcase_create("kernel");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_runtime_fifo_backpressure);
+    tcase_add_loop_test(tc, test_runtime_batch_order_fairness, 0, 3);
+    tcase_add_test(tc, test_runtime_batch_no_wait_holding);
+    tcase_add_test(tc, test_runtime_batch_terminate);
     tcase_add_test(tc, test_runtime_backpressure_counted);
     tcase_add_loop_test(tc, test_runtime_wakeup_never_lost, 0, 2);
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);

@@ -83,7 +83,9 @@ typedef struct ringk_msg {
     uint32_t length;     /**< payload bytes */
     uint64_t seq;        /**< per-sender sequence number, from 0 */
     uint64_t timestamp;  /**< hybrid logical clock at send (0 when timestamps are off) */
-    uint64_t enq_ns;     /**< monotonic enqueue time of sampled messages (seq % 64 == 0), else 0 */
+    uint64_t enq_ns;     /**< monotonic enqueue time of sampled messages, else 0: seq % 64 == 0,
+                              or in a batch cell its first message once 64 sequence numbers
+                              have passed since the sender's last sample */
 } ringk_msg_t;
 
 /** The payload that follows @a msg. */
@@ -303,12 +305,14 @@ typedef struct ringk_kernel_stats {
     ringk_kernel_state_t state;
     uint64_t msgs_in;          /**< messages handled */
     uint64_t msgs_out;         /**< messages sent (topic publishes count once per receiver) */
-    uint64_t queue_depth;      /**< inbox cells in use now (one per message up to 224 B) */
+    uint64_t queue_depth;      /**< inbox cells in use now (one per message up to 200 B, or one
+                                    per batch cell) */
     uint64_t refused_full;     /**< sends to it refused because its inbox was full */
     uint64_t drops;            /**< messages lost: always 0 (nothing is dropped silently) */
     uint64_t handler_errors;   /**< handler calls that returned < 0 */
-    uint64_t latency_hist[32]; /**< enqueue-to-handler latency of one message in 64 (those with
-                                    seq % 64 == 0), bucket i: [2^i, 2^(i+1)) ns */
+    uint64_t latency_hist[32]; /**< enqueue-to-handler latency of about one message in 64 (those
+                                    with enq_ns != 0), bucket i: [2^i, 2^(i+1)) ns */
+    uint64_t batched_in;       /**< of msgs_in, those that came in batch cells (see ringk_send) */
 } ringk_kernel_stats_t;
 
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
@@ -326,6 +330,15 @@ int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats
  * the sender. FIFO per sender and receiver. To a kernel of another process, this process may
  * have at most that kernel's inbox_size messages on their way (credits, returned as they enter
  * its inbox): beyond that a send waits or fails as for a full local inbox.
+ *
+ * Batching: in a kernel's handler, the second and later sends of one dispatch-loop iteration to
+ * kernels of this process, of at most 64 bytes, with timestamps off at both ends, are appended to
+ * one batch cell per receiver (about 13 eight-byte messages in one inbox cell) instead of taking
+ * a cell each. A batch cell is published when it is full, every 32 inbox cells the sender
+ * consumes, when the iteration ends, and before the sender waits for anything (room, a credit, a barrier):
+ * so it never holds cells while it waits, and a continuous kernel's sends go out after each
+ * message it handles. Order, sequence numbers, backpressure (taken when the cell is claimed) and
+ * the receiver's statistics (batched_in) are as for unbatched sends.
  * @param timeout_ms RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds to wait for room.
  * @return 0; -ENOENT unknown kernel; -EPERM undeclared route; -EMSGSIZE too large (limits of
  *         both ends); -EAGAIN inbox full or no credit (RINGK_WAIT_NONE); -ETIMEDOUT still full
