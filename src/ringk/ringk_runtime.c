@@ -640,7 +640,10 @@ static int batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_
             batch_flush(from, i);
             return -EPIPE;
         }
-        if (rt->batch_bytes + need > RINGK_BATCH_ROOM) {
+        bh  = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
+        seq = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+        if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > UINT32_MAX)) {
+            /* full, or the entry's 32-bit sequence delta would not hold this one */
             batch_flush(from, i);
         }
     }
