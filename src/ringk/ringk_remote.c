@@ -26,6 +26,7 @@
 
 #define RINGK_LEAVE_TIMEOUT_MS 3000 /* how long a leaving process waits for acknowledgements */
 #define RINGK_TOPIC_SLOT       0    /* credit slot of a process's publishes to another process */
+#define RINGK_PROGRESS_BACKOFF_US 100 /* progress thread: sleep while kernel threads poll */
 #define RINGK_TOPIC_WINDOW     256  /* publishes on their way from one process to another */
 
 
@@ -77,7 +78,7 @@ struct ringk_remote {
     int             size;
     uint64_t        undeliverable;
     unsigned        backlogged;    /* messages in backlogs, atomic: a cheap 'nothing to do' */
-    unsigned long   kernel_polls;  /* ringk_remote_poll() calls by idle kernel threads, atomic */
+    unsigned        kernel_polled; /* set by ringk_remote_poll(), cleared by the progress thread */
     /* peer events (ringk_peer_event_t) for kernels with peer_events, per rank */
     uint8_t        *event_state;   /* 0 none, 3 being posted, 1 to deliver, 2 delivered; atomic */
     uint8_t        *event_kind;    /* ringk_peer_event_kind_t */
@@ -287,7 +288,7 @@ static void backlog_push(ringk_remote_t *r, uint32_t dst, const remote_hdr_t *hd
     if (r->backlog_tail[dst] != NULL) {
         r->backlog_tail[dst]->next = b;
     } else {
-        r->backlog_head[dst] = b;
+        __atomic_store_n(&r->backlog_head[dst], b, __ATOMIC_RELAXED);
     }
     r->backlog_tail[dst] = b;
     __atomic_fetch_add(&r->backlogged, 1, __ATOMIC_RELAXED);
@@ -307,7 +308,7 @@ static unsigned backlog_drain(ringk_remote_t *r)
     }
     pthread_mutex_lock(&r->backlog_mu);
     for (id = 1; id <= RINGK_MAX_KERNELS; id++) {
-        while ((b = r->backlog_head[id]) != NULL) {
+        while ((b = __atomic_load_n(&r->backlog_head[id], __ATOMIC_RELAXED)) != NULL) {
             k   = ringk_kernel_by_id(ctx, id);
             ret = (k == NULL) ? -ENOENT :
                   ringk_deliver_hdr(ctx, k, &b->hdr.msg, b->payload, RINGK_WAIT_NONE);
@@ -327,7 +328,9 @@ static unsigned backlog_drain(ringk_remote_t *r)
             } else if (b->hdr.src_rank < (uint32_t)r->size) { /* a K2K message's credit */
                 credit_owe(r, b->hdr.src_rank, id);
             }
-            r->backlog_head[id] = b->next;
+            /* release: am_recv() that finds the backlog empty without the lock delivers
+             * after this entry */
+            __atomic_store_n(&r->backlog_head[id], b->next, __ATOMIC_RELEASE);
             if (b->next == NULL) {
                 r->backlog_tail[id] = NULL;
             }
@@ -366,14 +369,27 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
                       hdr.dst, hdr.msg.sender);
         return UCS_OK;
     }
-    /* FIFO: once a kernel has a backlog, later messages queue behind it */
-    pthread_mutex_lock(&r->backlog_mu);
-    ret = (r->backlog_head[hdr.dst] != NULL) ? -EAGAIN :
-          ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
-    if (ret == -EAGAIN) {
-        backlog_push(r, hdr.dst, &hdr, data, NULL);
+    /* FIFO: once a kernel has a backlog, later messages queue behind it. Only AM callbacks
+     * add to a backlog and the worker's lock serializes them, so a backlog found empty stays
+     * empty until this callback returns: then the message goes straight in without the lock
+     * (backlog_drain() empties a backlog under the lock, and publishes the empty head only
+     * after its last message is in the inbox). */
+    if (__atomic_load_n(&r->backlog_head[hdr.dst], __ATOMIC_ACQUIRE) == NULL) {
+        ret = ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
+        if (ret == -EAGAIN) {
+            pthread_mutex_lock(&r->backlog_mu);
+            backlog_push(r, hdr.dst, &hdr, data, NULL);
+            pthread_mutex_unlock(&r->backlog_mu);
+        }
+    } else {
+        pthread_mutex_lock(&r->backlog_mu);
+        ret = (__atomic_load_n(&r->backlog_head[hdr.dst], __ATOMIC_RELAXED) != NULL) ? -EAGAIN :
+              ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
+        if (ret == -EAGAIN) {
+            backlog_push(r, hdr.dst, &hdr, data, NULL);
+        }
+        pthread_mutex_unlock(&r->backlog_mu);
     }
-    pthread_mutex_unlock(&r->backlog_mu);
     if (ret != -EAGAIN) {
         credit_owe(r, hdr.src_rank, hdr.dst); /* in the inbox, or reported below */
     }
@@ -418,7 +434,7 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
         /* the publish's one credit is shared by its backlog entries (ref), not per entry */
         remote_hdr_t one = {.msg = hdr.msg, .dst = subs[i]->id, .src_rank = UINT32_MAX};
 
-        ret = (r->backlog_head[subs[i]->id] != NULL) ? -EAGAIN :
+        ret = (__atomic_load_n(&r->backlog_head[subs[i]->id], __ATOMIC_RELAXED) != NULL) ? -EAGAIN :
               ringk_deliver_hdr(ctx, subs[i], &hdr.msg, data, RINGK_WAIT_NONE);
         if (ret == -EAGAIN) {
             if (ref == NULL) {
@@ -502,17 +518,15 @@ static void *progress_main(void *arg)
     ringk_ctx_t *ctx  = arg;
     ringk_remote_t *r = ctx->remote;
     struct pollfd pfd = {.fd = r->efd, .events = POLLIN};
-    unsigned long polls, seen = 0;
     unsigned idle = 0, n;
     ucs_status_t status;
 
     while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
         /* Idle kernel threads progress the worker themselves (ringk_remote_poll): while they
-         * do, this thread only yields, so that it does not fight them for the worker's lock
-         * (a spin lock: a quarter of a ping-pong's time went there). */
-        polls = __atomic_load_n(&r->kernel_polls, __ATOMIC_RELAXED);
-        if (polls != seen) {
-            seen = polls;
+         * do, this thread sleeps, so that it neither fights them for the worker's lock nor
+         * takes a core from them. It looks again every RINGK_PROGRESS_BACKOFF_US. */
+        if (__atomic_load_n(&r->kernel_polled, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&r->kernel_polled, 0, __ATOMIC_RELAXED);
             idle = 0;
             sched_yield();
             continue;
@@ -547,7 +561,11 @@ unsigned ringk_remote_poll(ringk_ctx_t *ctx)
     ringk_remote_t *r = ctx->remote;
     unsigned n;
 
-    __atomic_fetch_add(&r->kernel_polls, 1, __ATOMIC_RELAXED); /* idle threads only */
+    /* a store only when the progress thread cleared it (a read otherwise: no cache line
+     * bouncing between the polling threads) */
+    if (!__atomic_load_n(&r->kernel_polled, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&r->kernel_polled, 1, __ATOMIC_RELAXED);
+    }
     n = ucp_worker_progress(r->worker) + backlog_drain(r);
     bye_acks_send(r);
     credits_return(r);
