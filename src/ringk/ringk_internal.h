@@ -37,13 +37,17 @@ typedef struct {
 typedef struct {
     ringk_kernel_t *target;       /* local target, or NULL */
     int             allowed;
+    uint32_t        name_len;     /* strlen of its name in publishes_to */
     uint64_t        head_cache;   /* this sender's copy of the target inbox's head */
     int             rank;         /* remote target: its process (-1: not resolved) */
     uint32_t        remote_id;    /* remote target: its id in that process */
     /* the open batch cell in the target's inbox (see batch_send): claimed, not yet published */
     uint64_t        batch_pos;
+    struct ringk_batch_hdr *batch_hdr; /* its header (in the cell at batch_pos) */
     uint32_t        batch_bytes;  /* bytes of entries written after its header */
     int             batch_sleeper; /* the target slept when the cell was claimed */
+    uint32_t        batch_lim;    /* payloads shorter than this may be batched (0: none); set
+                                     when the route resolves: local, allowed, no timestamps */
 } route_t;
 
 /* A batch cell: small messages a kernel sends to one local kernel while it handles its own are
@@ -51,7 +55,7 @@ typedef struct {
  * the sender's dispatch loop has consumed RINGK_RELEASE_BATCH cells or stops, or before it waits: one cell claim, one
  * publish and a quarter of a cache line per message instead of a cell each. The ring protocol is
  * unchanged; this is libringk's payload of a cell with id RINGK_CELL_BATCH. */
-typedef struct {
+typedef struct ringk_batch_hdr {
     uint32_t sender;
     uint32_t count;       /* entries */
     uint64_t seq;         /* sequence number of the first entry */
@@ -115,6 +119,7 @@ struct ringk_kernel {
     uint64_t              seq __attribute__((aligned(64))); /* per-sender sequence */
     uint64_t              msgs_out;
     uint32_t              open_batches;  /* routes with an open batch cell, a bit each */
+    uint32_t              last_route;    /* the route of its last send, tried first */
     uint32_t              iter_sends;    /* local sends during this dispatch loop iteration */
     uint64_t              next_sample;   /* the sequence number from which a batch is sampled */
 };

@@ -97,6 +97,20 @@ static int copy_list(ringk_ctx_t *ctx, const char *kernel, const char *what,
 }
 
 /* strcmp() == 0 for the short names of the send path, without a call into the C library */
+/* Whether @a b names route @a name (of @a len characters): stops at b's first character that
+ * differs, so it never reads past the end of a shorter b. */
+static inline int route_name_eq(const char *name, uint32_t len, const char *b)
+{
+    uint32_t j;
+
+    for (j = 0; j < len; j++) {
+        if (b[j] != name[j]) {
+            return 0;
+        }
+    }
+    return b[len] == '\0';
+}
+
 static inline int name_eq(const char *a, const char *b)
 {
     while (*a == *b) {
@@ -144,21 +158,26 @@ static inline void flush_running(void)
     }
 }
 
+/* Counts a sampled message, enqueued at @a enq_ns, in the latency histogram. */
+static void lat_record(ringk_kernel_t *k, uint64_t enq_ns)
+{
+    uint64_t lat    = now_ns() - enq_ns;
+    unsigned bucket = (lat == 0) ? 0 : (63 - __builtin_clzll(lat));
+
+    add_u64(&k->latency_hist[bucket > 31 ? 31 : bucket], 1);
+}
+
 /* Hands one message to the kernel's handler (or takes a terminate), with its accounting. */
 static inline __attribute__((always_inline)) void dispatch(ringk_kernel_t *k,
                                                           const ringk_msg_t *msg)
 {
-    unsigned bucket;
-    uint64_t lat;
     int rc;
 
     if (msg->timestamp != 0) {
         ringk_hlc_recv(&k->ctx->clock, msg->timestamp);
     }
     if (msg->enq_ns != 0) {
-        lat    = now_ns() - msg->enq_ns;
-        bucket = (lat == 0) ? 0 : (63 - __builtin_clzll(lat));
-        add_u64(&k->latency_hist[bucket > 31 ? 31 : bucket], 1);
+        lat_record(k, msg->enq_ns);
     }
     if (msg->type != RINGK_MSG_TERMINATE) {
         rc = k->handler(k, msg, k->arg);
@@ -201,36 +220,53 @@ static unsigned batch_dispatch(ringk_kernel_t *k, const ringk_cell_hdr_t *cell, 
         *done_p = 1;
         return 0;
     }
+    /* what every entry of the cell shares; per entry only its own fields change */
+    m.msg.sender    = bh->sender;
+    m.msg.receiver  = k->id;
+    m.msg.flags     = 0;
+    m.msg.timestamp = 0; /* batches are not used with timestamps */
+    m.msg.enq_ns    = 0;
+    if ((off == sizeof(*bh)) && (bh->enq_ns != 0)) {
+        m.msg.enq_ns = bh->enq_ns; /* the first entry was sampled for the latency histogram */
+        lat_record(k, bh->enq_ns);
+    }
     while (n < budget) {
         if (off + sizeof(*e) > len) {
             *done_p = 1;
             break;
         }
         e = (const ringk_batch_entry_t*)(base + off);
-        if ((e->length > RINGK_BATCH_MAX_LEN) || (off + RINGK_BATCH_ENTRY(e->length) > len)) {
+        if ((e->length > RINGK_BATCH_MAX_LEN) || (off + RINGK_BATCH_ENTRY(e->length) > len) ||
+            (e->type >= RINGK_MSG_TERMINATE)) {
             ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': malformed batch entry at offset "
-                          "%u (payload %u bytes, cell %u bytes)", k->name, off, e->length, len);
+                          "%u (type %u, payload %u bytes, cell %u bytes)", k->name, off, e->type,
+                          e->length, len);
             *done_p = 1;
             break;
         }
-        m.msg.sender    = bh->sender;
-        m.msg.receiver  = k->id;
-        m.msg.type      = e->type;
-        m.msg.flags     = 0;
-        m.msg.length    = e->length;
-        m.msg.seq       = bh->seq + e->seq_delta;
-        m.msg.timestamp = 0; /* batches are not used with timestamps */
-        m.msg.enq_ns    = (off == sizeof(*bh)) ? bh->enq_ns : 0;
-        memcpy(m.payload, e + 1, e->length);
+        m.msg.type   = e->type;
+        m.msg.length = e->length;
+        m.msg.seq    = bh->seq + e->seq_delta;
+        if (e->length == sizeof(uint64_t)) {
+            memcpy(m.payload, e + 1, sizeof(uint64_t)); /* the common case, inlined */
+        } else {
+            memcpy(m.payload, e + 1, e->length);
+        }
         off += RINGK_BATCH_ENTRY(e->length);
-        dispatch(k, &m.msg);
-        __atomic_store_n(&k->batched_in, k->batched_in + 1, __ATOMIC_RELAXED);
+        /* never a terminate (batch_send() sends those alone): straight to the handler */
+        if (k->handler(k, &m.msg, k->arg) < 0) {
+            add_u64(&k->handler_errors, 1);
+        }
+        m.msg.enq_ns = 0;
         n++;
         if (off + sizeof(*e) > len) {
             *done_p = 1;
             break;
         }
     }
+    /* only the consumer writes them: plain increments, read racily by stats */
+    __atomic_store_n(&k->msgs_in, k->msgs_in + n, __ATOMIC_RELAXED);
+    __atomic_store_n(&k->batched_in, k->batched_in + n, __ATOMIC_RELAXED);
     k->batch_next = *done_p ? 0 : off;
     return n;
 }
@@ -622,16 +658,47 @@ static void batch_flush_all(ringk_kernel_t *from)
     }
 }
 
-/* Sends a small message of @a from (whose dispatch loop runs on this thread) to the local target
- * of its route @a i: appended to the route's open batch cell, or to a new one. */
-static int batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t type,
-                      const void *payload, size_t length, int timeout_ms)
+/* Claims a new batch cell on route @a i of @a from and writes its header; the first entry will
+ * carry sequence number @a seq. */
+static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, uint64_t seq,
+                      int timeout_ms)
 {
     route_t *rt = &from->routes[i];
-    uint32_t need = RINGK_BATCH_ENTRY(length);
     ringk_batch_hdr_t *bh;
+    int ret;
+
+    ret = inbox_claim(rt->target, 1, timeout_ms, &rt->head_cache, &rt->batch_pos,
+                      &rt->batch_sleeper);
+    if (ret != 0) {
+        return ret;
+    }
+    bh         = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
+    bh->sender = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
+    bh->count  = 0;
+    bh->seq    = seq;
+    /* the latency histogram samples about one message in RINGK_LAT_SAMPLE, as unbatched */
+    bh->enq_ns = 0;
+    if (seq >= from->next_sample) {
+        bh->enq_ns        = now_ns();
+        from->next_sample = seq + RINGK_LAT_SAMPLE;
+    }
+    rt->batch_hdr       = bh;
+    rt->batch_bytes     = 0;
+    from->open_batches |= 1u << i;
+    return 0;
+}
+
+/* Sends a small message of @a from (whose dispatch loop runs on this thread) to the local target
+ * of its route @a i: appended to the route's open batch cell, or to a new one. */
+static inline __attribute__((always_inline)) int
+batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t type,
+           const void *payload, size_t length, int timeout_ms)
+{
+    route_t *rt     = &from->routes[i];
+    uint32_t need   = RINGK_BATCH_ENTRY(length);
+    uint64_t seq    = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+    ringk_batch_hdr_t *bh = rt->batch_hdr;
     ringk_batch_entry_t *e;
-    uint64_t seq;
     int ret;
 
     if (from->open_batches & (1u << i)) {
@@ -640,35 +707,19 @@ static int batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_
             batch_flush(from, i);
             return -EPIPE;
         }
-        bh  = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
-        seq = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
         if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > UINT32_MAX)) {
             /* full, or the entry's 32-bit sequence delta would not hold this one */
             batch_flush(from, i);
         }
     }
-    seq = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
     if (!(from->open_batches & (1u << i))) {
-        ret = inbox_claim(rt->target, 1, timeout_ms, &rt->head_cache, &rt->batch_pos,
-                          &rt->batch_sleeper);
+        ret = batch_open(ctx, from, i, seq, timeout_ms);
         if (ret != 0) {
             return ret;
         }
-        bh         = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
-        bh->sender = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
-        bh->count  = 0;
-        bh->seq    = seq;
-        /* the latency histogram samples about one message in RINGK_LAT_SAMPLE, as unbatched */
-        bh->enq_ns = 0;
-        if (seq >= from->next_sample) {
-            bh->enq_ns        = now_ns();
-            from->next_sample = seq + RINGK_LAT_SAMPLE;
-        }
-        rt->batch_bytes     = 0;
-        from->open_batches |= 1u << i;
+        bh = rt->batch_hdr;
     }
-    bh = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
-    e  = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
+    e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
     e->seq_delta = (uint32_t)(seq - bh->seq);
     e->type      = (uint16_t)type;
     e->length    = (uint16_t)length;
@@ -770,88 +821,139 @@ static ringk_kernel_t *lookup(ringk_ctx_t *ctx, const char *name)
     return k;
 }
 
+/* Finds route @a *i_p of @a from to kernel @a to_name, resolving it on its first use; logs and
+ * returns the error when there is none. */
+#define RINGK_MIN(a, b) (((a) < (b)) ? (a) : (b))
+
+static __attribute__((noinline)) int route_find(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                                const char *to_name, unsigned *i_p)
+{
+    ringk_kernel_t *to;
+    route_t *route;
+    unsigned i;
+
+    for (i = 0; i < from->publishes_to.count; i++) {
+        if (name_eq(from->publishes_to.names[i], to_name)) {
+            break;
+        }
+    }
+    if (i == from->publishes_to.count) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
+                      from->name, to_name);
+        return -EPERM;
+    }
+    route = &from->routes[i];
+    if ((route->target == NULL) && (route->rank < 0)) {
+        to = lookup(ctx, to_name);
+        if (to != NULL) {
+            route->allowed = (to->subscribes_to.count == 0) ||
+                             list_has(&to->subscribes_to, from->name);
+            /* what batch_send() may take on this route, checked once here */
+            route->batch_lim = (route->allowed && !from->timestamps && !to->timestamps) ?
+                               RINGK_MIN(RINGK_MIN(RINGK_BATCH_MAX_LEN, to->max_in), from->max_out) + 1 :
+                               0;
+            __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
+        } else if ((remote_of(ctx) != NULL) &&
+                   (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
+            route->allowed = 1; /* the receiving process checks its subscribes_to */
+        } else {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
+                          to_name, from->name);
+            return -ENOENT;
+        }
+    }
+    from->last_route = i;
+    *i_p = i;
+    return 0;
+}
+
+/* ringk_send() of a kernel (not the host), once its arguments were checked. */
+static __attribute__((noinline)) int send_from(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                               unsigned i, ringk_msg_type_t type,
+                                               const void *payload, size_t length, int timeout_ms)
+{
+    route_t *route = &from->routes[i];
+    ringk_kernel_t *to;
+
+    if (length > from->max_out) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes from '%s' exceeds its max_out %u",
+                      length, from->name, from->max_out);
+        return -EMSGSIZE;
+    }
+    flush_running(); /* a remote send may wait for a credit */
+    to = route->target;
+    if (to == NULL) {
+        return ringk_remote_send(ctx, from, route->rank, route->remote_id, type, payload, length,
+                                 timeout_ms);
+    }
+    if (!route->allowed) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not subscribe to '%s'", to->name,
+                      from->name);
+        return -EPERM;
+    }
+    if (length > to->max_in) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u",
+                      length, to->name, to->max_in);
+        return -EMSGSIZE;
+    }
+    return deliver(ctx, from, to, type, to->id, payload, length, timeout_ms, &route->head_cache,
+                   NULL);
+}
+
+/* ringk_send() of the host (no sending kernel). */
+static __attribute__((noinline)) int send_from_host(ringk_ctx_t *ctx, const char *to_name,
+                                                    ringk_msg_type_t type, const void *payload,
+                                                    size_t length, int timeout_ms)
+{
+    ringk_kernel_t *to = lookup(ctx, to_name);
+    uint32_t id;
+    int rank;
+
+    if (to == NULL) {
+        if ((remote_of(ctx) != NULL) && (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
+            return ringk_remote_send(ctx, NULL, rank, id, type, payload, length, timeout_ms);
+        }
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
+        return -ENOENT;
+    }
+    if (length > to->max_in) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u",
+                      length, to->name, to->max_in);
+        return -EMSGSIZE;
+    }
+    return deliver(ctx, NULL, to, type, to->id, payload, length, timeout_ms, NULL, NULL);
+}
+
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
-    ringk_kernel_t *to = NULL;
-    route_t *route;
     unsigned i;
+    int ret;
 
     if ((ctx == NULL) || (to_name == NULL) || ((payload == NULL) && (length > 0)) ||
         ((unsigned)type > RINGK_MSG_TERMINATE) || (timeout_ms < RINGK_WAIT_FOREVER)) {
         return -EINVAL;
     }
-    if (from != NULL) {
-        /* a route is declared once and resolved once; afterwards this is a short scan */
-        for (i = 0; i < from->publishes_to.count; i++) {
-            if (name_eq(from->publishes_to.names[i], to_name)) {
-                break;
-            }
-        }
-        if (i == from->publishes_to.count) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
-                   from->name, to_name);
-            return -EPERM;
-        }
-        route = &from->routes[i];
-        if (length > from->max_out) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes from '%s' exceeds its max_out %u",
-                   length, from->name, from->max_out);
-            return -EMSGSIZE;
-        }
-        if ((route->target == NULL) && (route->rank < 0)) {
-            to = lookup(ctx, to_name);
-            if (to != NULL) {
-                route->allowed = (to->subscribes_to.count == 0) ||
-                                 list_has(&to->subscribes_to, from->name);
-                __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
-            } else if ((remote_of(ctx) != NULL) &&
-                       (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
-                route->allowed = 1; /* the receiving process checks its subscribes_to */
-            } else {
-                ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
-                       to_name, from->name);
-                return -ENOENT;
-            }
-        }
-        to = route->target;
-        if ((to != NULL) && route->allowed && (tls_running == from) && (from->iter_sends++ > 0) &&
-            (type != RINGK_MSG_TERMINATE) && (length <= RINGK_BATCH_MAX_LEN) &&
-            (length <= to->max_in) && !from->timestamps && !to->timestamps) {
-            /* sent from the sender's own handler: batched with its other sends (batch_send) */
-            return batch_send(ctx, from, i, type, payload, length, timeout_ms);
-        }
-        flush_running(); /* a remote send may wait for a credit */
-        if (to == NULL) {
-            return ringk_remote_send(ctx, from, route->rank, route->remote_id, type, payload,
-                                     length, timeout_ms);
-        }
-        if (!route->allowed) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not subscribe to '%s'", to->name,
-                   from->name);
-            return -EPERM;
-        }
-    } else {
-        to = lookup(ctx, to_name);
-        if (to == NULL) {
-            int rank;
-            uint32_t id;
-
-            if ((remote_of(ctx) != NULL) && (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
-                return ringk_remote_send(ctx, NULL, rank, id, type, payload, length,
-                                         timeout_ms);
-            }
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
-            return -ENOENT;
+    if (from == NULL) {
+        return send_from_host(ctx, to_name, type, payload, length, timeout_ms);
+    }
+    /* a kernel usually sends where it sent last: that route is tried first */
+    i = from->last_route;
+    if ((i >= from->publishes_to.count) ||
+        !route_name_eq(from->publishes_to.names[i], from->routes[i].name_len, to_name) ||
+        ((from->routes[i].target == NULL) && (from->routes[i].rank < 0))) {
+        ret = route_find(ctx, from, to_name, &i);
+        if (ret != 0) {
+            return ret;
         }
     }
-    if (length > to->max_in) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u", length,
-               to->name, to->max_in);
-        return -EMSGSIZE;
+    if ((tls_running == from) && (from->iter_sends++ > 0) && (type != RINGK_MSG_TERMINATE) &&
+        (length < from->routes[i].batch_lim)) {
+        /* sent from the sender's own handler, small, to a local kernel: batched with its other
+         * sends (batch_send); batch_lim holds the route's checks (max_out, max_in, allowed) */
+        return batch_send(ctx, from, i, type, payload, length, timeout_ms);
     }
-    return deliver(ctx, from, to, type, to->id, payload, length, timeout_ms,
-                   (from != NULL) ? &route->head_cache : NULL, NULL);
+    return send_from(ctx, from, i, type, payload, length, timeout_ms);
 }
 
 int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, const void *payload,
@@ -1360,7 +1462,8 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
         return -ENOMEM;
     }
     for (i = 0; i < RINGK_LIST_MAX; i++) {
-        k->routes[i].rank = -1;
+        k->routes[i].rank     = -1;
+        k->routes[i].name_len = (uint32_t)strlen(k->publishes_to.names[i]);
     }
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);

@@ -443,6 +443,95 @@ START_TEST(test_runtime_batch_no_wait_holding)
 }
 END_TEST
 
+/* Route lookup: ringk_send() tries the route of the kernel's last send first. Names that share
+ * prefixes, sent from one buffer whose contents change between sends, must each reach their own
+ * kernel; a name the kernel does not publish to (a longer one, the empty one) is refused, and a
+ * message over the receiver's max_in is refused whether or not it would have been batched. */
+static const char *route_names[] = {"rx", "rxy", "r", NULL};
+static const unsigned route_seq[] = {0, 1, 2, 1, 0, 0, 2, 2, 1, 0, 1, 2};
+static uint64_t route_got[3], route_bad;
+static int route_err[4];
+
+static int route_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    const unsigned me = (unsigned)(uintptr_t)arg;
+    uint64_t v = UINT64_MAX;
+
+    if (msg->length == sizeof(v)) {
+        memcpy(&v, ringk_msg_payload(msg), sizeof(v));
+    }
+    if (v != me) {
+        __atomic_fetch_add(&route_bad, 1, __ATOMIC_RELAXED);
+    }
+    __atomic_fetch_add(&route_got[me], 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int route_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    char name[16];
+    uint8_t big[16] = {0};
+    uint64_t v;
+    unsigned i;
+
+    for (i = 0; i < sizeof(route_seq) / sizeof(route_seq[0]); i++) {
+        v = route_seq[i];
+        strcpy(name, route_names[v]);
+        if (ringk_send(batch_ctx, k, name, RINGK_MSG_DATA, &v, sizeof(v), 1000) != 0) {
+            return -1;
+        }
+    }
+    strcpy(name, "rxyz");
+    route_err[0] = ringk_send(batch_ctx, k, name, RINGK_MSG_DATA, &v, sizeof(v), 1000);
+    name[0] = '\0';
+    route_err[1] = ringk_send(batch_ctx, k, name, RINGK_MSG_DATA, &v, sizeof(v), 1000);
+    strcpy(name, "r"); /* its max_in is 8 */
+    route_err[2] = ringk_send(batch_ctx, k, name, RINGK_MSG_DATA, big, sizeof(big), 1000);
+    v = 2;
+    route_err[3] = ringk_send(batch_ctx, k, name, RINGK_MSG_DATA, &v, sizeof(v), 1000);
+    return 0;
+}
+
+START_TEST(test_runtime_route_lookup)
+{
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_MAX_IN,
+        .handler = route_sink, .max_in = 64
+    };
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *k[3], *src;
+    unsigned i;
+
+    batch_ctx = ctx_new();
+    memset(route_got, 0, sizeof(route_got));
+    route_bad = 0;
+    for (i = 0; i < 3; i++) {
+        p.name   = route_names[i];
+        p.arg    = (void*)(uintptr_t)i;
+        p.max_in = (i == 2) ? 8 : 64;
+        ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k[i]), 0);
+    }
+    p.name         = "rsrc";
+    p.handler      = route_source;
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = route_names;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &src), 0);
+    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "rsrc", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    wait_for(&route_got[0], 4);
+    wait_for(&route_got[1], 4);
+    wait_for(&route_got[2], 5);
+    ck_assert_uint_eq(route_bad, 0);
+    ck_assert_int_eq(route_err[0], -EPERM);
+    ck_assert_int_eq(route_err[1], -EPERM);
+    ck_assert_int_eq(route_err[2], -EMSGSIZE);
+    ck_assert_int_eq(route_err[3], 0);
+    ck_assert_int_eq(ringk_kernel_stats_query(k[0], &st), 0);
+    ck_assert_uint_ge(st.batched_in, 1); /* later sends of the handler call were batched */
+    ringk_ctx_destroy(batch_ctx);
+}
+END_TEST
+
 /* Terminating a kernel from a handler that holds a batch cell in its inbox: what was sent before
  * is handled (the cell is published before terminate waits), a send after it fails. */
 static int term_result[2];
@@ -1059,6 +1148,7 @@ int main(void)
     tcase_add_loop_test(tc, test_runtime_batch_order_fairness, 0, 3);
     tcase_add_test(tc, test_runtime_batch_no_wait_holding);
     tcase_add_test(tc, test_runtime_batch_terminate);
+    tcase_add_test(tc, test_runtime_route_lookup);
     tcase_add_test(tc, test_runtime_backpressure_counted);
     tcase_add_loop_test(tc, test_runtime_wakeup_never_lost, 0, 2);
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);
