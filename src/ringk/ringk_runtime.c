@@ -862,7 +862,7 @@ static __attribute__((noinline)) int route_find(ringk_ctx_t *ctx, ringk_kernel_t
             return -ENOENT;
         }
     }
-    from->last_route = i;
+    __atomic_store_n(&from->last_route, i, __ATOMIC_RELAXED);
     *i_p = i;
     return 0;
 }
@@ -938,7 +938,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
         return send_from_host(ctx, to_name, type, payload, length, timeout_ms);
     }
     /* a kernel usually sends where it sent last: that route is tried first */
-    i = from->last_route;
+    i = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
     if ((i >= from->publishes_to.count) ||
         !route_name_eq(from->publishes_to.names[i], from->routes[i].name_len, to_name) ||
         ((from->routes[i].target == NULL) && (from->routes[i].rank < 0))) {
