@@ -924,8 +924,11 @@ static __attribute__((noinline)) int send_from_host(ringk_ctx_t *ctx, const char
     return deliver(ctx, NULL, to, type, to->id, payload, length, timeout_ms, NULL, NULL);
 }
 
-int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
-               ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+/* ringk_send() but for its fast path. */
+static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                               const char *to_name, ringk_msg_type_t type,
+                                               const void *payload, size_t length,
+                                               int timeout_ms)
 {
     unsigned i;
     int ret;
@@ -954,6 +957,57 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
         return batch_send(ctx, from, i, type, payload, length, timeout_ms);
     }
     return send_from(ctx, from, i, type, payload, length, timeout_ms);
+}
+
+/* The fast path appends to the open batch cell of the route the kernel used last, with no call
+ * (so no registers to save); anything else, including every error, goes to send_slow(), which
+ * checks everything again and changes nothing the fast path read. */
+int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
+               ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    ringk_batch_entry_t *e;
+    ringk_batch_hdr_t *bh;
+    route_t *rt;
+    uint64_t seq;
+    uint32_t need;
+    unsigned i;
+
+    if ((from == NULL) || (tls_running != from) || (from->iter_sends == 0) || (ctx == NULL) ||
+        (to_name == NULL) || ((payload == NULL) && (length > 0)) ||
+        ((unsigned)type >= RINGK_MSG_TERMINATE) || (timeout_ms < RINGK_WAIT_FOREVER)) {
+        goto slow;
+    }
+    i  = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
+    rt = &from->routes[i];
+    if ((i >= from->publishes_to.count) || !(from->open_batches & (1u << i)) ||
+        (length >= rt->batch_lim) || !route_name_eq(from->publishes_to.names[i], rt->name_len,
+                                                    to_name)) {
+        goto slow;
+    }
+    need = RINGK_BATCH_ENTRY(length);
+    seq  = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+    bh   = rt->batch_hdr;
+    if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > UINT32_MAX) ||
+        (load_i(&rt->target->state) >= RINGK_KERNEL_TERMINATING)) {
+        goto slow;
+    }
+    e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
+    e->seq_delta = (uint32_t)(seq - bh->seq);
+    e->type      = (uint16_t)type;
+    e->length    = (uint16_t)length;
+    bh->count++;
+    rt->batch_bytes += need;
+    from->iter_sends++;
+    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
+    if (length == sizeof(uint64_t)) {
+        memcpy(e + 1, payload, sizeof(uint64_t)); /* the common case, inlined */
+    } else if (length > 0) {
+        memcpy(e + 1, payload, length);
+    }
+    return 0;
+slow:
+    return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
 }
 
 int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, const void *payload,
