@@ -62,16 +62,21 @@ typedef struct ringk_batch_hdr {
     uint64_t enq_ns;      /* enqueue time of the first entry when sampled, else 0 */
 } ringk_batch_hdr_t;
 
+/* An entry: 4 bytes, then the payload padded to 4 (an 8-byte message takes 12 bytes, 18 to a
+ * cell). A sender's sequence numbers advance on all its routes, so the delta can exceed 1; the
+ * cell is published before it would exceed RINGK_BATCH_MAX_DELTA. */
 typedef struct {
-    uint32_t seq_delta;   /* sequence number - the header's */
-    uint16_t type;
-    uint16_t length;      /* payload bytes that follow, padded to 8 */
+    uint16_t seq_delta;   /* sequence number - the header's */
+    uint8_t  type;
+    uint8_t  length;      /* payload bytes that follow, padded to 4 */
 } ringk_batch_entry_t;
+
+#define RINGK_BATCH_MAX_DELTA UINT16_MAX
 
 #define RINGK_CELL_BATCH     0xfe  /* cell id of a batch cell */
 #define RINGK_BATCH_MAX_LEN  64u   /* largest payload sent in a batch */
 #define RINGK_BATCH_ROOM     (RINGK_CELL - RINGK_CELL_HDR_BYTES - sizeof(ringk_batch_hdr_t))
-#define RINGK_BATCH_ENTRY(len) (sizeof(ringk_batch_entry_t) + (((len) + 7u) & ~7u))
+#define RINGK_BATCH_ENTRY(len) (sizeof(ringk_batch_entry_t) + (((len) + 3u) & ~3u))
 
 #define RINGK_LAT_SAMPLE 64        /* one message in 64 carries an enqueue time */
 #define RINGK_RELEASE_BATCH 32     /* a dispatch loop hands cells back to senders 32 at a time */

@@ -707,8 +707,8 @@ batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t 
             batch_flush(from, i);
             return -EPIPE;
         }
-        if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > UINT32_MAX)) {
-            /* full, or the entry's 32-bit sequence delta would not hold this one */
+        if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > RINGK_BATCH_MAX_DELTA)) {
+            /* full, or the entry's 16-bit sequence delta would not hold this one */
             batch_flush(from, i);
         }
     }
@@ -720,9 +720,9 @@ batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t 
         bh = rt->batch_hdr;
     }
     e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
-    e->seq_delta = (uint32_t)(seq - bh->seq);
-    e->type      = (uint16_t)type;
-    e->length    = (uint16_t)length;
+    e->seq_delta = (uint16_t)(seq - bh->seq);
+    e->type      = (uint8_t)type;
+    e->length    = (uint8_t)length;
     if (length == sizeof(uint64_t)) {
         memcpy(e + 1, payload, sizeof(uint64_t)); /* the common case, inlined */
     } else if (length > 0) {
@@ -987,14 +987,14 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
     need = RINGK_BATCH_ENTRY(length);
     seq  = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
     bh   = rt->batch_hdr;
-    if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > UINT32_MAX) ||
+    if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > RINGK_BATCH_MAX_DELTA) ||
         (load_i(&rt->target->state) >= RINGK_KERNEL_TERMINATING)) {
         goto slow;
     }
     e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
-    e->seq_delta = (uint32_t)(seq - bh->seq);
-    e->type      = (uint16_t)type;
-    e->length    = (uint16_t)length;
+    e->seq_delta = (uint16_t)(seq - bh->seq);
+    e->type      = (uint8_t)type;
+    e->length    = (uint8_t)length;
     bh->count++;
     rt->batch_bytes += need;
     from->iter_sends++;

@@ -330,7 +330,7 @@ static int batch_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
-/* 200 sends from one handler call: the first goes out alone, the other 199 in batch cells (13 a
+/* 200 sends from one handler call: the first goes out alone, the other 199 in batch cells (18 a
  * cell), which a sink taking 1 (continuous), 3 (max_per_iteration) or all (adaptive, event-
  * driven) messages an iteration consumes in parts; order, sequence numbers and counts hold, and
  * batched_in shows the batch path was taken. _i = 0, 1, 2: those three sinks. */
@@ -528,6 +528,78 @@ START_TEST(test_runtime_route_lookup)
     ck_assert_int_eq(route_err[3], 0);
     ck_assert_int_eq(ringk_kernel_stats_query(k[0], &st), 0);
     ck_assert_uint_ge(st.batched_in, 1); /* later sends of the handler call were batched */
+    ringk_ctx_destroy(batch_ctx);
+}
+END_TEST
+
+/* A batch entry holds its sequence number as a 16-bit delta from its cell's first. A handler
+ * opens a batch cell to "da", sends 70000 messages to "db" (whose inbox never fills, so the cell
+ * to "da" stays open), then sends to "da" again: that message must not go into the old cell with
+ * a wrapped delta, and "da" must see the sequence numbers that were sent. */
+#define DELTA_GAP 70000
+static uint64_t delta_seen[3], delta_n, delta_b;
+
+static int delta_a(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    if (delta_n < 3) {
+        delta_seen[delta_n] = msg->seq;
+    }
+    __atomic_fetch_add(&delta_n, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int delta_count(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_fetch_add(&delta_b, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int delta_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t v = 0;
+    unsigned i;
+
+    if ((ringk_send(batch_ctx, k, "da", RINGK_MSG_DATA, &v, sizeof(v), 1000) != 0) ||
+        (ringk_send(batch_ctx, k, "da", RINGK_MSG_DATA, &v, sizeof(v), 1000) != 0)) {
+        return -1;
+    }
+    for (i = 0; i < DELTA_GAP; i++) {
+        if (ringk_send(batch_ctx, k, "db", RINGK_MSG_DATA, &v, sizeof(v), 1000) != 0) {
+            return -1;
+        }
+    }
+    return ringk_send(batch_ctx, k, "da", RINGK_MSG_DATA, &v, sizeof(v), 1000);
+}
+
+START_TEST(test_runtime_batch_seq_delta)
+{
+    static const char *to[] = {"da", "db", NULL};
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_MAX_IN | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE,
+        .max_in = 64, .inbox_size = 64
+    };
+    ringk_kernel_stats_t st;
+    ringk_kernel_t *a, *k;
+
+    batch_ctx = ctx_new();
+    delta_n = delta_b = 0;
+    p.name = "da"; p.handler = delta_a;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &a), 0);
+    p.name = "db"; p.handler = delta_count; p.inbox_size = 8192; /* 147456 batched messages */
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
+    p.name = "dsrc"; p.handler = delta_source; p.publishes_to = to;
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
+    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "dsrc", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    wait_for(&delta_n, 3);
+    wait_for(&delta_b, DELTA_GAP);
+    ck_assert_uint_eq(delta_seen[1], delta_seen[0] + 1);
+    ck_assert_uint_eq(delta_seen[2], delta_seen[0] + 2 + DELTA_GAP);
+    ck_assert_int_eq(ringk_kernel_stats_query(a, &st), 0);
+    ck_assert_uint_eq(st.msgs_in, 3);
+    ck_assert_uint_eq(st.batched_in, 2); /* both later sends to "da" came in batch cells */
+    ck_assert_uint_eq(st.handler_errors, 0);
     ringk_ctx_destroy(batch_ctx);
 }
 END_TEST
@@ -1149,6 +1221,7 @@ int main(void)
     tcase_add_test(tc, test_runtime_batch_no_wait_holding);
     tcase_add_test(tc, test_runtime_batch_terminate);
     tcase_add_test(tc, test_runtime_route_lookup);
+    tcase_add_test(tc, test_runtime_batch_seq_delta);
     tcase_add_test(tc, test_runtime_backpressure_counted);
     tcase_add_loop_test(tc, test_runtime_wakeup_never_lost, 0, 2);
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);

@@ -303,7 +303,8 @@ typedef enum ringk_kernel_state {
 /** Status and statistics of a kernel. */
 typedef struct ringk_kernel_stats {
     ringk_kernel_state_t state;
-    uint64_t msgs_in;          /**< messages handled */
+    uint64_t msgs_in;          /**< messages handled (those of a batch cell counted after the
+                                    handler calls for that part of the cell) */
     uint64_t msgs_out;         /**< messages sent (topic publishes count once per receiver) */
     uint64_t queue_depth;      /**< inbox cells in use now (one per message up to 200 B, or one
                                     per batch cell) */
@@ -333,7 +334,7 @@ int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats
  *
  * Batching: in a kernel's handler, the second and later sends of one dispatch-loop iteration to
  * kernels of this process, of at most 64 bytes, with timestamps off at both ends, are appended to
- * one batch cell per receiver (about 13 eight-byte messages in one inbox cell) instead of taking
+ * one batch cell per receiver (18 eight-byte messages in one inbox cell) instead of taking
  * a cell each. A batch cell is published when it is full, every 32 inbox cells the sender
  * consumes, when the iteration ends, and before the sender waits for anything (room, a credit, a barrier):
  * so it never holds cells while it waits, and a continuous kernel's sends go out after each
