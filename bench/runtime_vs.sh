@@ -6,7 +6,8 @@
 #
 #   bench/runtime_vs.sh [BUILDDIR]        (default _build; ROUNDS=5, N=1000000 messages)
 #
-#   throughput  one-way 8-byte messages between two threads/kernels on two cores, msg/s:
+#   throughput  one-way 8-byte messages between two threads/kernels on two cores, msg/s (10 N
+#               messages, ZeroMQ N):
 #               ringk K2K (source kernel -> sink kernel) vs Concurrency Kit's SPSC ring with
 #               8-byte entries (ck8, the near-limit reference) and with 64-byte entries by value
 #               (ck64: the bytes one ringk message moves), and ZeroMQ inproc PAIR
@@ -47,6 +48,8 @@ run() {
     local count=$n port
     case "$1:$2" in
         k2k_zmq:pingpong) count=$((n / 100)) ;;
+        k2k_zmq:throughput) ;;
+        *:throughput*) count=$((n * 10)) ;; # ck's 1M take 5 ms: too short to time alone
         am_ucp:*) count=$((n / 20))
             "$build/contrib/ringk-run" env UCX_TLS=ringk,self "$out/am_ucp" pingpong $count \
                 2>/dev/null | sed -n 's/^RESULT //p'
