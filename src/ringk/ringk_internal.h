@@ -21,6 +21,7 @@
 #define RINGK_CELL          256u               /* inbox cell: a 200-byte payload fits one */
 #define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
 #define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
+#define RINGK_REMOTE_POLLS  4                  /* worker polls per idle loop of a kernel thread */
 #define RINGK_IDLE_WAKE_MS_DEFAULT 100        /* RINGK_IDLE_WAKE_MS when unset */
 #define RINGK_IDLE_WAKE_MS_MAX     60000      /* its largest accepted value */
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)

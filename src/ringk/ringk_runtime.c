@@ -444,9 +444,18 @@ static void *persistent_main(void *arg)
         if (kernel_try_finish(k)) {
             break;
         }
-        if ((remote_of(k->ctx) != NULL) && (ringk_remote_poll(k->ctx) > 0)) {
-            idle = 0;
-            continue;
+        if (remote_of(k->ctx) != NULL) {
+            unsigned j, got = 0;
+
+            /* a few polls of the worker between looks at the inbox (a load): a message from
+             * another process is seen sooner, one from this process as soon */
+            for (j = 0; (j < RINGK_REMOTE_POLLS) && !got && ((j == 0) || inbox_empty(k)); j++) {
+                got = ringk_remote_poll(k->ctx);
+            }
+            if (got) {
+                idle = 0;
+                continue;
+            }
         }
         if (++idle < RINGK_SPIN_POLLS) {
             /* spin briefly, then yield: a thread sharing our core gets to run */
