@@ -52,6 +52,7 @@ int main(int argc, char **argv)
                       RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_IN
     };
     ringk_kernel_t *kping = NULL, *kpong = NULL;
+    ringk_kernel_stats_t st = {0};
     struct timespec t0, t1;
     uint64_t zero = 0;
     int rank, size;
@@ -113,10 +114,18 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3;
+    ringk_kernel_stats_query((rank == 0) ? kping : kpong, &st);
     ringk_ctx_destroy(ctx);
     printf("pingpong%s: %llu round trips between two ring kernels, %llu errors, %.3f us per "
            "round trip\n", (size > 1) ? ((rank == 0) ? " [rank 0 of 2]" : " [rank 1 of 2]") : "",
            (unsigned long long)rounds, (unsigned long long)errors, us / rounds);
+    if (size > 1) {
+        /* across processes: how many of its messages the kernel's thread took straight from
+         * the UCP worker (direct_in) rather than through its inbox */
+        printf("pingpong [rank %d of 2]: %s handled %llu messages, %llu of them straight from the "
+               "worker\n", rank, (rank == 0) ? "ping" : "pong", (unsigned long long)st.msgs_in,
+               (unsigned long long)st.direct_in);
+    }
     example_job_end();
     return errors ? 1 : 0;
 }

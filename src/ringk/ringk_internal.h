@@ -22,6 +22,7 @@
 #define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
 #define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
 #define RINGK_REMOTE_POLLS  4                  /* worker polls per idle loop of a kernel thread */
+#define RINGK_DIRECT_MAX    216                /* largest payload taken by ringk_deliver_direct */
 #define RINGK_IDLE_WAKE_MS_DEFAULT 100        /* RINGK_IDLE_WAKE_MS when unset */
 #define RINGK_IDLE_WAKE_MS_MAX     60000      /* its largest accepted value */
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
@@ -118,9 +119,17 @@ struct ringk_kernel {
     uint64_t              refused_full __attribute__((aligned(64)));
     /* written by the consumer */
     uint64_t              head __attribute__((aligned(64))); /* consumer position */
-    uint64_t              msgs_in, handler_errors, batched_in;
+    uint64_t              msgs_in, handler_errors, batched_in, direct_in;
     uint64_t              latency_hist[32];
     uint32_t              batch_next;    /* offset of the next entry of the batch cell at head */
+    /* a message from another process that the kernel's own thread received while it polled
+     * the worker with an empty inbox (ringk_deliver_direct): handled as soon as the poll
+     * returns, without going through the inbox */
+    int                   direct_full;
+    struct {
+        ringk_msg_t msg;
+        uint8_t     payload[RINGK_DIRECT_MAX];
+    }                     direct;
     /* written by this kernel's executor when it sends */
     uint64_t              seq __attribute__((aligned(64))); /* per-sender sequence */
     uint64_t              msgs_out;
@@ -178,6 +187,10 @@ struct ringk_ctx {
 /* ---- runtime.c, for remote.c ---- */
 
 /** Puts a message built elsewhere (a remote sender's header) into @a to's inbox. */
+/** Takes a message from another process straight to kernel @a to when the caller is @a to's
+ *  own thread polling the worker while idle, its inbox is empty and it is active: 0, or -EAGAIN
+ *  (then ringk_deliver_hdr). */
+int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void *payload);
 int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *hdr,
                       const void *payload, int timeout_ms);
 /** The local kernel with that local id, or NULL. */

@@ -375,7 +375,10 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
      * (backlog_drain() empties a backlog under the lock, and publishes the empty head only
      * after its last message is in the inbox). */
     if (__atomic_load_n(&r->backlog_head[hdr.dst], __ATOMIC_ACQUIRE) == NULL) {
-        ret = ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
+        ret = ringk_deliver_direct(k, &hdr.msg, data);
+        if (ret != 0) {
+            ret = ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
+        }
         if (ret == -EAGAIN) {
             pthread_mutex_lock(&r->backlog_mu);
             backlog_push(r, hdr.dst, &hdr, data, NULL);

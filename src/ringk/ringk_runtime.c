@@ -146,6 +146,8 @@ static int inbox_empty(ringk_kernel_t *k)
 /* The kernel whose dispatch loop runs on this thread: its sends may go into batch cells, which
  * the loop publishes (batch_flush_all). */
 static __thread ringk_kernel_t *tls_running __attribute__((tls_model("initial-exec")));
+/* the kernel whose idle thread is polling the worker (see ringk_deliver_direct) */
+static __thread ringk_kernel_t *tls_polling __attribute__((tls_model("initial-exec")));
 
 static void batch_flush_all(ringk_kernel_t *from);
 
@@ -361,6 +363,46 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
     return n;
 }
 
+/* Handles the message ringk_deliver_direct() left in the kernel's direct slot. */
+static void kernel_direct(ringk_kernel_t *k)
+{
+    tls_running   = k;
+    k->iter_sends = 0;
+    dispatch(k, &k->direct.msg);
+    k->direct_full = 0;
+    __atomic_store_n(&k->direct_in, k->direct_in + 1, __ATOMIC_RELAXED);
+    if (k->open_batches != 0) {
+        batch_flush_all(k);
+    }
+    tls_running = NULL;
+}
+
+int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void *payload)
+{
+    ringk_msg_t *msg = &to->direct.msg;
+
+    /* FIFO: an empty inbox holds nothing older from the same sender; the slot is handled
+     * before the inbox is looked at again */
+    if ((tls_polling != to) || to->direct_full || (hdr->length > RINGK_DIRECT_MAX) ||
+        (hdr->length > to->max_in) || (load_i(&to->state) != RINGK_KERNEL_ACTIVE) ||
+        !inbox_empty(to)) {
+        return -EAGAIN;
+    }
+    msg->sender    = hdr->sender;
+    msg->receiver  = hdr->receiver;
+    msg->type      = hdr->type;
+    msg->flags     = 0;
+    msg->length    = hdr->length;
+    msg->seq       = hdr->seq;
+    msg->timestamp = hdr->timestamp;
+    msg->enq_ns    = ((msg->seq % RINGK_LAT_SAMPLE) == 0) ? now_ns() : 0;
+    if (hdr->length > 0) {
+        memcpy(to->direct.payload, payload, hdr->length);
+    }
+    to->direct_full = 1;
+    return 0;
+}
+
 /* A terminating kernel stops once every claimed cell was consumed: T2 reads the tail after the
  * state was set, and a sender that claims later sees the state (T1) and cancels. */
 static int kernel_try_finish(ringk_kernel_t *k)
@@ -449,8 +491,13 @@ static void *persistent_main(void *arg)
 
             /* a few polls of the worker between looks at the inbox (a load): a message from
              * another process is seen sooner, one from this process as soon */
+            tls_polling = k;
             for (j = 0; (j < RINGK_REMOTE_POLLS) && !got && ((j == 0) || inbox_empty(k)); j++) {
                 got = ringk_remote_poll(k->ctx);
+            }
+            tls_polling = NULL;
+            if (k->direct_full) {
+                kernel_direct(k);
             }
             if (got) {
                 idle = 0;
@@ -1672,6 +1719,7 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
     s->refused_full   = __atomic_load_n(&k->refused_full, __ATOMIC_RELAXED);
     s->handler_errors = __atomic_load_n(&k->handler_errors, __ATOMIC_RELAXED);
     s->batched_in     = __atomic_load_n(&k->batched_in, __ATOMIC_RELAXED);
+    s->direct_in      = __atomic_load_n(&k->direct_in, __ATOMIC_RELAXED);
     s->drops          = 0;
     s->queue_depth    = __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_RELAXED) -
                         __atomic_load_n(&k->head, __ATOMIC_RELAXED);

@@ -28,6 +28,7 @@ out="$(cat "$log0" "$log1")"
 if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] &&
    grep -q "pingpong \[rank 0 of 2\]: 20000 round trips between two ring kernels, 0 errors" "$log0" &&
    grep -q "pingpong \[rank 1 of 2\]: 20000 round trips between two ring kernels, 0 errors" "$log1" &&
+   grep -q "pingpong \[rank 1 of 2\]: pong handled 20001 messages, [1-9][0-9]* of them straight" "$log1" &&
    grep -q "am(ringk/memory)" "$log0" && grep -q "am(ringk/memory)" "$log1"; then
     ok "two processes: ping in rank 0, pong in rank 1, over ringk"
     grep -h "^pingpong" "$log0" "$log1" | sed 's/^/# /'

@@ -314,6 +314,9 @@ typedef struct ringk_kernel_stats {
     uint64_t latency_hist[32]; /**< enqueue-to-handler latency of about one message in 64 (those
                                     with enq_ns != 0), bucket i: [2^i, 2^(i+1)) ns */
     uint64_t batched_in;       /**< of msgs_in, those that came in batch cells (see ringk_send) */
+    uint64_t direct_in;        /**< of msgs_in, those from other processes that the kernel's own
+                                    thread took from the UCP worker while it polled with an empty
+                                    inbox, and handled without going through the inbox */
 } ringk_kernel_stats_t;
 
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
