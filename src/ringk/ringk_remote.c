@@ -357,7 +357,8 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
         (ringk_wire_msg_parse(header, header_length, length, r->size, ctx->job.rank,
                               &hdr) != 0)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed remote message (header %zu "
-                      "bytes, expected %zu; data %zu bytes)", header_length, sizeof(hdr), length);
+                      "bytes, expected %zu or %zu; data %zu bytes)", header_length,
+                      (size_t)RINGK_WIRE_MSG_SHORT, sizeof(wire_msg_t), length);
         r->undeliverable++;
         return UCS_OK;
     }
@@ -817,7 +818,8 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
                       ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
     ringk_remote_t *r = ctx->remote;
-    remote_hdr_t hdr;
+    wire_msg_t w;
+    size_t hlen = RINGK_WIRE_MSG_SHORT;
     ucs_status_t status;
     int ret;
 
@@ -831,12 +833,19 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
     if (ret != 0) {
         return ret;
     }
-    memset(&hdr, 0, sizeof(hdr));
-    remote_msg_init(ctx, from, &hdr.msg, type, id, length);
-    hdr.dst      = id;
-    hdr.src_rank = (uint32_t)ctx->job.rank;
+    w.sender = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
+    w.dst    = (uint16_t)id;
+    w.type   = (uint8_t)type;
+    w.flags  = 0;
+    w.seq    = from ? ringk_kernel_next_seq(from)
+                    : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
+    if ((from != NULL) && from->timestamps) {
+        w.timestamp = ringk_hlc_tick(&ctx->clock);
+        w.flags     = RINGK_WIRE_TIMESTAMP;
+        hlen        = sizeof(w);
+    }
     /* one active message */
-    status = am_send_wait(r, rank, RINGK_AM_MSG, &hdr, sizeof(hdr), payload, length);
+    status = am_send_wait(r, rank, RINGK_AM_MSG, &w, hlen, payload, length);
     if (status != UCS_OK) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
                       ucs_status_string(status));

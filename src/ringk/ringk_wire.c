@@ -14,17 +14,28 @@ static int other_rank(uint32_t rank, int size, int me)
 int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len, int size,
                          int me, remote_hdr_t *hdr_p)
 {
-    remote_hdr_t hdr;
+    wire_msg_t w = {0};
 
-    if (header_len != sizeof(hdr)) {
+    if ((header_len != RINGK_WIRE_MSG_SHORT) && (header_len != sizeof(w))) {
         return -EPROTO;
     }
-    memcpy(&hdr, header, sizeof(hdr));
-    if ((hdr.msg.length != data_len) || (hdr.msg.type > RINGK_MSG_TERMINATE) ||
-        (hdr.dst == 0) || (hdr.dst > RINGK_MAX_KERNELS) || !other_rank(hdr.src_rank, size, me)) {
+    memcpy(&w, header, header_len);
+    if ((w.flags & ~RINGK_WIRE_TIMESTAMP) ||
+        ((header_len == sizeof(w)) != !!(w.flags & RINGK_WIRE_TIMESTAMP)) ||
+        (data_len > RINGK_MAX_PAYLOAD) || (w.type > RINGK_MSG_TERMINATE) || (w.dst == 0) ||
+        (w.dst > RINGK_MAX_KERNELS) || !other_rank(w.sender >> RINGK_RANK_SHIFT, size, me) ||
+        ((w.sender & ((1u << RINGK_RANK_SHIFT) - 1)) > RINGK_MAX_KERNELS)) {
         return -EPROTO;
     }
-    *hdr_p = hdr;
+    memset(hdr_p, 0, sizeof(*hdr_p));
+    hdr_p->msg.sender    = w.sender;
+    hdr_p->msg.receiver  = w.dst;
+    hdr_p->msg.type      = w.type;
+    hdr_p->msg.length    = (uint32_t)data_len;
+    hdr_p->msg.seq       = w.seq;
+    hdr_p->msg.timestamp = w.timestamp;
+    hdr_p->dst           = w.dst;
+    hdr_p->src_rank      = w.sender >> RINGK_RANK_SHIFT;
     return 0;
 }
 

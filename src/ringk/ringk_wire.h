@@ -11,13 +11,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The wire header of a remote message: the message header, the receiving kernel's id and the
- * sending process (whose credit it used). */
+/* A remote K2K message as the receiver keeps it: the message header, the receiving kernel's id
+ * and the sending process (whose credit it used). */
 typedef struct {
     ringk_msg_t msg;
     uint32_t    dst;
     uint32_t    src_rank;
 } remote_hdr_t;
+
+/* ... and as it travels: 16 bytes (24 with the sender's clock), so that an 8-byte message with
+ * UCP's header fits one 64-byte cell of the ringk transport. The sending process is the rank in
+ * the sender id; the length is the active message's data length. */
+typedef struct {
+    uint32_t sender;     /* rank << RINGK_RANK_SHIFT | kernel id (0: the host) */
+    uint16_t dst;        /* the receiving kernel's id */
+    uint8_t  type;       /* ringk_msg_type_t */
+    uint8_t  flags;      /* RINGK_WIRE_TIMESTAMP: timestamp is there */
+    uint64_t seq;
+    uint64_t timestamp;  /* the sender's hybrid logical clock, only with RINGK_WIRE_TIMESTAMP */
+} wire_msg_t;
+
+#define RINGK_WIRE_TIMESTAMP 1u
+#define RINGK_WIRE_MSG_SHORT offsetof(wire_msg_t, timestamp) /* bytes without the timestamp */
 
 /* Credits: a process may have at most `window` messages (the receiving kernel's inbox size) on
  * their way to one kernel of another process: sent, and not yet in that kernel's inbox. The
@@ -76,8 +91,9 @@ typedef struct {
     uint32_t pad;
 } dir_entry_t;
 
-/** Checks a K2K message header arriving with @a data_len payload bytes for a job of @a size
- *  processes in which we are @a me; copies it to @a hdr_p. @return 0 or -EPROTO. */
+/** Checks a K2K message header (wire_msg_t) arriving with @a data_len payload bytes for a job
+ *  of @a size processes in which we are @a me; unpacks it into @a hdr_p. @return 0 or
+ *  -EPROTO. */
 int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len, int size,
                          int me, remote_hdr_t *hdr_p);
 /** Checks a topic publish header; the topic name comes back terminated. @return 0 or -EPROTO. */
