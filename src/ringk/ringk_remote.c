@@ -26,7 +26,6 @@
 
 #define RINGK_LEAVE_TIMEOUT_MS 3000 /* how long a leaving process waits for acknowledgements */
 #define RINGK_TOPIC_SLOT       0    /* credit slot of a process's publishes to another process */
-#define RINGK_PROGRESS_BACKOFF_US 100 /* progress thread: sleep while kernel threads poll */
 #define RINGK_TOPIC_WINDOW     256  /* publishes on their way from one process to another */
 
 
@@ -527,8 +526,9 @@ static void *progress_main(void *arg)
 
     while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
         /* Idle kernel threads progress the worker themselves (ringk_remote_poll): while they
-         * do, this thread sleeps, so that it neither fights them for the worker's lock nor
-         * takes a core from them. It looks again every RINGK_PROGRESS_BACKOFF_US. */
+         * do (they polled since this thread last cleared the flag), it only yields, so that it
+         * does not fight them for the worker's lock. Sleeping here instead (usleep 100 us) made
+         * the cross-process ping-pong slower (0.455 vs 0.37 us). */
         if (__atomic_load_n(&r->kernel_polled, __ATOMIC_RELAXED)) {
             __atomic_store_n(&r->kernel_polled, 0, __ATOMIC_RELAXED);
             idle = 0;

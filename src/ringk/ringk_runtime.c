@@ -744,6 +744,39 @@ static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t
     return 0;
 }
 
+/* Whether the open batch cell of @a rt has room for an entry of @a need bytes with sequence
+ * number @a seq: not full, and the entry's 16-bit sequence delta holds it. */
+static inline __attribute__((always_inline)) int batch_fits(const route_t *rt, uint64_t seq,
+                                                            uint32_t need)
+{
+    return (rt->batch_bytes + need <= RINGK_BATCH_ROOM) &&
+           (seq - rt->batch_hdr->seq <= RINGK_BATCH_MAX_DELTA);
+}
+
+/* Appends an entry (sequence number @a seq, @a need bytes) to the open batch cell of @a rt, a
+ * route of @a from, which has room for it and a delta that holds it. The payload is copied last,
+ * so nothing is live across a memcpy call. */
+static inline __attribute__((always_inline)) void
+batch_append(ringk_kernel_t *from, route_t *rt, uint64_t seq, ringk_msg_type_t type,
+             const void *payload, size_t length, uint32_t need)
+{
+    ringk_batch_hdr_t *bh  = rt->batch_hdr;
+    ringk_batch_entry_t *e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
+
+    e->seq_delta = (uint16_t)(seq - bh->seq);
+    e->type      = (uint8_t)type;
+    e->length    = (uint8_t)length;
+    bh->count++;
+    rt->batch_bytes += need;
+    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
+    if (length == sizeof(uint64_t)) {
+        memcpy(e + 1, payload, sizeof(uint64_t)); /* the common case, inlined */
+    } else if (length > 0) {
+        memcpy(e + 1, payload, length);
+    }
+}
+
 /* Sends a small message of @a from (whose dispatch loop runs on this thread) to the local target
  * of its route @a i: appended to the route's open batch cell, or to a new one. */
 static inline __attribute__((always_inline)) int
@@ -753,8 +786,6 @@ batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t 
     route_t *rt     = &from->routes[i];
     uint32_t need   = RINGK_BATCH_ENTRY(length);
     uint64_t seq    = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
-    ringk_batch_hdr_t *bh = rt->batch_hdr;
-    ringk_batch_entry_t *e;
     int ret;
 
     if (from->open_batches & (1u << i)) {
@@ -763,8 +794,7 @@ batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t 
             batch_flush(from, i);
             return -EPIPE;
         }
-        if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > RINGK_BATCH_MAX_DELTA)) {
-            /* full, or the entry's 16-bit sequence delta would not hold this one */
+        if (!batch_fits(rt, seq, need)) {
             batch_flush(from, i);
         }
     }
@@ -773,21 +803,8 @@ batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t 
         if (ret != 0) {
             return ret;
         }
-        bh = rt->batch_hdr;
     }
-    e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
-    e->seq_delta = (uint16_t)(seq - bh->seq);
-    e->type      = (uint8_t)type;
-    e->length    = (uint8_t)length;
-    if (length == sizeof(uint64_t)) {
-        memcpy(e + 1, payload, sizeof(uint64_t)); /* the common case, inlined */
-    } else if (length > 0) {
-        memcpy(e + 1, payload, length);
-    }
-    bh->count++;
-    rt->batch_bytes += need;
-    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
+    batch_append(from, rt, seq, type, payload, length, need);
     return 0;
 }
 
@@ -1016,13 +1033,11 @@ static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t 
 }
 
 /* The fast path appends to the open batch cell of the route the kernel used last, with no call
- * (so no registers to save); anything else, including every error, goes to send_slow(), which
- * checks everything again and changes nothing the fast path read. */
+ * but the payload copy of an odd length; anything else, including every error, goes to
+ * send_slow(), which checks everything again (the fast path changed nothing before it). */
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
-    ringk_batch_entry_t *e;
-    ringk_batch_hdr_t *bh;
     route_t *rt;
     uint64_t seq;
     uint32_t need;
@@ -1042,25 +1057,11 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
     }
     need = RINGK_BATCH_ENTRY(length);
     seq  = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
-    bh   = rt->batch_hdr;
-    if ((rt->batch_bytes + need > RINGK_BATCH_ROOM) || (seq - bh->seq > RINGK_BATCH_MAX_DELTA) ||
-        (load_i(&rt->target->state) >= RINGK_KERNEL_TERMINATING)) {
+    if (!batch_fits(rt, seq, need) || (load_i(&rt->target->state) >= RINGK_KERNEL_TERMINATING)) {
         goto slow;
     }
-    e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
-    e->seq_delta = (uint16_t)(seq - bh->seq);
-    e->type      = (uint8_t)type;
-    e->length    = (uint8_t)length;
-    bh->count++;
-    rt->batch_bytes += need;
     from->iter_sends++;
-    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
-    if (length == sizeof(uint64_t)) {
-        memcpy(e + 1, payload, sizeof(uint64_t)); /* the common case, inlined */
-    } else if (length > 0) {
-        memcpy(e + 1, payload, length);
-    }
+    batch_append(from, rt, seq, type, payload, length, need);
     return 0;
 slow:
     return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
