@@ -8,7 +8,8 @@
 #
 #   throughput  one-way 8-byte messages between two threads/kernels on two cores, msg/s (10 N
 #               messages, ZeroMQ N):
-#               ringk K2K (source kernel -> sink kernel) vs Concurrency Kit's SPSC ring with
+#               ringk K2K (source kernel -> sink kernel; ringk: ringk_send by name,
+#               ringk_route: ringk_send_route by route number) vs Concurrency Kit's SPSC ring with
 #               8-byte entries (ck8, the near-limit reference) and with 64-byte entries by value
 #               (ck64: the bytes one ringk message moves), and ZeroMQ inproc PAIR
 #   pingpong    round-trip time of a counter bounced between two kernels/actors/threads, us:
@@ -67,13 +68,14 @@ run() {
     "$out/$1" "$2" "$count" 2>/dev/null | sed -n 's/^RESULT //p'
 }
 declare -A cases=(
-    [throughput:ringk]="k2k_ringk throughput" [throughput:ck8]="k2k_ck throughput"
+    [throughput:ringk]="k2k_ringk throughput" [throughput:ringk_route]="k2k_ringk throughput_route"
+    [throughput:ck8]="k2k_ck throughput"
     [throughput:ck64]="k2k_ck throughput64" [throughput:zmq]="k2k_zmq throughput"
     [pingpong:ringk]="k2k_ringk pingpong" [pingpong:caf]="pingpong_caf pingpong"
     [pingpong:ck]="k2k_ck pingpong" [pingpong:zmq]="k2k_zmq pingpong"
     [crossproc:ringk]="ringk_job pingpong" [crossproc:ucp_am]="am_ucp pingpong"
 )
-order="throughput:ringk throughput:ck8 throughput:ck64 throughput:zmq pingpong:ringk pingpong:caf pingpong:ck pingpong:zmq crossproc:ringk crossproc:ucp_am"
+order="throughput:ringk throughput:ringk_route throughput:ck8 throughput:ck64 throughput:zmq pingpong:ringk pingpong:caf pingpong:ck pingpong:zmq crossproc:ringk crossproc:ucp_am"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "bench: libringk local K2K vs ck / CAF / ZeroMQ, $rounds rounds of $n messages, $(nproc) cores"
@@ -96,6 +98,7 @@ ratio() { awk -v a="$(median "$tmp/$1")" -v b="$(median "$tmp/$2")" 'BEGIN {prin
 echo
 echo "ratios:"
 echo "  throughput ringk/ck8   $(ratio throughput:ringk throughput:ck8)   (target >= 0.5)"
+echo "  throughput ringk_route/ck8 $(ratio throughput:ringk_route throughput:ck8)"
 echo "  throughput ringk/ck64  $(ratio throughput:ringk throughput:ck64)"
 echo "  throughput ringk/zmq   $(ratio throughput:ringk throughput:zmq)"
 echo "  ping-pong  ringk/caf   $(ratio pingpong:ringk pingpong:caf)   (target <= 0.5)"

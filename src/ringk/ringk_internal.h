@@ -46,6 +46,8 @@ typedef struct {
     /* the open batch cell in the target's inbox (see batch_send): claimed, not yet published */
     uint64_t        batch_pos;
     struct ringk_batch_hdr *batch_hdr; /* its header (in the cell at batch_pos) */
+    uint64_t        batch_seq;    /* its header's seq: the sender's copy, so that appending
+                                     never reads the cell line the receiver polls */
     uint32_t        batch_bytes;  /* bytes of entries written after its header */
     int             batch_sleeper; /* the target slept when the cell was claimed */
     uint32_t        batch_lim;    /* payloads shorter than this may be batched (0: none); set
@@ -59,7 +61,7 @@ typedef struct {
  * unchanged; this is libringk's payload of a cell with id RINGK_CELL_BATCH. */
 typedef struct ringk_batch_hdr {
     uint32_t sender;
-    uint32_t count;       /* entries */
+    uint32_t reserved;    /* 0; the receiver walks the entries up to the cell's length */
     uint64_t seq;         /* sequence number of the first entry */
     uint64_t enq_ns;      /* enqueue time of the first entry when sampled, else 0 */
 } ringk_batch_hdr_t;

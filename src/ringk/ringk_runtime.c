@@ -730,7 +730,7 @@ static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t
     }
     bh         = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
     bh->sender = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
-    bh->count  = 0;
+    bh->reserved = 0;
     bh->seq    = seq;
     /* the latency histogram samples about one message in RINGK_LAT_SAMPLE, as unbatched */
     bh->enq_ns = 0;
@@ -739,6 +739,7 @@ static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t
         from->next_sample = seq + RINGK_LAT_SAMPLE;
     }
     rt->batch_hdr       = bh;
+    rt->batch_seq       = seq;
     rt->batch_bytes     = 0;
     from->open_batches |= 1u << i;
     return 0;
@@ -750,7 +751,7 @@ static inline __attribute__((always_inline)) int batch_fits(const route_t *rt, u
                                                             uint32_t need)
 {
     return (rt->batch_bytes + need <= RINGK_BATCH_ROOM) &&
-           (seq - rt->batch_hdr->seq <= RINGK_BATCH_MAX_DELTA);
+           (seq - rt->batch_seq <= RINGK_BATCH_MAX_DELTA);
 }
 
 /* Appends an entry (sequence number @a seq, @a need bytes) to the open batch cell of @a rt, a
@@ -763,10 +764,11 @@ batch_append(ringk_kernel_t *from, route_t *rt, uint64_t seq, ringk_msg_type_t t
     ringk_batch_hdr_t *bh  = rt->batch_hdr;
     ringk_batch_entry_t *e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
 
-    e->seq_delta = (uint16_t)(seq - bh->seq);
-    e->type      = (uint8_t)type;
-    e->length    = (uint8_t)length;
-    bh->count++;
+    ringk_batch_entry_t entry = {
+        .seq_delta = (uint16_t)(seq - rt->batch_seq), .type = (uint8_t)type, .length = (uint8_t)length
+    };
+
+    memcpy(e, &entry, sizeof(entry)); /* one 4-byte store */
     rt->batch_bytes += need;
     __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
@@ -997,6 +999,35 @@ static __attribute__((noinline)) int send_from_host(ringk_ctx_t *ctx, const char
     return deliver(ctx, NULL, to, type, to->id, payload, length, timeout_ms, NULL, NULL);
 }
 
+/* ringk_send() on route @a i of @a from once its arguments were checked: resolves the route if
+ * it has not been, then batches the send or sends it alone. */
+static int send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t type,
+                      const void *payload, size_t length, int timeout_ms)
+{
+    int ret;
+
+    if ((from->routes[i].target == NULL) && (from->routes[i].rank < 0)) {
+        ret = route_find(ctx, from, from->publishes_to.names[i], &i);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    if ((tls_running == from) && (from->iter_sends++ > 0) && (type != RINGK_MSG_TERMINATE) &&
+        (length < from->routes[i].batch_lim)) {
+        /* sent from the sender's own handler, small, to a local kernel: batched with its other
+         * sends (batch_send); batch_lim holds the route's checks (max_out, max_in, allowed) */
+        return batch_send(ctx, from, i, type, payload, length, timeout_ms);
+    }
+    return send_from(ctx, from, i, type, payload, length, timeout_ms);
+}
+
+static int send_args_ok(ringk_ctx_t *ctx, const void *payload, size_t length,
+                        ringk_msg_type_t type, int timeout_ms)
+{
+    return (ctx != NULL) && ((payload != NULL) || (length == 0)) &&
+           ((unsigned)type <= RINGK_MSG_TERMINATE) && (timeout_ms >= RINGK_WAIT_FOREVER);
+}
+
 /* ringk_send() but for its fast path. */
 static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t *from,
                                                const char *to_name, ringk_msg_type_t type,
@@ -1006,8 +1037,7 @@ static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t 
     unsigned i;
     int ret;
 
-    if ((ctx == NULL) || (to_name == NULL) || ((payload == NULL) && (length > 0)) ||
-        ((unsigned)type > RINGK_MSG_TERMINATE) || (timeout_ms < RINGK_WAIT_FOREVER)) {
+    if (!send_args_ok(ctx, payload, length, type, timeout_ms) || (to_name == NULL)) {
         return -EINVAL;
     }
     if (from == NULL) {
@@ -1023,48 +1053,99 @@ static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t 
             return ret;
         }
     }
-    if ((tls_running == from) && (from->iter_sends++ > 0) && (type != RINGK_MSG_TERMINATE) &&
-        (length < from->routes[i].batch_lim)) {
-        /* sent from the sender's own handler, small, to a local kernel: batched with its other
-         * sends (batch_send); batch_lim holds the route's checks (max_out, max_in, allowed) */
-        return batch_send(ctx, from, i, type, payload, length, timeout_ms);
-    }
-    return send_from(ctx, from, i, type, payload, length, timeout_ms);
+    return send_route(ctx, from, i, type, payload, length, timeout_ms);
 }
 
-/* The fast path appends to the open batch cell of the route the kernel used last, with no call
- * but the payload copy of an odd length; anything else, including every error, goes to
- * send_slow(), which checks everything again (the fast path changed nothing before it). */
-int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
-               ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+/* The fast path of ringk_send() and ringk_send_route(): appends to the open batch cell of route
+ * @a i of @a from, whose handler runs on this thread and has sent in this iteration already.
+ * Returns 1 when it did; 0 when the send needs the full path (the cell is full or not open, the
+ * message is too long or a terminate, the receiver is terminating), having changed nothing. */
+static inline __attribute__((always_inline)) int
+batch_fast(ringk_kernel_t *from, unsigned i, ringk_msg_type_t type, const void *payload,
+           size_t length)
 {
-    route_t *rt;
-    uint64_t seq;
+    route_t *rt = &from->routes[i];
     uint32_t need;
-    unsigned i;
+    uint64_t seq;
 
-    if ((from == NULL) || (tls_running != from) || (from->iter_sends == 0) || (ctx == NULL) ||
-        (to_name == NULL) || ((payload == NULL) && (length > 0)) ||
-        ((unsigned)type >= RINGK_MSG_TERMINATE) || (timeout_ms < RINGK_WAIT_FOREVER)) {
-        goto slow;
-    }
-    i  = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
-    rt = &from->routes[i];
-    if ((i >= from->publishes_to.count) || !(from->open_batches & (1u << i)) ||
-        (length >= rt->batch_lim) || !route_name_eq(from->publishes_to.names[i], rt->name_len,
-                                                    to_name)) {
-        goto slow;
+    if (!(from->open_batches & (1u << i)) || (length >= rt->batch_lim) ||
+        ((unsigned)type >= RINGK_MSG_TERMINATE)) {
+        return 0;
     }
     need = RINGK_BATCH_ENTRY(length);
     seq  = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
     if (!batch_fits(rt, seq, need) || (load_i(&rt->target->state) >= RINGK_KERNEL_TERMINATING)) {
-        goto slow;
+        return 0;
     }
     from->iter_sends++;
     batch_append(from, rt, seq, type, payload, length, need);
-    return 0;
-slow:
+    return 1;
+}
+
+/* The fast path (batch_fast() on the route the kernel used last, with no call but the payload
+ * copy of an odd length) or send_slow(), which checks everything again. */
+int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
+               ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    unsigned i;
+
+    if ((from != NULL) && (tls_running == from) && (from->iter_sends != 0) && (ctx != NULL) &&
+        (to_name != NULL) && ((payload != NULL) || (length == 0)) &&
+        (timeout_ms >= RINGK_WAIT_FOREVER)) {
+        i = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
+        if ((i < from->publishes_to.count) &&
+            route_name_eq(from->publishes_to.names[i], from->routes[i].name_len, to_name) &&
+            batch_fast(from, i, type, payload, length)) {
+            return 0;
+        }
+    }
     return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
+}
+
+int ringk_route_find(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name)
+{
+    unsigned i;
+
+    if ((ctx == NULL) || (from == NULL) || (to_name == NULL)) {
+        return -EINVAL;
+    }
+    for (i = 0; i < from->publishes_to.count; i++) {
+        if (name_eq(from->publishes_to.names[i], to_name)) {
+            return (int)i;
+        }
+    }
+    ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
+                  from->name, to_name);
+    return -EPERM;
+}
+
+/* ringk_send_route() but for its fast path. */
+static __attribute__((noinline)) int send_route_slow(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                                     int route, ringk_msg_type_t type,
+                                                     const void *payload, size_t length,
+                                                     int timeout_ms)
+{
+    if (!send_args_ok(ctx, payload, length, type, timeout_ms) || (from == NULL)) {
+        return -EINVAL;
+    }
+    if ((route < 0) || ((unsigned)route >= from->publishes_to.count)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': route %d does not exist (it has %u)",
+                      from->name, route, from->publishes_to.count);
+        return -EINVAL;
+    }
+    return send_route(ctx, from, (unsigned)route, type, payload, length, timeout_ms);
+}
+
+int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_msg_type_t type,
+                     const void *payload, size_t length, int timeout_ms)
+{
+    if ((from != NULL) && (tls_running == from) && (from->iter_sends != 0) && (ctx != NULL) &&
+        ((unsigned)route < from->publishes_to.count) && ((payload != NULL) || (length == 0)) &&
+        (timeout_ms >= RINGK_WAIT_FOREVER) &&
+        batch_fast(from, (unsigned)route, type, payload, length)) {
+        return 0;
+    }
+    return send_route_slow(ctx, from, route, type, payload, length, timeout_ms);
 }
 
 int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, const void *payload,

@@ -604,6 +604,105 @@ START_TEST(test_runtime_batch_seq_delta)
 }
 END_TEST
 
+/* Sends by route number (ringk_route_find, ringk_send_route) and by name to one kernel are one
+ * FIFO: "bsink" sees values and sequence numbers in order, through batch cells (batched_in). A
+ * route number the sender lacks, a name it does not publish to and a route to a kernel that
+ * does not exist yet give their errors; once that kernel exists, the same route number reaches
+ * it. */
+static int rnum_err[6];
+static uint64_t rnum_calls;
+
+static int rnum_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    int to_sink = ringk_route_find(batch_ctx, k, "bsink");
+    int to_late = ringk_route_find(batch_ctx, k, "rlate");
+    uint64_t v;
+    int ret;
+
+    if ((to_sink != 0) || (to_late != 1)) {
+        return -1;
+    }
+    if (__atomic_load_n(&rnum_calls, __ATOMIC_ACQUIRE) == 0) {
+        for (v = 0; v < BATCH_N; v++) {
+            ret = (v % 3 == 1) ?
+                  ringk_send(batch_ctx, k, "bsink", RINGK_MSG_DATA, &v, sizeof(v), 1000) :
+                  ringk_send_route(batch_ctx, k, to_sink, RINGK_MSG_DATA, &v, sizeof(v), 1000);
+            if (ret != 0) {
+                return ret;
+            }
+        }
+        rnum_err[0] = ringk_route_find(batch_ctx, k, "nobody");
+        rnum_err[1] = ringk_send_route(batch_ctx, k, 2, RINGK_MSG_DATA, &v, sizeof(v), 1000);
+        rnum_err[2] = ringk_send_route(batch_ctx, k, -1, RINGK_MSG_DATA, &v, sizeof(v), 1000);
+        rnum_err[3] = ringk_send_route(batch_ctx, k, to_late, RINGK_MSG_DATA, &v, sizeof(v),
+                                       1000);
+    } else {
+        /* the host created "rlate" since */
+        rnum_err[4] = ringk_send_route(batch_ctx, k, to_late, RINGK_MSG_DATA, NULL, 0, 1000);
+        rnum_err[5] = ringk_send_route(batch_ctx, k, to_late, RINGK_MSG_DATA, NULL, 0, 1000);
+    }
+    __atomic_fetch_add(&rnum_calls, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_send_route)
+{
+    static const char *to[] = {"bsink", "rlate", NULL};
+    ringk_kernel_params_t sp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN,
+        .name = "bsink", .handler = batch_sink, .inbox_size = 8, .max_in = 64
+    };
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+        .name = "rsource", .handler = rnum_source, .publishes_to = to
+    };
+    ringk_kernel_params_t lp = counter_params("rlate", 64, 0);
+    ringk_kernel_t *sink, *src, *late;
+    ringk_kernel_stats_t st;
+    uint64_t v = 0;
+
+    batch_ctx = ctx_new();
+    batch_got = batch_bad = batch_next_v = batch_next_seq = 0;
+    rnum_calls = 0;
+    counted    = 0;
+    memset(rnum_err, 1, sizeof(rnum_err));
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &sp, &sink), 0);
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &src), 0);
+    /* the host has no routes */
+    ck_assert_int_eq(ringk_route_find(batch_ctx, NULL, "bsink"), -EINVAL);
+    ck_assert_int_eq(ringk_send_route(batch_ctx, NULL, 0, RINGK_MSG_DATA, &v, sizeof(v), 0),
+                     -EINVAL);
+    ck_assert_int_eq(ringk_route_find(batch_ctx, src, NULL), -EINVAL);
+    ck_assert_int_eq(ringk_send_route(NULL, src, 0, RINGK_MSG_DATA, &v, sizeof(v), 0), -EINVAL);
+    ck_assert_int_eq(ringk_send_route(batch_ctx, src, 0, RINGK_MSG_DATA, NULL, 8, 0), -EINVAL);
+
+    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "rsource", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    wait_for(&rnum_calls, 1);
+    wait_for(&batch_got, BATCH_N);
+    ck_assert_uint_eq(batch_bad, 0);
+    ck_assert_int_eq(ringk_kernel_stats_query(sink, &st), 0);
+    ck_assert_uint_eq(st.msgs_in, BATCH_N);
+    ck_assert_uint_eq(st.batched_in, BATCH_N - 1);
+    ck_assert_int_eq(rnum_err[0], -EPERM);
+    ck_assert_int_eq(rnum_err[1], -EINVAL);
+    ck_assert_int_eq(rnum_err[2], -EINVAL);
+    ck_assert_int_eq(rnum_err[3], -ENOENT);
+    ck_assert_ptr_nonnull(strstr(logbuf, "route 2 does not exist (it has 2)"));
+
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &lp, &late), 0);
+    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "rsource", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    wait_for(&rnum_calls, 2);
+    wait_for(&counted, 2);
+    ck_assert_int_eq(rnum_err[4], 0);
+    ck_assert_int_eq(rnum_err[5], 0);
+    ck_assert_int_eq(ringk_kernel_stats_query(src, &st), 0);
+    ck_assert_uint_eq(st.msgs_out, BATCH_N + 2);
+    ringk_ctx_destroy(batch_ctx);
+}
+END_TEST
+
 /* Terminating a kernel from a handler that holds a batch cell in its inbox: what was sent before
  * is handled (the cell is published before terminate waits), a send after it fails. */
 static int term_result[2];
@@ -1222,6 +1321,7 @@ int main(void)
     tcase_add_test(tc, test_runtime_batch_terminate);
     tcase_add_test(tc, test_runtime_route_lookup);
     tcase_add_test(tc, test_runtime_batch_seq_delta);
+    tcase_add_test(tc, test_runtime_send_route);
     tcase_add_test(tc, test_runtime_backpressure_counted);
     tcase_add_loop_test(tc, test_runtime_wakeup_never_lost, 0, 2);
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);

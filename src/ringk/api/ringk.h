@@ -353,6 +353,24 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to, ringk_msg
                const void *payload, size_t length, int timeout_ms);
 
 /**
+ * The number of the route from kernel @a from to the kernel named @a to (its place in from's
+ * publishes_to), for ringk_send_route(): a kernel that sends to the same kernels over and over
+ * looks each name up once. The route resolves (finds its kernel, in this process or another) at
+ * its first send, as with ringk_send(), so the kernel need not exist yet.
+ * @return the route number (>= 0); -EPERM @a to is not in publishes_to; -EINVAL bad arguments.
+ */
+int ringk_route_find(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to);
+
+/**
+ * ringk_send() to the kernel of @a from's route number @a route (from ringk_route_find()): the
+ * same checks, errors, order (sends by name and by route to one kernel are one FIFO), batching
+ * and backpressure, without the name compare. @return as ringk_send(); -EINVAL also when
+ * @a route is not one of @a from's routes.
+ */
+int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_msg_type_t type,
+                     const void *payload, size_t length, int timeout_ms);
+
+/**
  * Publishes to every subscriber of @a topic (the publisher, if a kernel, must list the topic in
  * topics_pub). Waits up to @a timeout_ms for room in each subscriber of this process, and for
  * a credit of each other process with subscribers (256 publishes may be on their way to one).
