@@ -21,6 +21,7 @@
 #define RINGK_CELL          256u               /* inbox cell: a 200-byte payload fits one */
 #define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
 #define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
+#define RINGK_DEADLOCK_MS   100                /* a wait cycle this stable is a deadlock */
 #define RINGK_REMOTE_POLLS  4                  /* worker polls per idle loop of a kernel thread */
 #define RINGK_DIRECT_MAX    216                /* largest payload taken by ringk_deliver_direct */
 #define RINGK_IDLE_WAKE_MS_DEFAULT 100        /* RINGK_IDLE_WAKE_MS when unset */
@@ -139,6 +140,10 @@ struct ringk_kernel {
     uint32_t              last_route;    /* the route of its last send, tried first */
     uint32_t              iter_sends;    /* local sends during this dispatch loop iteration */
     uint64_t              next_sample;   /* the sequence number from which a batch is sampled */
+    /* while its executor waits without a timeout for room in another kernel's inbox: that
+     * kernel, and which wait it is (see wait_cycle in ringk_runtime.c); read by other waiters */
+    ringk_kernel_t       *blocked_on;
+    uint64_t              block_gen;
 };
 
 typedef struct {

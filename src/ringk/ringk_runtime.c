@@ -155,8 +155,20 @@ static void batch_flush_all(ringk_kernel_t *from);
  * runs here, so that it never waits holding claimed cells their reader may need to pass. */
 static inline void flush_running(void)
 {
-    if ((tls_running != NULL) && (tls_running->open_batches != 0)) {
-        batch_flush_all(tls_running);
+    ringk_kernel_t *k = tls_running;
+    uint64_t head;
+
+    if (k == NULL) {
+        return;
+    }
+    if (k->open_batches != 0) {
+        batch_flush_all(k);
+    }
+    /* and hands back the inbox cells its dispatch loop has finished with (it releases them 32
+     * at a time): a kernel it waits for may be waiting for room in this inbox */
+    head = __atomic_load_n(&k->head, __ATOMIC_RELAXED);
+    if (ringk_load_relaxed_u64(&k->inbox.cons->pos) != head) {
+        ringk_ring_release_to(&k->inbox, head);
     }
 }
 
@@ -641,6 +653,104 @@ static void wake(ringk_kernel_t *k)
 
 /* ---- the producer side ---------------------------------------------------------------------- */
 
+/* Waits for room without a timeout can close a cycle: a kernel whose executor waits for room in
+ * the inbox of a kernel whose executor waits for room in the first one's (or a longer chain)
+ * will never get it, as only a kernel's executor empties its inbox. Such a waiter publishes
+ * blocked_on (and a new block_gen per wait); wait_cycle() follows blocked_on from @a to and
+ * returns 1 when it comes back to @a self, with *sig_p a signature of the waits on the cycle
+ * and *min_p the lowest kernel id on it. */
+static int wait_cycle(ringk_kernel_t *self, ringk_kernel_t *to, uint64_t *sig_p, uint32_t *min_p)
+{
+    ringk_kernel_t *k = to;
+    uint64_t sig = 0;
+    uint32_t min = self->id;
+    unsigned n;
+
+    for (n = 0; (n < RINGK_MAX_KERNELS) && (k != NULL); n++) {
+        if (k == self) {
+            *sig_p = sig;
+            *min_p = min;
+            return 1;
+        }
+        sig = (sig ^ ((uint64_t)k->id << 40) ^ __atomic_load_n(&k->block_gen, __ATOMIC_ACQUIRE)) *
+              0x9e3779b97f4a7c15ull;
+        min = (k->id < min) ? k->id : min;
+        k   = __atomic_load_n(&k->blocked_on, __ATOMIC_ACQUIRE);
+    }
+    return 0;
+}
+
+/* The wait of inbox_claim() once the inbox was found full: 0 with the cells claimed, or an
+ * error. A cycle of waits without a timeout (wait_cycle) that stays the same for
+ * RINGK_DEADLOCK_MS is a deadlock: the kernel with the lowest id on it gives up (-EDEADLK), so
+ * that it goes back to its inbox and the others get room. */
+static __attribute__((noinline)) int
+inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_cache,
+           uint64_t *pos_p)
+{
+    ringk_kernel_t *self = (timeout_ms == RINGK_WAIT_FOREVER) ? tls_running : NULL;
+    uint64_t deadline, now, sig = 0, cycle_sig = 0, cycle_since = 0;
+    unsigned spins = 0;
+    uint32_t min;
+    int ret;
+
+    if (timeout_ms == RINGK_WAIT_NONE) {
+        add_u64(&to->refused_full, 1);
+        return -EAGAIN;
+    }
+    flush_running();
+    deadline = (timeout_ms < 0) ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000u;
+    if (self != NULL) {
+        /* (to == self is a cycle of one: only this executor empties that inbox) */
+        __atomic_store_n(&self->block_gen, self->block_gen + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&self->blocked_on, to, __ATOMIC_RELEASE);
+    }
+    for (;;) {
+        if (ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, pos_p)) {
+            ret = 0;
+            break;
+        }
+        if ((spins & 63) == 0) {
+            now = now_ns();
+            if (now > deadline) {
+                add_u64(&to->refused_full, 1);
+                ret = -ETIMEDOUT;
+                break;
+            }
+            if (load_i(&to->state) >= RINGK_KERNEL_TERMINATING) {
+                ret = -EPIPE;
+                break;
+            }
+            if ((self != NULL) && wait_cycle(self, to, &sig, &min)) {
+                if ((cycle_since == 0) || (sig != cycle_sig)) {
+                    cycle_sig   = sig;
+                    cycle_since = now;
+                } else if ((now - cycle_since > RINGK_DEADLOCK_MS * 1000000ull) &&
+                           (min == self->id)) {
+                    add_u64(&to->refused_full, 1);
+                    ringk_log_msg(self->ctx, RINGK_LOG_ERROR, "deadlock: kernel '%s' waits "
+                                  "without a timeout for room in '%s', which waits, directly or "
+                                  "through others, for room in '%s'; this send fails with "
+                                  "EDEADLK", self->name, to->name, self->name);
+                    ret = -EDEADLK;
+                    break;
+                }
+            } else {
+                cycle_since = 0;
+            }
+        }
+        if (++spins < 256) {
+            cpu_relax();
+        } else {
+            sched_yield();
+        }
+    }
+    if (self != NULL) {
+        __atomic_store_n(&self->blocked_on, NULL, __ATOMIC_RELEASE);
+    }
+    return ret;
+}
+
 /* Claims @a ncells cells of @a to's inbox, waiting for room as @a timeout_ms says; *sleeper_p:
  * the executor of @a to slept, so the publish must wake it.
  * @return 0, -EAGAIN, -ETIMEDOUT, or -EPIPE (terminating). */
@@ -648,35 +758,17 @@ static inline __attribute__((always_inline)) int
 inbox_claim(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_cache,
             uint64_t *pos_p, int *sleeper_p)
 {
-    uint64_t deadline = 0;
-    unsigned spins = 0;
-    int state;
+    int state, ret;
 
     /* Fast refusal; the check that counts comes after the claim (T1). */
     state = load_i(&to->state);
     if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
         return -EPIPE;
     }
-    while (!ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, pos_p)) {
-        if (timeout_ms == RINGK_WAIT_NONE) {
-            add_u64(&to->refused_full, 1);
-            return -EAGAIN;
-        }
-        flush_running();
-        if (deadline == 0) {
-            deadline = (timeout_ms < 0) ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000u;
-        }
-        if (((spins & 63) == 0) && (now_ns() > deadline)) {
-            add_u64(&to->refused_full, 1);
-            return -ETIMEDOUT;
-        }
-        if (((spins & 63) == 0) && (load_i(&to->state) >= RINGK_KERNEL_TERMINATING)) {
-            return -EPIPE;
-        }
-        if (++spins < 256) {
-            cpu_relax();
-        } else {
-            sched_yield();
+    if (!ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, pos_p)) {
+        ret = inbox_wait(to, ncells, timeout_ms, head_cache, pos_p);
+        if (ret != 0) {
+            return ret;
         }
     }
     /* W2 (see sleeping_seen): right after the claim, so that no fence is needed */

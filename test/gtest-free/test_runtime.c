@@ -703,6 +703,102 @@ START_TEST(test_runtime_send_route)
 }
 END_TEST
 
+/* Waits for room that close a cycle. _i = 0: kernels "dla" and "dlb" (inboxes of 8 cells) each
+ * get a start message, then send 1000 messages to the other without a timeout from that one
+ * handler call: each waits for the other's inbox, which only the other empties. The one with
+ * the lower id ("dla") gives up with -EDEADLK and returns to its inbox; "dlb" then finishes, and
+ * every send that returned 0 arrives. _i = 1: "dlb" waits with a 300 ms timeout instead: no
+ * deadlock is reported, "dlb" times out and "dla" finishes. _i = 2: "dla" sends to itself. */
+static ringk_ctx_t *dl_ctx;
+static uint64_t dl_recv[2], dl_sent[2], dl_done[2];
+static int dl_err[2], dl_case;
+
+static int dl_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    const unsigned me = (unsigned)(uintptr_t)arg;
+    const char *to = ((me == 1) || (dl_case == 2)) ? "dla" : "dlb";
+    int timeout = ((me == 1) && (dl_case == 1)) ? 300 : RINGK_WAIT_FOREVER;
+    uint64_t v;
+    int ret = 0;
+
+    if (msg->length != 0) {
+        __atomic_fetch_add(&dl_recv[me], 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    for (v = 0; v < 1000; v++) {
+        ret = ringk_send(dl_ctx, k, to, RINGK_MSG_DATA, &v, sizeof(v), timeout);
+        if (ret != 0) {
+            break;
+        }
+        dl_sent[me]++;
+    }
+    dl_err[me] = ret;
+    __atomic_store_n(&dl_done[me], 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_wait_cycle)
+{
+    static const char *to_b[] = {"dlb", "dla", NULL}, *to_a[] = {"dla", NULL};
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
+                      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO |
+                      RINGK_KERNEL_PARAM_FIELD_START_INACTIVE,
+        .handler = dl_handler, .inbox_size = 8, .max_in = 64
+    };
+    ringk_kernel_t *k[2];
+    unsigned i, n = (_i == 2) ? 1 : 2;
+
+    dl_ctx  = ctx_new();
+    dl_case = _i;
+    memset(dl_recv, 0, sizeof(dl_recv));
+    memset(dl_sent, 0, sizeof(dl_sent));
+    memset(dl_done, 0, sizeof(dl_done));
+    dl_err[0] = dl_err[1] = 1;
+    for (i = 0; i < n; i++) {
+        p.name         = (i == 0) ? "dla" : "dlb";
+        p.arg          = (void*)(uintptr_t)i;
+        p.publishes_to = (i == 0) ? to_b : to_a;
+        ck_assert_int_eq(ringk_kernel_create(dl_ctx, &p, &k[i]), 0);
+        ck_assert_int_eq(ringk_send(dl_ctx, NULL, p.name, RINGK_MSG_DATA, NULL, 0, 0), 0);
+    }
+    for (i = 0; i < n; i++) {
+        ck_assert_int_eq(ringk_kernel_activate(k[i]), 0);
+    }
+    wait_for(&dl_done[0], 1);
+    if (_i == 2) {
+        ck_assert_int_eq(dl_err[0], -EDEADLK);
+        wait_for(&dl_recv[0], dl_sent[0]);
+        ck_assert_ptr_nonnull(strstr(logbuf, "deadlock: kernel 'dla' waits without a timeout "
+                                     "for room in 'dla'"));
+        ringk_ctx_destroy(dl_ctx);
+        return;
+    }
+    wait_for(&dl_done[1], 1);
+    wait_for(&dl_recv[0], dl_sent[1]);
+    wait_for(&dl_recv[1], dl_sent[0]);
+    if (_i == 0) {
+        ck_assert_int_eq(dl_err[0], -EDEADLK);
+        ck_assert_uint_lt(dl_sent[0], 1000);
+        ck_assert_int_eq(dl_err[1], 0);
+        ck_assert_uint_eq(dl_sent[1], 1000);
+        ck_assert_ptr_nonnull(strstr(logbuf, "deadlock: kernel 'dla' waits without a timeout "
+                                     "for room in 'dlb'"));
+    } else {
+        ck_assert_int_eq(dl_err[0], 0);
+        ck_assert_uint_eq(dl_sent[0], 1000);
+        ck_assert_int_eq(dl_err[1], -ETIMEDOUT);
+        ck_assert_ptr_null(strstr(logbuf, "deadlock"));
+    }
+    /* nothing more than was sent arrives */
+    usleep(20000);
+    ck_assert_uint_eq(dl_recv[0], dl_sent[1]);
+    ck_assert_uint_eq(dl_recv[1], dl_sent[0]);
+    ringk_ctx_destroy(dl_ctx);
+}
+END_TEST
+
 /* Terminating a kernel from a handler that holds a batch cell in its inbox: what was sent before
  * is handled (the cell is published before terminate waits), a send after it fails. */
 static int term_result[2];
@@ -1322,6 +1418,7 @@ int main(void)
     tcase_add_test(tc, test_runtime_route_lookup);
     tcase_add_test(tc, test_runtime_batch_seq_delta);
     tcase_add_test(tc, test_runtime_send_route);
+    tcase_add_loop_test(tc, test_runtime_wait_cycle, 0, 3);
     tcase_add_test(tc, test_runtime_backpressure_counted);
     tcase_add_loop_test(tc, test_runtime_wakeup_never_lost, 0, 2);
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);
