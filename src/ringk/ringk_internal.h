@@ -143,8 +143,12 @@ struct ringk_kernel {
     /* while its executor waits without a timeout for room in another kernel's inbox: that
      * kernel, and which wait it is (see wait_cycle in ringk_runtime.c); read by other waiters */
     ringk_kernel_t       *blocked_on;
-    uint64_t              block_gen;
+    uint64_t              block_gen, block_fails;
 };
+
+/* Before a thread waits for anything: publishes the batch cells of the kernel whose dispatch
+ * loop runs on it and hands back the inbox cells that loop has finished with. */
+void ringk_wait_prepare(void);
 
 typedef struct {
     ringk_name_t    name;

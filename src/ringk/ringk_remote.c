@@ -800,6 +800,7 @@ static int credit_wait(ringk_ctx_t *ctx, int rank, uint32_t id, int timeout_ms)
         }
         if (deadline == 0) {
             deadline = (timeout_ms < 0) ? UINT64_MAX : now_ms() + (uint64_t)timeout_ms;
+            ringk_wait_prepare();
         }
         if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
             return -EPIPE;

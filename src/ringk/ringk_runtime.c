@@ -79,6 +79,8 @@ static void timespec_in_ms(struct timespec *ts, long ms)
 static int copy_list(ringk_ctx_t *ctx, const char *kernel, const char *what,
                      const char *const *src, name_list_t *dst)
 {
+    unsigned i;
+
     dst->count = 0;
     for (; (src != NULL) && (*src != NULL); src++) {
         if (dst->count == RINGK_LIST_MAX) {
@@ -91,12 +93,18 @@ static int copy_list(ringk_ctx_t *ctx, const char *kernel, const char *what,
                    "characters", kernel, what, *src, RINGK_NAME_MAX - 1);
             return -EINVAL;
         }
+        for (i = 0; i < dst->count; i++) {
+            if (!strcmp(dst->names[i], *src)) {
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s lists '%s' twice", kernel,
+                              what, *src);
+                return -EINVAL;
+            }
+        }
         strcpy(dst->names[dst->count++], *src);
     }
     return 0;
 }
 
-/* strcmp() == 0 for the short names of the send path, without a call into the C library */
 /* Whether @a b names route @a name (of @a len characters): stops at b's first character that
  * differs, so it never reads past the end of a shorter b. */
 static inline int route_name_eq(const char *name, uint32_t len, const char *b)
@@ -111,6 +119,7 @@ static inline int route_name_eq(const char *name, uint32_t len, const char *b)
     return b[len] == '\0';
 }
 
+/* strcmp() == 0 for the short names of the send path, without a call into the C library */
 static inline int name_eq(const char *a, const char *b)
 {
     while (*a == *b) {
@@ -155,19 +164,26 @@ static void batch_flush_all(ringk_kernel_t *from);
  * runs here, so that it never waits holding claimed cells their reader may need to pass. */
 static inline void flush_running(void)
 {
+    if ((tls_running != NULL) && (tls_running->open_batches != 0)) {
+        batch_flush_all(tls_running);
+    }
+}
+
+/* flush_running(), and the inbox cells the dispatch loop has finished with (it hands them back
+ * 32 at a time) go back to their senders: for a thread about to wait, since a kernel it waits
+ * for may itself be waiting for room in this inbox. Only forward: the head published when the
+ * loop passed a wrap-around skip may be ahead of k->head. */
+void ringk_wait_prepare(void)
+{
     ringk_kernel_t *k = tls_running;
     uint64_t head;
 
     if (k == NULL) {
         return;
     }
-    if (k->open_batches != 0) {
-        batch_flush_all(k);
-    }
-    /* and hands back the inbox cells its dispatch loop has finished with (it releases them 32
-     * at a time): a kernel it waits for may be waiting for room in this inbox */
+    flush_running();
     head = __atomic_load_n(&k->head, __ATOMIC_RELAXED);
-    if (ringk_load_relaxed_u64(&k->inbox.cons->pos) != head) {
+    if ((int64_t)(head - ringk_load_relaxed_u64(&k->inbox.cons->pos)) > 0) {
         ringk_ring_release_to(&k->inbox, head);
     }
 }
@@ -656,52 +672,67 @@ static void wake(ringk_kernel_t *k)
 /* Waits for room without a timeout can close a cycle: a kernel whose executor waits for room in
  * the inbox of a kernel whose executor waits for room in the first one's (or a longer chain)
  * will never get it, as only a kernel's executor empties its inbox. Such a waiter publishes
- * blocked_on (and a new block_gen per wait); wait_cycle() follows blocked_on from @a to and
- * returns 1 when it comes back to @a self, with *sig_p a signature of the waits on the cycle
- * and *min_p the lowest kernel id on it. */
-static int wait_cycle(ringk_kernel_t *self, ringk_kernel_t *to, uint64_t *sig_p, uint32_t *min_p)
+ * blocked_on, a new block_gen per wait, and block_fails, its failed claims in this wait.
+ * wait_cycle() follows blocked_on from @a to and returns 1 when it comes back to @a self, with
+ * *sig_p a signature of the waits on the cycle and *min_p the lowest kernel id on it; it
+ * records each member's block_fails in @a fails (by kernel id), or with @a check set, tells in
+ * *progressed_p whether every member has failed again since they were recorded. */
+static int wait_cycle(ringk_kernel_t *self, ringk_kernel_t *to, uint64_t *sig_p, uint32_t *min_p,
+                      uint64_t *fails, int check, int *progressed_p)
 {
     ringk_kernel_t *k = to;
-    uint64_t sig = 0;
+    uint64_t sig = 0, f;
     uint32_t min = self->id;
     unsigned n;
+    int progressed = 1;
 
     for (n = 0; (n < RINGK_MAX_KERNELS) && (k != NULL); n++) {
         if (k == self) {
-            *sig_p = sig;
-            *min_p = min;
+            *sig_p        = sig;
+            *min_p        = min;
+            *progressed_p = progressed;
             return 1;
         }
         sig = (sig ^ ((uint64_t)k->id << 40) ^ __atomic_load_n(&k->block_gen, __ATOMIC_ACQUIRE)) *
               0x9e3779b97f4a7c15ull;
         min = (k->id < min) ? k->id : min;
-        k   = __atomic_load_n(&k->blocked_on, __ATOMIC_ACQUIRE);
+        f   = __atomic_load_n(&k->block_fails, __ATOMIC_RELAXED);
+        if (!check) {
+            fails[k->id] = f;
+        } else if (f == fails[k->id]) {
+            progressed = 0;
+        }
+        k = __atomic_load_n(&k->blocked_on, __ATOMIC_ACQUIRE);
     }
     return 0;
 }
 
 /* The wait of inbox_claim() once the inbox was found full: 0 with the cells claimed, or an
  * error. A cycle of waits without a timeout (wait_cycle) that stays the same for
- * RINGK_DEADLOCK_MS is a deadlock: the kernel with the lowest id on it gives up (-EDEADLK), so
- * that it goes back to its inbox and the others get room. */
+ * RINGK_DEADLOCK_MS, in which every member has tried to claim and failed again since the cycle
+ * was first seen, is a deadlock (nobody on it consumes, so no room can come): the kernel with
+ * the lowest id on it gives up (-EDEADLK), so that it goes back to its inbox and the others get
+ * room. */
 static __attribute__((noinline)) int
 inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_cache,
            uint64_t *pos_p)
 {
     ringk_kernel_t *self = (timeout_ms == RINGK_WAIT_FOREVER) ? tls_running : NULL;
     uint64_t deadline, now, sig = 0, cycle_sig = 0, cycle_since = 0;
+    uint64_t fails[RINGK_MAX_KERNELS + 1];
     unsigned spins = 0;
+    int ret, progressed;
     uint32_t min;
-    int ret;
 
     if (timeout_ms == RINGK_WAIT_NONE) {
         add_u64(&to->refused_full, 1);
         return -EAGAIN;
     }
-    flush_running();
+    ringk_wait_prepare();
     deadline = (timeout_ms < 0) ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000u;
     if (self != NULL) {
         /* (to == self is a cycle of one: only this executor empties that inbox) */
+        __atomic_store_n(&self->block_fails, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&self->block_gen, self->block_gen + 1, __ATOMIC_RELAXED);
         __atomic_store_n(&self->blocked_on, to, __ATOMIC_RELEASE);
     }
@@ -721,22 +752,32 @@ inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_c
                 ret = -EPIPE;
                 break;
             }
-            if ((self != NULL) && wait_cycle(self, to, &sig, &min)) {
-                if ((cycle_since == 0) || (sig != cycle_sig)) {
+            if (self == NULL) {
+                /* no cycle detection */
+            } else if (!wait_cycle(self, to, &sig, &min, fails, cycle_since != 0, &progressed)) {
+                cycle_since = 0;
+            } else if ((cycle_since == 0) || (sig != cycle_sig)) {
+                /* a new cycle: (again) record its members' failed claims */
+                if ((cycle_since == 0) ||
+                    wait_cycle(self, to, &sig, &min, fails, 0, &progressed)) {
                     cycle_sig   = sig;
                     cycle_since = now;
-                } else if ((now - cycle_since > RINGK_DEADLOCK_MS * 1000000ull) &&
-                           (min == self->id)) {
-                    add_u64(&to->refused_full, 1);
-                    ringk_log_msg(self->ctx, RINGK_LOG_ERROR, "deadlock: kernel '%s' waits "
-                                  "without a timeout for room in '%s', which waits, directly or "
-                                  "through others, for room in '%s'; this send fails with "
-                                  "EDEADLK", self->name, to->name, self->name);
-                    ret = -EDEADLK;
-                    break;
+                } else {
+                    cycle_since = 0;
                 }
-            } else {
-                cycle_since = 0;
+            } else if ((now - cycle_since > RINGK_DEADLOCK_MS * 1000000ull) &&
+                       (min == self->id) && progressed) {
+                add_u64(&to->refused_full, 1);
+                ringk_log_msg(self->ctx, RINGK_LOG_ERROR, "deadlock: kernel '%s' waits without "
+                              "a timeout for room in '%s', which waits, directly or through "
+                              "others, for room in '%s'; this send fails with EDEADLK",
+                              self->name, to->name, self->name);
+                ret = -EDEADLK;
+                break;
+            }
+            if (self != NULL) {
+                /* read by the other members: this one claimed and failed again */
+                __atomic_store_n(&self->block_fails, self->block_fails + 1, __ATOMIC_RELAXED);
             }
         }
         if (++spins < 256) {
@@ -1311,7 +1352,7 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
                name);
         return -ENOENT;
     }
-    flush_running();
+    ringk_wait_prepare();
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->nbarriers; i++) {
         if (!strcmp(ctx->barriers[i].name, name)) {
@@ -1829,7 +1870,7 @@ int ringk_kernel_terminate(ringk_kernel_t *k)
     if (k == NULL) {
         return -EINVAL;
     }
-    flush_running(); /* it waits for @a k to drain */
+    ringk_wait_prepare(); /* it waits for @a k to drain */
     state = load_i(&k->state);
     if ((state == RINGK_KERNEL_ACTIVE) || (state == RINGK_KERNEL_INACTIVE)) {
         /* an inactive kernel is resumed to drain */

@@ -625,8 +625,10 @@ static int rnum_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     if (__atomic_load_n(&rnum_calls, __ATOMIC_ACQUIRE) == 0) {
         for (v = 0; v < BATCH_N; v++) {
             ret = (v % 3 == 1) ?
-                  ringk_send(batch_ctx, k, "bsink", RINGK_MSG_DATA, &v, sizeof(v), 1000) :
-                  ringk_send_route(batch_ctx, k, to_sink, RINGK_MSG_DATA, &v, sizeof(v), 1000);
+                  ringk_send(batch_ctx, k, "bsink", RINGK_MSG_DATA, &v, sizeof(v),
+                             RINGK_WAIT_FOREVER) :
+                  ringk_send_route(batch_ctx, k, to_sink, RINGK_MSG_DATA, &v, sizeof(v),
+                                   RINGK_WAIT_FOREVER);
             if (ret != 0) {
                 return ret;
             }
@@ -648,6 +650,7 @@ static int rnum_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 START_TEST(test_runtime_send_route)
 {
     static const char *to[] = {"bsink", "rlate", NULL};
+    static const char *twice[] = {"bsink", "rlate", "bsink", NULL};
     ringk_kernel_params_t sp = {
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                       RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN,
@@ -699,6 +702,10 @@ START_TEST(test_runtime_send_route)
     ck_assert_int_eq(rnum_err[5], 0);
     ck_assert_int_eq(ringk_kernel_stats_query(src, &st), 0);
     ck_assert_uint_eq(st.msgs_out, BATCH_N + 2);
+    /* a name listed twice would make two route numbers for one kernel: refused */
+    p.name = "rtwice"; p.publishes_to = twice;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &src), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(logbuf, "kernel 'rtwice': publishes_to lists 'bsink' twice"));
     ringk_ctx_destroy(batch_ctx);
 }
 END_TEST
@@ -795,6 +802,89 @@ START_TEST(test_runtime_wait_cycle)
     usleep(20000);
     ck_assert_uint_eq(dl_recv[0], dl_sent[1]);
     ck_assert_uint_eq(dl_recv[1], dl_sent[0]);
+    ringk_ctx_destroy(dl_ctx);
+}
+END_TEST
+
+/* A kernel that waits hands back the inbox cells its dispatch loop has finished with first
+ * (they go back 32 at a time otherwise), so a wait that only looks like a cycle is not one.
+ * "ea" (inbox of 8 cells, batch processing) handles 7 queued messages in one iteration; at the
+ * 7th it sends 300 messages to the inactive "eb" and waits for room. "eb" is then activated and
+ * its first message makes it send 100 messages (7 cells) back to "ea": they fit only if the 6
+ * cells "ea" has finished with were handed back. No deadlock is reported and everything arrives. */
+static uint64_t er_recv[2], er_sent[2], er_done[2], er_sending;
+static int er_err[2];
+
+static int er_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    const unsigned me = (unsigned)(uintptr_t)arg;
+    const uint64_t count = me ? 100 : 300;
+    uint64_t v = 0;
+    int ret = 0;
+
+    if (msg->length == sizeof(v)) {
+        memcpy(&v, ringk_msg_payload(msg), sizeof(v));
+    }
+    if ((me == 0) ? (v != 7) : (msg->length != 0)) {
+        __atomic_fetch_add(&er_recv[me], 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    __atomic_store_n(&er_sending, 1, __ATOMIC_RELEASE);
+    for (v = 100; v < 100 + count; v++) {
+        ret = ringk_send(dl_ctx, k, me ? "ea" : "eb", RINGK_MSG_DATA, &v, sizeof(v),
+                         RINGK_WAIT_FOREVER);
+        if (ret != 0) {
+            break;
+        }
+        er_sent[me]++;
+    }
+    er_err[me] = ret;
+    __atomic_store_n(&er_done[me], 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_wait_hands_back)
+{
+    static const char *to_b[] = {"eb", NULL}, *to_a[] = {"ea", NULL};
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
+                      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_PROCESSING |
+                      RINGK_KERNEL_PARAM_FIELD_START_INACTIVE,
+        .handler = er_handler, .inbox_size = 8, .max_in = 64,
+        .processing = RINGK_PROCESSING_BATCH
+    };
+    ringk_kernel_t *a, *b;
+    uint64_t v;
+
+    dl_ctx = ctx_new();
+    memset(er_recv, 0, sizeof(er_recv));
+    memset(er_sent, 0, sizeof(er_sent));
+    memset(er_done, 0, sizeof(er_done));
+    er_sending = 0;
+    er_err[0] = er_err[1] = 1;
+    p.name = "ea"; p.arg = (void*)0; p.publishes_to = to_b;
+    ck_assert_int_eq(ringk_kernel_create(dl_ctx, &p, &a), 0);
+    p.name = "eb"; p.arg = (void*)1; p.publishes_to = to_a;
+    ck_assert_int_eq(ringk_kernel_create(dl_ctx, &p, &b), 0);
+    ck_assert_int_eq(ringk_send(dl_ctx, NULL, "eb", RINGK_MSG_DATA, NULL, 0, 0), 0);
+    for (v = 1; v <= 7; v++) {
+        ck_assert_int_eq(ringk_send(dl_ctx, NULL, "ea", RINGK_MSG_DATA, &v, sizeof(v), 0), 0);
+    }
+    ck_assert_int_eq(ringk_kernel_activate(a), 0);
+    wait_for(&er_sending, 1);
+    usleep(50000); /* "ea" fills the inbox of "eb" and waits */
+    ck_assert_uint_eq(__atomic_load_n(&er_done[0], __ATOMIC_ACQUIRE), 0);
+    ck_assert_int_eq(ringk_kernel_activate(b), 0);
+    wait_for(&er_done[0], 1);
+    wait_for(&er_done[1], 1);
+    ck_assert_int_eq(er_err[0], 0);
+    ck_assert_int_eq(er_err[1], 0);
+    ck_assert_uint_eq(er_sent[0], 300);
+    ck_assert_uint_eq(er_sent[1], 100);
+    wait_for(&er_recv[0], 6 + 100);
+    wait_for(&er_recv[1], 300);
+    ck_assert_ptr_null(strstr(logbuf, "deadlock"));
     ringk_ctx_destroy(dl_ctx);
 }
 END_TEST
@@ -1419,6 +1509,7 @@ int main(void)
     tcase_add_test(tc, test_runtime_batch_seq_delta);
     tcase_add_test(tc, test_runtime_send_route);
     tcase_add_loop_test(tc, test_runtime_wait_cycle, 0, 3);
+    tcase_add_test(tc, test_runtime_wait_hands_back);
     tcase_add_test(tc, test_runtime_backpressure_counted);
     tcase_add_loop_test(tc, test_runtime_wakeup_never_lost, 0, 2);
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);

@@ -350,8 +350,10 @@ int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats
  *         -EDEADLK a wait without a timeout (RINGK_WAIT_FOREVER) that can never end: this
  *         kernel's handler waits for room in an inbox of this process whose kernel waits,
  *         directly or through others, for room in this kernel's inbox (or it sends to its own
- *         full inbox). Such a cycle, unchanged for 100 ms, is broken at the kernel with the
- *         lowest id on it: its send fails, so that it returns to its inbox; -EINVAL bad arguments.
+ *         full inbox). Such a cycle, unchanged for 100 ms while every kernel on it tried again
+ *         and failed, is broken at the kernel with the lowest id on it: its send fails, so that
+ *         it returns to its inbox. Before any wait a kernel hands back the inbox cells it has
+ *         handled. -EINVAL bad arguments.
  */
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to, ringk_msg_type_t type,
                const void *payload, size_t length, int timeout_ms);
