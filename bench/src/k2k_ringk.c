@@ -96,7 +96,8 @@ int main(int argc, char **argv)
     if (!pingpong) {
         p.name = "sink"; p.handler = sink; p.publishes_to = NULL;
         ringk_kernel_create(ctx, &p, &k);
-        p.name = "source"; p.handler = by_route ? source_by_route : source; p.publishes_to = to_sink;
+        p.name = "source"; p.handler = by_route ? source_by_route : source;
+        p.publishes_to = to_sink;
         ringk_kernel_create(ctx, &p, &k);
         t0 = now();
         ringk_send(ctx, NULL, "source", RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER);

@@ -862,9 +862,9 @@ static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t
         return ret;
     }
     bh         = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
-    bh->sender = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
+    bh->sender   = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
     bh->reserved = 0;
-    bh->seq    = seq;
+    bh->seq      = seq;
     /* the latency histogram samples about one message in RINGK_LAT_SAMPLE, as unbatched */
     bh->enq_ns = 0;
     if (seq >= from->next_sample) {
@@ -898,7 +898,8 @@ batch_append(ringk_kernel_t *from, route_t *rt, uint64_t seq, ringk_msg_type_t t
     ringk_batch_entry_t *e = (ringk_batch_entry_t*)((uint8_t*)(bh + 1) + rt->batch_bytes);
 
     ringk_batch_entry_t entry = {
-        .seq_delta = (uint16_t)(seq - rt->batch_seq), .type = (uint8_t)type, .length = (uint8_t)length
+        .seq_delta = (uint16_t)(seq - rt->batch_seq), .type = (uint8_t)type,
+        .length    = (uint8_t)length
     };
 
     memcpy(e, &entry, sizeof(entry)); /* one 4-byte store */
@@ -1029,49 +1030,49 @@ static ringk_kernel_t *lookup(ringk_ctx_t *ctx, const char *name)
     return k;
 }
 
-/* Finds route @a *i_p of @a from to kernel @a to_name, resolving it on its first use; logs and
- * returns the error when there is none. */
 #define RINGK_MIN(a, b) (((a) < (b)) ? (a) : (b))
 
-static __attribute__((noinline)) int route_find(ringk_ctx_t *ctx, ringk_kernel_t *from,
-                                                const char *to_name, unsigned *i_p)
+/* The number of @a from's route to kernel @a to_name, or -EPERM (logged) when it has none. */
+static int route_index(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name)
 {
-    ringk_kernel_t *to;
-    route_t *route;
     unsigned i;
 
     for (i = 0; i < from->publishes_to.count; i++) {
         if (name_eq(from->publishes_to.names[i], to_name)) {
-            break;
+            return (int)i;
         }
     }
-    if (i == from->publishes_to.count) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
-                      from->name, to_name);
-        return -EPERM;
+    ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
+                  from->name, to_name);
+    return -EPERM;
+}
+
+/* Resolves route @a i of @a from on its first use: its kernel in this process or another;
+ * -ENOENT (logged) when there is none yet. */
+static __attribute__((noinline)) int route_resolve(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                                   unsigned i)
+{
+    const char *to_name = from->publishes_to.names[i];
+    route_t *route = &from->routes[i];
+    ringk_kernel_t *to;
+
+    to = lookup(ctx, to_name);
+    if (to != NULL) {
+        route->allowed = (to->subscribes_to.count == 0) ||
+                         list_has(&to->subscribes_to, from->name);
+        /* what batch_send() may take on this route, checked once here */
+        route->batch_lim = (route->allowed && !from->timestamps && !to->timestamps) ?
+                           RINGK_MIN(RINGK_MIN(RINGK_BATCH_MAX_LEN, to->max_in), from->max_out) + 1 :
+                           0;
+        __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
+    } else if ((remote_of(ctx) != NULL) &&
+               (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
+        route->allowed = 1; /* the receiving process checks its subscribes_to */
+    } else {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
+                      to_name, from->name);
+        return -ENOENT;
     }
-    route = &from->routes[i];
-    if ((route->target == NULL) && (route->rank < 0)) {
-        to = lookup(ctx, to_name);
-        if (to != NULL) {
-            route->allowed = (to->subscribes_to.count == 0) ||
-                             list_has(&to->subscribes_to, from->name);
-            /* what batch_send() may take on this route, checked once here */
-            route->batch_lim = (route->allowed && !from->timestamps && !to->timestamps) ?
-                               RINGK_MIN(RINGK_MIN(RINGK_BATCH_MAX_LEN, to->max_in), from->max_out) + 1 :
-                               0;
-            __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
-        } else if ((remote_of(ctx) != NULL) &&
-                   (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
-            route->allowed = 1; /* the receiving process checks its subscribes_to */
-        } else {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
-                          to_name, from->name);
-            return -ENOENT;
-        }
-    }
-    __atomic_store_n(&from->last_route, i, __ATOMIC_RELAXED);
-    *i_p = i;
     return 0;
 }
 
@@ -1140,11 +1141,12 @@ static int send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_
     int ret;
 
     if ((from->routes[i].target == NULL) && (from->routes[i].rank < 0)) {
-        ret = route_find(ctx, from, from->publishes_to.names[i], &i);
+        ret = route_resolve(ctx, from, i);
         if (ret != 0) {
             return ret;
         }
     }
+    __atomic_store_n(&from->last_route, i, __ATOMIC_RELAXED);
     if ((tls_running == from) && (from->iter_sends++ > 0) && (type != RINGK_MSG_TERMINATE) &&
         (length < from->routes[i].batch_lim)) {
         /* sent from the sender's own handler, small, to a local kernel: batched with its other
@@ -1179,12 +1181,12 @@ static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t 
     /* a kernel usually sends where it sent last: that route is tried first */
     i = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
     if ((i >= from->publishes_to.count) ||
-        !route_name_eq(from->publishes_to.names[i], from->routes[i].name_len, to_name) ||
-        ((from->routes[i].target == NULL) && (from->routes[i].rank < 0))) {
-        ret = route_find(ctx, from, to_name, &i);
-        if (ret != 0) {
+        !route_name_eq(from->publishes_to.names[i], from->routes[i].name_len, to_name)) {
+        ret = route_index(ctx, from, to_name);
+        if (ret < 0) {
             return ret;
         }
+        i = (unsigned)ret;
     }
     return send_route(ctx, from, i, type, payload, length, timeout_ms);
 }
@@ -1237,19 +1239,10 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
 
 int ringk_route_find(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name)
 {
-    unsigned i;
-
     if ((ctx == NULL) || (from == NULL) || (to_name == NULL)) {
         return -EINVAL;
     }
-    for (i = 0; i < from->publishes_to.count; i++) {
-        if (name_eq(from->publishes_to.names[i], to_name)) {
-            return (int)i;
-        }
-    }
-    ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' has no route to '%s' (publishes_to)",
-                  from->name, to_name);
-    return -EPERM;
+    return route_index(ctx, from, to_name);
 }
 
 /* ringk_send_route() but for its fast path. */
