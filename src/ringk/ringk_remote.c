@@ -185,12 +185,12 @@ static void am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *
     }
 }
 
-/* A message from process @a src for our kernel @a id has entered its inbox (or was reported
- * undeliverable): one credit owed, queued for return once a quarter window is owed. */
-static void credit_owe(ringk_remote_t *r, uint32_t src, uint32_t id)
+/* A message from process @a src for our kernel @a id (@a k, NULL if there is none) has entered
+ * its inbox (or was reported undeliverable): one credit owed, queued for return once a quarter
+ * window is owed. */
+static void credit_owe(ringk_remote_t *r, uint32_t src, uint32_t id, const ringk_kernel_t *k)
 {
-    const uint32_t idx = src * RINGK_SLOTS + id;
-    ringk_kernel_t *k  = (id == RINGK_TOPIC_SLOT) ? NULL : ringk_kernel_by_id(r->ctx, id);
+    const uint32_t idx   = src * RINGK_SLOTS + id;
     const uint32_t batch = (id == RINGK_TOPIC_SLOT) ? RINGK_TOPIC_WINDOW / 4 :
                            (k != NULL) && (k->inbox_size >= 4) ? k->inbox_size / 4 : 1;
 
@@ -321,11 +321,11 @@ static unsigned backlog_drain(ringk_remote_t *r)
             }
             if (b->ref != NULL) { /* a publish: its credit, once all its subscribers have it */
                 if (--b->ref->remaining == 0) {
-                    credit_owe(r, b->ref->src_rank, RINGK_TOPIC_SLOT);
+                    credit_owe(r, b->ref->src_rank, RINGK_TOPIC_SLOT, NULL);
                     free(b->ref);
                 }
             } else if (b->hdr.src_rank < (uint32_t)r->size) { /* a K2K message's credit */
-                credit_owe(r, b->hdr.src_rank, id);
+                credit_owe(r, b->hdr.src_rank, id, k);
             }
             /* release: am_recv() that finds the backlog empty without the lock delivers
              * after this entry */
@@ -364,7 +364,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
     k = ringk_kernel_by_id(ctx, hdr.dst);
     if (k == NULL) {
         r->undeliverable++;
-        credit_owe(r, hdr.src_rank, hdr.dst);
+        credit_owe(r, hdr.src_rank, hdr.dst, NULL);
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no local kernel %u (from 0x%x)",
                       hdr.dst, hdr.msg.sender);
         return UCS_OK;
@@ -394,7 +394,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
         pthread_mutex_unlock(&r->backlog_mu);
     }
     if (ret != -EAGAIN) {
-        credit_owe(r, hdr.src_rank, hdr.dst); /* in the inbox, or reported below */
+        credit_owe(r, hdr.src_rank, hdr.dst, k); /* in the inbox, or reported below */
     }
     if ((ret != 0) && (ret != -EAGAIN)) {
         r->undeliverable++;
@@ -456,7 +456,7 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
     }
     pthread_mutex_unlock(&r->backlog_mu);
     if (ref == NULL) { /* every subscriber has it (or it was reported): the credit returns */
-        credit_owe(r, hdr.src_rank, RINGK_TOPIC_SLOT);
+        credit_owe(r, hdr.src_rank, RINGK_TOPIC_SLOT, NULL);
     }
     return UCS_OK;
 }
@@ -516,6 +516,28 @@ static ucs_status_t am_bye_recv(void *arg, const void *header, size_t header_len
     return UCS_OK;
 }
 
+/* What a thread that progressed the worker does next: backlogs, acknowledgements, credits and
+ * peer events, each behind a load of its 'nothing to do' word (no call when there is none).
+ * Returns how many backlogged messages went into their inboxes. */
+static inline unsigned remote_chores(ringk_remote_t *r)
+{
+    unsigned n = 0;
+
+    if (__atomic_load_n(&r->backlogged, __ATOMIC_RELAXED) != 0) {
+        n = backlog_drain(r);
+    }
+    if (__atomic_load_n(&r->acks_due, __ATOMIC_RELAXED) != 0) {
+        bye_acks_send(r);
+    }
+    if (__atomic_load_n(&r->owed_pending, __ATOMIC_RELAXED) != 0) {
+        credits_return(r);
+    }
+    if (__atomic_load_n(&r->events_due, __ATOMIC_RELAXED) != 0) {
+        events_deliver(r);
+    }
+    return n;
+}
+
 static void *progress_main(void *arg)
 {
     ringk_ctx_t *ctx  = arg;
@@ -535,11 +557,7 @@ static void *progress_main(void *arg)
             sched_yield();
             continue;
         }
-        n  = ucp_worker_progress(r->worker);
-        n += backlog_drain(r);
-        bye_acks_send(r);
-        credits_return(r);
-        events_deliver(r);
+        n = ucp_worker_progress(r->worker) + remote_chores(r);
         if (n > 0) {
             idle = 0;
             continue;
@@ -563,18 +581,13 @@ static void *progress_main(void *arg)
 unsigned ringk_remote_poll(ringk_ctx_t *ctx)
 {
     ringk_remote_t *r = ctx->remote;
-    unsigned n;
 
     /* a store only when the progress thread cleared it (a read otherwise: no cache line
      * bouncing between the polling threads) */
     if (!__atomic_load_n(&r->kernel_polled, __ATOMIC_RELAXED)) {
         __atomic_store_n(&r->kernel_polled, 1, __ATOMIC_RELAXED);
     }
-    n = ucp_worker_progress(r->worker) + backlog_drain(r);
-    bye_acks_send(r);
-    credits_return(r);
-    events_deliver(r);
-    return n;
+    return ucp_worker_progress(r->worker) + remote_chores(r);
 }
 
 /* Sends one active message (header and payload, eager) to @a rank and waits for it to leave;
@@ -582,8 +595,9 @@ unsigned ringk_remote_poll(ringk_ctx_t *ctx)
 static ucs_status_t am_send_wait(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
                                  size_t hdr_len, const void *payload, size_t length)
 {
-    ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                 .flags = UCP_AM_SEND_FLAG_EAGER};
+    /* constant: not built on the stack for every send */
+    static const ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                              .flags = UCP_AM_SEND_FLAG_EAGER};
     ucs_status_ptr_t req;
     ucs_status_t status;
 
@@ -789,7 +803,8 @@ static uint64_t now_ms(void)
 
 /* Takes a credit for slot @a id of process @a rank, waiting as @a timeout_ms says (progressing
  * the worker, which brings credits back): 0, -EAGAIN, -ETIMEDOUT, or -EPIPE (it is lost). */
-static int credit_wait(ringk_ctx_t *ctx, int rank, uint32_t id, int timeout_ms)
+static __attribute__((noinline)) int credit_wait(ringk_ctx_t *ctx, int rank, uint32_t id,
+                                                int timeout_ms)
 {
     ringk_remote_t *r = ctx->remote;
     uint64_t deadline = 0;
@@ -830,9 +845,11 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
     }
     /* backpressure: the receiving kernel's inbox and this process's share of its backlog are
      * full until it returns credits */
-    ret = credit_wait(ctx, rank, id, timeout_ms);
-    if (ret != 0) {
-        return ret;
+    if (!credit_take(r, rank, id)) {
+        ret = credit_wait(ctx, rank, id, timeout_ms);
+        if (ret != 0) {
+            return ret;
+        }
     }
     w.sender = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
     w.dst    = (uint16_t)id;
