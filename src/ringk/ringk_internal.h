@@ -205,7 +205,12 @@ int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void 
 int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *hdr,
                       const void *payload, int timeout_ms);
 /** The local kernel with that local id, or NULL. */
-ringk_kernel_t *ringk_kernel_by_id(ringk_ctx_t *ctx, uint32_t id);
+static inline ringk_kernel_t *ringk_kernel_by_id(ringk_ctx_t *ctx, uint32_t id)
+{
+    unsigned count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
+
+    return ((id >= 1) && (id <= count)) ? ctx->kernels[id - 1] : NULL;
+}
 
 /* The next sequence number of a message sent as kernel @a from. A kernel sends as itself from
  * its executor, one message at a time (as for msgs_out): a plain load and store, not a locked

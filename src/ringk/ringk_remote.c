@@ -188,7 +188,8 @@ static void am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *
 /* A message from process @a src for our kernel @a id (@a k, NULL if there is none) has entered
  * its inbox (or was reported undeliverable): one credit owed, queued for return once a quarter
  * window is owed. */
-static void credit_owe(ringk_remote_t *r, uint32_t src, uint32_t id, const ringk_kernel_t *k)
+static inline void credit_owe(ringk_remote_t *r, uint32_t src, uint32_t id,
+                              const ringk_kernel_t *k)
 {
     const uint32_t idx   = src * RINGK_SLOTS + id;
     const uint32_t batch = (id == RINGK_TOPIC_SLOT) ? RINGK_TOPIC_WINDOW / 4 :
@@ -590,29 +591,34 @@ unsigned ringk_remote_poll(ringk_ctx_t *ctx)
     return ucp_worker_progress(r->worker) + remote_chores(r);
 }
 
-/* Sends one active message (header and payload, eager) to @a rank and waits for it to leave;
- * the worker is multi-threaded and whichever thread progresses it completes the request. */
-static ucs_status_t am_send_wait(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
-                                 size_t hdr_len, const void *payload, size_t length)
+/* Eager active messages: constant parameters, not built on the stack for every send. */
+static const ucp_request_param_t am_eager_param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                                   .flags = UCP_AM_SEND_FLAG_EAGER};
+
+/* Waits for a send that did not complete at once; the worker is multi-threaded and whichever
+ * thread progresses it completes the request. */
+static __attribute__((noinline)) ucs_status_t am_request_wait(ucs_status_ptr_t req)
 {
-    /* constant: not built on the stack for every send */
-    static const ucp_request_param_t param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
-                                              .flags = UCP_AM_SEND_FLAG_EAGER};
-    ucs_status_ptr_t req;
     ucs_status_t status;
 
-    if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
-        return UCS_ERR_CONNECTION_RESET;
-    }
-    req = ucp_am_send_nbx(r->eps[rank], id, hdr, hdr_len, payload, length, &param);
-    if (!UCS_PTR_IS_PTR(req)) {
-        return UCS_PTR_STATUS(req);
-    }
     while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
         sched_yield();
     }
     ucp_request_free(req);
     return status;
+}
+
+/* Sends one active message (header and payload, eager) to @a rank and waits for it to leave. */
+static ucs_status_t am_send_wait(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
+                                 size_t hdr_len, const void *payload, size_t length)
+{
+    ucs_status_ptr_t req;
+
+    if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+        return UCS_ERR_CONNECTION_RESET;
+    }
+    req = ucp_am_send_nbx(r->eps[rank], id, hdr, hdr_len, payload, length, &am_eager_param);
+    return UCS_PTR_IS_PTR(req) ? am_request_wait(req) : UCS_PTR_STATUS(req);
 }
 
 static int control_send(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
@@ -836,6 +842,7 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
     ringk_remote_t *r = ctx->remote;
     wire_msg_t w;
     size_t hlen = RINGK_WIRE_MSG_SHORT;
+    ucs_status_ptr_t req;
     ucs_status_t status;
     int ret;
 
@@ -862,8 +869,10 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
         w.flags     = RINGK_WIRE_TIMESTAMP;
         hlen        = sizeof(w);
     }
-    /* one active message */
-    status = am_send_wait(r, rank, RINGK_AM_MSG, &w, hlen, payload, length);
+    /* one active message (the process was alive at the top; credit_wait checked it since) */
+    req    = ucp_am_send_nbx(r->eps[rank], RINGK_AM_MSG, &w, hlen, payload, length,
+                             &am_eager_param);
+    status = UCS_PTR_IS_PTR(req) ? am_request_wait(req) : UCS_PTR_STATUS(req);
     if (status != UCS_OK) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
                       ucs_status_string(status));

@@ -1011,13 +1011,6 @@ int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *h
                    hdr->length, timeout_ms, NULL, hdr);
 }
 
-ringk_kernel_t *ringk_kernel_by_id(ringk_ctx_t *ctx, uint32_t id)
-{
-    unsigned count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
-
-    return ((id >= 1) && (id <= count)) ? ctx->kernels[id - 1] : NULL;
-}
-
 static ringk_kernel_t *lookup(ringk_ctx_t *ctx, const char *name)
 {
     ringk_kernel_t *k = NULL;

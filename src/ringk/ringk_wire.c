@@ -5,48 +5,6 @@
 #include <errno.h>
 #include <string.h>
 
-/* A rank that names another process of the job (not us). */
-static int other_rank(uint32_t rank, int size, int me)
-{
-    return (rank < (uint32_t)size) && ((int)rank != me);
-}
-
-int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len, int size,
-                         int me, remote_hdr_t *hdr_p)
-{
-    const int stamped = (header_len == sizeof(wire_msg_t));
-    wire_msg_t w;
-
-    if (!stamped && (header_len != RINGK_WIRE_MSG_SHORT)) {
-        return -EPROTO;
-    }
-    /* fixed-size copies: no call into the C library on every message */
-    memcpy(&w, header, RINGK_WIRE_MSG_SHORT);
-    w.timestamp = 0;
-    if (stamped) {
-        memcpy(&w.timestamp, (const uint8_t*)header + RINGK_WIRE_MSG_SHORT,
-               sizeof(w.timestamp));
-    }
-    /* the flags say exactly whether the timestamp is there */
-    if ((w.flags != (stamped ? RINGK_WIRE_TIMESTAMP : 0)) || (data_len > RINGK_MAX_PAYLOAD) ||
-        (w.type > RINGK_MSG_TERMINATE) || (w.dst == 0) || (w.dst > RINGK_MAX_KERNELS) ||
-        !other_rank(w.sender >> RINGK_RANK_SHIFT, size, me) ||
-        ((w.sender & ((1u << RINGK_RANK_SHIFT) - 1)) > RINGK_MAX_KERNELS)) {
-        return -EPROTO;
-    }
-    hdr_p->msg.sender    = w.sender;
-    hdr_p->msg.receiver  = w.dst;
-    hdr_p->msg.type      = w.type;
-    hdr_p->msg.flags     = 0;
-    hdr_p->msg.length    = (uint32_t)data_len;
-    hdr_p->msg.seq       = w.seq;
-    hdr_p->msg.timestamp = w.timestamp;
-    hdr_p->msg.enq_ns    = 0;
-    hdr_p->dst           = w.dst;
-    hdr_p->src_rank      = w.sender >> RINGK_RANK_SHIFT;
-    return 0;
-}
-
 int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_len, int size,
                            int me, topic_hdr_t *hdr_p)
 {
@@ -58,7 +16,7 @@ int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_le
     memcpy(&hdr, header, sizeof(hdr));
     hdr.topic[RINGK_NAME_MAX - 1] = '\0';
     if ((hdr.msg.length != data_len) || (hdr.msg.type > RINGK_MSG_TERMINATE) ||
-        !other_rank(hdr.src_rank, size, me)) {
+        !ringk_wire_other_rank(hdr.src_rank, size, me)) {
         return -EPROTO;
     }
     *hdr_p = hdr;
@@ -89,7 +47,7 @@ int ringk_wire_bye_parse(const void *header, size_t header_len, int size, int me
         return -EPROTO;
     }
     memcpy(&m, header, sizeof(m));
-    if ((m.magic != RINGK_BYE_MAGIC) || (m.ack > 1) || !other_rank(m.rank, size, me)) {
+    if ((m.magic != RINGK_BYE_MAGIC) || (m.ack > 1) || !ringk_wire_other_rank(m.rank, size, me)) {
         return -EPROTO;
     }
     *m_p = m;
@@ -105,7 +63,7 @@ int ringk_wire_credit_parse(const void *header, size_t header_len, int size, int
         return -EPROTO;
     }
     memcpy(&m, header, sizeof(m));
-    if ((m.magic != RINGK_CREDIT_MAGIC) || !other_rank(m.rank, size, me) ||
+    if ((m.magic != RINGK_CREDIT_MAGIC) || !ringk_wire_other_rank(m.rank, size, me) ||
         (m.id > RINGK_MAX_KERNELS)) { /* id 0: the topic slot */
         return -EPROTO;
     }

@@ -9,7 +9,9 @@
 #include "ringk_internal.h"
 
 #include <stddef.h>
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A remote K2K message as the receiver keeps it: the message header, the receiving kernel's id
  * and the sending process (whose credit it used). */
@@ -91,11 +93,51 @@ typedef struct {
     uint32_t pad;
 } dir_entry_t;
 
+/** A rank that names another process of the job of @a size processes (not us, @a me). */
+static inline int ringk_wire_other_rank(uint32_t rank, int size, int me)
+{
+    return (rank < (uint32_t)size) && ((int)rank != me);
+}
+
 /** Checks a K2K message header (wire_msg_t) arriving with @a data_len payload bytes for a job
  *  of @a size processes in which we are @a me; unpacks it into @a hdr_p. @return 0 or
- *  -EPROTO. */
-int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len, int size,
-                         int me, remote_hdr_t *hdr_p);
+ *  -EPROTO. Inline: it runs for every message from another process. */
+static inline int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len,
+                                       int size, int me, remote_hdr_t *hdr_p)
+{
+    const int stamped = (header_len == sizeof(wire_msg_t));
+    wire_msg_t w;
+
+    if (!stamped && (header_len != RINGK_WIRE_MSG_SHORT)) {
+        return -EPROTO;
+    }
+    /* fixed-size copies: no call into the C library on every message */
+    memcpy(&w, header, RINGK_WIRE_MSG_SHORT);
+    w.timestamp = 0;
+    if (stamped) {
+        memcpy(&w.timestamp, (const uint8_t*)header + RINGK_WIRE_MSG_SHORT,
+               sizeof(w.timestamp));
+    }
+    /* the flags say exactly whether the timestamp is there */
+    if ((w.flags != (stamped ? RINGK_WIRE_TIMESTAMP : 0)) || (data_len > RINGK_MAX_PAYLOAD) ||
+        (w.type > RINGK_MSG_TERMINATE) || (w.dst == 0) || (w.dst > RINGK_MAX_KERNELS) ||
+        !ringk_wire_other_rank(w.sender >> RINGK_RANK_SHIFT, size, me) ||
+        ((w.sender & ((1u << RINGK_RANK_SHIFT) - 1)) > RINGK_MAX_KERNELS)) {
+        return -EPROTO;
+    }
+    hdr_p->msg.sender    = w.sender;
+    hdr_p->msg.receiver  = w.dst;
+    hdr_p->msg.type      = w.type;
+    hdr_p->msg.flags     = 0;
+    hdr_p->msg.length    = (uint32_t)data_len;
+    hdr_p->msg.seq       = w.seq;
+    hdr_p->msg.timestamp = w.timestamp;
+    hdr_p->msg.enq_ns    = 0;
+    hdr_p->dst           = w.dst;
+    hdr_p->src_rank      = w.sender >> RINGK_RANK_SHIFT;
+    return 0;
+}
+
 /** Checks a topic publish header; the topic name comes back terminated. @return 0 or -EPROTO. */
 int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_len, int size,
                            int me, topic_hdr_t *hdr_p);
