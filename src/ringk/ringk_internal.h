@@ -57,8 +57,9 @@ typedef struct {
 
 /* A batch cell: small messages a kernel sends to one local kernel while it handles its own are
  * written one after another into one claimed inbox cell, published when the cell is full, when
- * the sender's dispatch loop has consumed RINGK_RELEASE_BATCH cells or stops, or before it waits: one cell claim, one
- * publish and a quarter of a cache line per message instead of a cell each. The ring protocol is
+ * the sender's dispatch loop has consumed RINGK_RELEASE_BATCH cells or stops, or before it
+ * waits: one cell claim, one publish and a quarter of a cache line per message instead of a
+ * cell each. The ring protocol is
  * unchanged; this is libringk's payload of a cell with id RINGK_CELL_BATCH. */
 typedef struct ringk_batch_hdr {
     uint32_t sender;

@@ -853,8 +853,8 @@ static void batch_flush_all(ringk_kernel_t *from)
 
 /* Claims a new batch cell on route @a i of @a from and writes its header; the first entry will
  * carry sequence number @a seq. */
-static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, uint64_t seq,
-                      int timeout_ms)
+static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                                unsigned i, uint64_t seq, int timeout_ms)
 {
     route_t *rt = &from->routes[i];
     ringk_batch_hdr_t *bh;
@@ -865,7 +865,7 @@ static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t
     if (ret != 0) {
         return ret;
     }
-    bh         = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
+    bh           = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
     bh->sender   = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
     bh->reserved = 0;
     bh->seq      = seq;
@@ -1058,9 +1058,9 @@ static __attribute__((noinline)) int route_resolve(ringk_ctx_t *ctx, ringk_kerne
         route->allowed = (to->subscribes_to.count == 0) ||
                          list_has(&to->subscribes_to, from->name);
         /* what batch_send() may take on this route, checked once here */
-        route->batch_lim = (route->allowed && !from->timestamps && !to->timestamps) ?
-                           RINGK_MIN(RINGK_MIN(RINGK_BATCH_MAX_LEN, to->max_in), from->max_out) + 1 :
-                           0;
+        route->batch_lim =
+            (route->allowed && !from->timestamps && !to->timestamps) ?
+            RINGK_MIN(RINGK_MIN(RINGK_BATCH_MAX_LEN, to->max_in), from->max_out) + 1 : 0;
         __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
     } else if ((remote_of(ctx) != NULL) &&
                (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {

@@ -8,8 +8,8 @@
 
 #include "ringk_internal.h"
 
-#include <stddef.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 

@@ -339,10 +339,10 @@ int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats
  * kernels of this process, of at most 64 bytes, with timestamps off at both ends, are appended to
  * one batch cell per receiver (18 eight-byte messages in one inbox cell) instead of taking
  * a cell each. A batch cell is published when it is full, every 32 inbox cells the sender
- * consumes, when the iteration ends, and before the sender waits for anything (room, a credit, a barrier):
- * so it never holds cells while it waits, and a continuous kernel's sends go out after each
- * message it handles. Order, sequence numbers, backpressure (taken when the cell is claimed) and
- * the receiver's statistics (batched_in) are as for unbatched sends.
+ * consumes, when the iteration ends, and before the sender waits for anything (room, a credit,
+ * a barrier): so it never holds cells while it waits, and a continuous kernel's sends go out
+ * after each message it handles. Order, sequence numbers, backpressure (taken when the cell is
+ * claimed) and the receiver's statistics (batched_in) are as for unbatched sends.
  * @param timeout_ms RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds to wait for room.
  * @return 0; -ENOENT unknown kernel; -EPERM undeclared route; -EMSGSIZE too large (limits of
  *         both ends); -EAGAIN inbox full or no credit (RINGK_WAIT_NONE); -ETIMEDOUT still full
