@@ -16,7 +16,9 @@
 #               ringk vs CAF event-based actors, ck SPSC and ZeroMQ inproc (100x fewer trips:
 #               it blocks in the kernel)
 #   crossproc   round trip between two processes over the ringk transport, us: ringk's
-#               examples/pingpong as a job of two vs a raw UCP active-message ping-pong
+#               examples/pingpong as a job of two vs a raw UCP active-message ping-pong with
+#               single-threaded workers (ucp_am, the reference) and, for context, with
+#               thread-safe workers (ucp_am_mt: what libringk's shared worker must be)
 # Targets (issue 5): ringk throughput >= 0.5x ck; ringk ping-pong <= 0.5x CAF; cross-process
 # <= 1.3x raw UCP AM.
 set -u
@@ -52,7 +54,7 @@ run() {
         k2k_zmq:throughput) ;;
         *:throughput*) count=$((n * 10)) ;; # ck's 1M take 5 ms: too short to time alone
         am_ucp:*) count=$((n / 20))
-            "$build/contrib/ringk-run" env UCX_TLS=ringk,self "$out/am_ucp" pingpong $count \
+            "$build/contrib/ringk-run" env UCX_TLS=ringk,self "$out/am_ucp" "$2" $count \
                 2>/dev/null | sed -n 's/^RESULT //p'
             return ;;
         ringk_job:*) count=$((n / 20)); port=$((20000 + RANDOM % 12000))
@@ -74,8 +76,9 @@ declare -A cases=(
     [pingpong:ringk]="k2k_ringk pingpong" [pingpong:caf]="pingpong_caf pingpong"
     [pingpong:ck]="k2k_ck pingpong" [pingpong:zmq]="k2k_zmq pingpong"
     [crossproc:ringk]="ringk_job pingpong" [crossproc:ucp_am]="am_ucp pingpong"
+    [crossproc:ucp_am_mt]="am_ucp pingpong_mt"
 )
-order="throughput:ringk throughput:ringk_route throughput:ck8 throughput:ck64 throughput:zmq pingpong:ringk pingpong:caf pingpong:ck pingpong:zmq crossproc:ringk crossproc:ucp_am"
+order="throughput:ringk throughput:ringk_route throughput:ck8 throughput:ck64 throughput:zmq pingpong:ringk pingpong:caf pingpong:ck pingpong:zmq crossproc:ringk crossproc:ucp_am crossproc:ucp_am_mt"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "bench: libringk local K2K vs ck / CAF / ZeroMQ, $rounds rounds of $n messages, $(nproc) cores"
@@ -105,3 +108,5 @@ echo "  ping-pong  ringk/caf   $(ratio pingpong:ringk pingpong:caf)   (target <=
 echo "  ping-pong  ringk/ck    $(ratio pingpong:ringk pingpong:ck)"
 echo "  ping-pong  ringk/zmq   $(ratio pingpong:ringk pingpong:zmq)"
 echo "  crossproc  ringk/ucp   $(ratio crossproc:ringk crossproc:ucp_am)   (target <= 1.3)"
+echo "  crossproc  ucp_mt/ucp  $(ratio crossproc:ucp_am_mt crossproc:ucp_am)   (the thread-safe worker alone)"
+echo "  crossproc  ringk/ucp_mt $(ratio crossproc:ringk crossproc:ucp_am_mt)"

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Raw UCP active-message ping-pong between two processes (fork, addresses over a pipe): the
  * reference for libringk's cross-process K2K. One thread per process progresses its worker and
- * answers; 8-byte payload, eager. Prints "RESULT <us per round trip>" from the parent. */
+ * answers; 8-byte payload, eager. Prints "RESULT <us per round trip>" from the parent.
+ *   am_ucp pingpong [N]      single-threaded workers (UCS_THREAD_MODE_SINGLE): the reference
+ *   am_ucp pingpong_mt [N]   thread-safe workers (UCS_THREAD_MODE_MULTI), as a runtime whose
+ *                            threads share a worker must create them: what the locking costs */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +56,7 @@ int main(int argc, char **argv)
         .field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB,
         .id = 17, .cb = on_am
     };
+    int mt = (argc > 1) && !strcmp(argv[1], "pingpong_mt");
     ucp_context_h ctx;
     ucp_worker_h w;
     ucp_address_t *addr;
@@ -62,6 +66,9 @@ int main(int argc, char **argv)
     pid_t pid;
     double t0;
 
+    if (mt) {
+        wp.thread_mode = UCS_THREAD_MODE_MULTI;
+    }
     if (pipe(p2c) || pipe(c2p)) {
         return 1;
     }
