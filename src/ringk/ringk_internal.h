@@ -26,6 +26,8 @@
 #define RINGK_DIRECT_MAX    216                /* largest payload taken by ringk_deliver_direct */
 #define RINGK_IDLE_WAKE_MS_DEFAULT 100        /* RINGK_IDLE_WAKE_MS when unset */
 #define RINGK_IDLE_WAKE_MS_MAX     60000      /* its largest accepted value */
+#define RINGK_WAIT_WARN_MS_DEFAULT 10000      /* RINGK_WAIT_WARN_MS when unset */
+#define RINGK_WAIT_WARN_MS_MAX     3600000    /* its largest accepted value; 0 turns it off */
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
 
 typedef char ringk_name_t[RINGK_NAME_MAX];
@@ -151,6 +153,12 @@ struct ringk_kernel {
  * loop runs on it and hands back the inbox cells that loop has finished with. */
 void ringk_wait_prepare(void);
 
+/** While a send waits for room: logs a warning naming @a what (the receiver) once the wait,
+ *  begun at @a since_ns, has lasted ctx->wait_warn_ms, and again each time as long again has
+ *  passed (*next_ns: 0 at the start of the wait). */
+void ringk_wait_warn(ringk_ctx_t *ctx, uint64_t since_ns, uint64_t now_ns, uint64_t *next_ns,
+                     const char *what);
+
 typedef struct {
     ringk_name_t    name;
     ringk_kernel_t *subs[RINGK_MAX_KERNELS];
@@ -189,6 +197,7 @@ struct ringk_ctx {
     int              pool_sleeping;   /* atomic */
     int              stop;            /* atomic */
     long             idle_wake_ms;    /* an unwoken sleeper looks again after this long */
+    long             wait_warn_ms;    /* a send waiting for room this long says so, 0: never */
     /* pinning */
     int              pin;
     hwloc_topology_t topo;

@@ -807,27 +807,56 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* What a send waiting for credits of slot @a id of process @a rank waits for, in words. */
+static void remote_wait_what(const ringk_remote_t *r, int rank, uint32_t id, char *buf,
+                             size_t size)
+{
+    const dir_entry_t *e;
+    int i;
+
+    if (id == RINGK_TOPIC_SLOT) {
+        snprintf(buf, size, "process %d (%u publishes on their way, none handed on)", rank,
+                 RINGK_TOPIC_WINDOW);
+        return;
+    }
+    for (i = 0; i < RINGK_DIR_ENTRIES; i++) {
+        e = &r->dir[(size_t)rank * RINGK_DIR_ENTRIES + i];
+        if (e->used && (e->id == id)) {
+            snprintf(buf, size, "'%.*s' of process %d", RINGK_NAME_MAX, e->name, rank);
+            return;
+        }
+    }
+    snprintf(buf, size, "kernel %u of process %d", id, rank);
+}
+
 /* Takes a credit for slot @a id of process @a rank, waiting as @a timeout_ms says (progressing
  * the worker, which brings credits back): 0, -EAGAIN, -ETIMEDOUT, or -EPIPE (it is lost). */
 static __attribute__((noinline)) int credit_wait(ringk_ctx_t *ctx, int rank, uint32_t id,
                                                 int timeout_ms)
 {
     ringk_remote_t *r = ctx->remote;
-    uint64_t deadline = 0;
+    uint64_t deadline = 0, start = 0, now, warn_next = 0;
+    char what[RINGK_NAME_MAX + 64];
 
     while (!credit_take(r, rank, id)) {
         if (timeout_ms == RINGK_WAIT_NONE) {
             return -EAGAIN;
         }
+        now = now_ms();
         if (deadline == 0) {
-            deadline = (timeout_ms < 0) ? UINT64_MAX : now_ms() + (uint64_t)timeout_ms;
+            start    = now;
+            deadline = (timeout_ms < 0) ? UINT64_MAX : now + (uint64_t)timeout_ms;
             ringk_wait_prepare();
         }
         if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
             return -EPIPE;
         }
-        if (now_ms() > deadline) {
+        if (now > deadline) {
             return -ETIMEDOUT;
+        }
+        if ((ctx->wait_warn_ms != 0) && ((warn_next == 0) || (now * 1000000u >= warn_next))) {
+            remote_wait_what(r, rank, id, what, sizeof(what));
+            ringk_wait_warn(ctx, start * 1000000u, now * 1000000u, &warn_next, what);
         }
         if (ringk_remote_poll(ctx) == 0) {
             sched_yield();

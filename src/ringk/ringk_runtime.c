@@ -722,7 +722,8 @@ inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_c
            uint64_t *pos_p)
 {
     ringk_kernel_t *self = (timeout_ms == RINGK_WAIT_FOREVER) ? tls_running : NULL;
-    uint64_t deadline, now, sig = 0, cycle_sig = 0, cycle_since = 0;
+    uint64_t deadline, now, start, warn_next = 0, sig = 0, cycle_sig = 0, cycle_since = 0;
+    char what[sizeof(to->name) + 2];
     uint64_t fails[RINGK_MAX_KERNELS + 1];
     unsigned spins = 0;
     int ret, progressed;
@@ -733,7 +734,8 @@ inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_c
         return -EAGAIN;
     }
     ringk_wait_prepare();
-    deadline = (timeout_ms < 0) ? UINT64_MAX : now_ns() + (uint64_t)timeout_ms * 1000000u;
+    start    = now_ns();
+    deadline = (timeout_ms < 0) ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
     if (self != NULL) {
         /* (to == self is a cycle of one: only this executor empties that inbox) */
         __atomic_store_n(&self->block_fails, 0, __ATOMIC_RELAXED);
@@ -755,6 +757,10 @@ inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_c
             if (load_i(&to->state) >= RINGK_KERNEL_TERMINATING) {
                 ret = -EPIPE;
                 break;
+            }
+            if ((to->ctx->wait_warn_ms != 0) && ((warn_next == 0) || (now >= warn_next))) {
+                snprintf(what, sizeof(what), "'%s'", to->name);
+                ringk_wait_warn(to->ctx, start, now, &warn_next, what);
             }
             if (self == NULL) {
                 /* no cycle detection */
@@ -1428,29 +1434,65 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
 
 /* ---- context -------------------------------------------------------------------------------- */
 
-/* RINGK_IDLE_WAKE_MS: how long a sleeping kernel or pool thread that nobody woke waits before
- * it looks at its inboxes again. Every send and state change wakes sleepers; this is the net
- * under that, and a test sets it high so that a lost wakeup shows instead of being covered. */
-static int idle_wake_from_env(ringk_ctx_t *ctx)
+/* A number of milliseconds in @a min..@a max from environment variable @a name, @a def when it
+ * is unset: 0, or -EINVAL (logged with the value and the limits). */
+static int ms_from_env(ringk_ctx_t *ctx, const char *name, long def, long min, long max,
+                       long *ms_p)
 {
-    const char *s = getenv("RINGK_IDLE_WAKE_MS");
+    const char *s = getenv(name);
     char *end;
     long v;
 
-    ctx->idle_wake_ms = RINGK_IDLE_WAKE_MS_DEFAULT;
+    *ms_p = def;
     if ((s == NULL) || (*s == '\0')) {
         return 0;
     }
     errno = 0;
     v     = strtol(s, &end, 10);
-    if ((errno != 0) || (end == s) || (*end != '\0') || (v < 1) ||
-        (v > RINGK_IDLE_WAKE_MS_MAX)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "RINGK_IDLE_WAKE_MS '%s' is not a number of "
-                      "milliseconds in 1..%d", s, RINGK_IDLE_WAKE_MS_MAX);
+    if ((errno != 0) || (end == s) || (*end != '\0') || (v < min) || (v > max)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s '%s' is not a number of milliseconds in %ld..%ld",
+                      name, s, min, max);
         return -EINVAL;
     }
-    ctx->idle_wake_ms = v;
+    *ms_p = v;
     return 0;
+}
+
+/* RINGK_IDLE_WAKE_MS: how long a sleeping kernel or pool thread that nobody woke waits before
+ * it looks at its inboxes again. Every send and state change wakes sleepers; this is the net
+ * under that, and a test sets it high so that a lost wakeup shows instead of being covered.
+ * RINGK_WAIT_WARN_MS: after how long a send still waiting for room says so (0: never). */
+static int waits_from_env(ringk_ctx_t *ctx)
+{
+    if (ms_from_env(ctx, "RINGK_IDLE_WAKE_MS", RINGK_IDLE_WAKE_MS_DEFAULT, 1,
+                    RINGK_IDLE_WAKE_MS_MAX, &ctx->idle_wake_ms) != 0) {
+        return -EINVAL;
+    }
+    return ms_from_env(ctx, "RINGK_WAIT_WARN_MS", RINGK_WAIT_WARN_MS_DEFAULT, 0,
+                       RINGK_WAIT_WARN_MS_MAX, &ctx->wait_warn_ms);
+}
+
+void ringk_wait_warn(ringk_ctx_t *ctx, uint64_t since_ns, uint64_t now_ns, uint64_t *next_ns,
+                     const char *what)
+{
+    const ringk_kernel_t *self = tls_running;
+    const uint64_t every       = (uint64_t)ctx->wait_warn_ms * 1000000u;
+
+    if (every == 0) {
+        return;
+    }
+    if (*next_ns == 0) {
+        *next_ns = since_ns + every;
+    }
+    if (now_ns < *next_ns) {
+        return;
+    }
+    *next_ns = now_ns + every;
+    ringk_log_msg(ctx, RINGK_LOG_WARN, "%s%s%s has waited %.1f s for room in %s, which takes "
+                  "nothing in (inactive, busy, or itself waiting for room somewhere on a "
+                  "cycle?)", self ? "kernel '" : "a thread outside the kernels",
+                  self ? self->name : "", self ? "'" : "", (double)(now_ns - since_ns) / 1e9,
+                  what);
 }
 
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
@@ -1489,7 +1531,7 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
             ctx->pin = params->pin;
         }
     }
-    if (idle_wake_from_env(ctx) != 0) {
+    if (waits_from_env(ctx) != 0) {
         free(ctx);
         return -EINVAL;
     }

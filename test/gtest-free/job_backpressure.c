@@ -9,10 +9,12 @@
  *   publish: rank 0 publishes to topic "bp", which the sink subscribes to: TW = 256 publishes
  *     may be on their way to a process (W of them in the inbox, the rest in the backlog; the
  *     first W's credits come back only in batches of TW / 4), so TW to TW + W are accepted.
- * Prints one line per rank ending in OK or FAIL. */
+ * While rank 0's timed send waits, RINGK_WAIT_WARN_MS = 50 makes it warn that it waits (named
+ * receiver) through the log hook. Prints one line per rank ending in OK or FAIL. */
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +48,23 @@ static int ctl_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 }
 
 static int publish_mode;
+static char logbuf[4096];
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* keeps warnings and errors while there is room (the waits of step 3 may add many) */
+static void log_hook(void *arg, int level, const char *message)
+{
+    size_t used;
+
+    pthread_mutex_lock(&log_mu);
+    used = strlen(logbuf);
+    if ((level <= RINGK_LOG_WARN) && (used + 2 < sizeof(logbuf))) {
+        strncat(logbuf, message, sizeof(logbuf) - used - 2);
+        strcat(logbuf, "\n");
+    }
+    pthread_mutex_unlock(&log_mu);
+}
 
 /* One message to the sink: a K2K send, or a publish to its topic. */
 static int to_sink(ringk_ctx_t *ctx, uint64_t *v, int timeout_ms)
@@ -76,7 +95,7 @@ int main(int argc, char **argv)
     uint64_t i = 0;
     unsigned idle = 0;
     double t0, waited;
-    int rank, ret, tret, ok;
+    int rank, ret, tret, ok, warned;
     const char *what;
     uint64_t lo, hi;
 
@@ -85,7 +104,10 @@ int main(int argc, char **argv)
     lo   = publish_mode ? TW : W + 1;
     hi   = publish_mode ? TW + W : 2 * W;
 
-    if (ringk_ctx_create(NULL, &ctx) != 0) {
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_hook};
+
+    setenv("RINGK_WAIT_WARN_MS", "50", 1);
+    if (ringk_ctx_create(&cp, &ctx) != 0) {
         return 1;
     }
     rank = ringk_ctx_rank(ctx);
@@ -144,11 +166,22 @@ int main(int argc, char **argv)
         }
     }
     const uint64_t accepted = i;
-    /* 2. a timed send while still full */
+    /* 2. a timed send while still full (the log: from here on) */
+    pthread_mutex_lock(&log_mu);
+    logbuf[0] = '\0';
+    pthread_mutex_unlock(&log_mu);
     t0     = now_ms();
     tret   = to_sink(ctx, &i, 200);
     waited = now_ms() - t0;
     ok = (accepted >= lo) && (accepted <= hi) && (tret == -ETIMEDOUT) && (waited >= 199);
+    /* it said that it waited, and for what (rank 1's log is its own) */
+    warned = (strstr(logbuf, "a thread outside the kernels has waited 0.") != NULL) &&
+             (strstr(logbuf, publish_mode ? "for room in process 1 (256 publishes on their way" :
+                                            "for room in 'sink' of process 1") != NULL);
+    if (!warned) {
+        fprintf(stderr, "no wait warning in the log: '%s'\n", logbuf);
+    }
+    ok = ok && warned;
     /* 3. the sink consumes again: the rest waits for credits as needed */
     if (tret == 0) {
         i++;
@@ -166,9 +199,10 @@ int main(int argc, char **argv)
     ok = ok && (ret == 0);
     ringk_ctx_destroy(ctx);
     printf("backpressure [rank 0 of 2]: %s, inbox %d: %llu accepted before -EAGAIN (%llu to %llu "
-           "expected), timed %s: %s after %.0f ms, then %llu in all: %s\n", what, W,
+           "expected), timed %s: %s after %.0f ms (%s), then %llu in all: %s\n", what, W,
            (unsigned long long)accepted, (unsigned long long)lo, (unsigned long long)hi, what,
-           (tret == 0) ? "accepted" : strerror(-tret), waited, (unsigned long long)i,
+           (tret == 0) ? "accepted" : strerror(-tret), waited,
+           warned ? "warned that it waited" : "no warning", (unsigned long long)i,
            ok ? "OK" : "FAIL");
     return ok ? 0 : 1;
 }

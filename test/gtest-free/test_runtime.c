@@ -1349,6 +1349,63 @@ START_TEST(test_runtime_bad_idle_wake)
 }
 END_TEST
 
+/* A send that has waited RINGK_WAIT_WARN_MS for room says so through the log hook, naming the
+ * sender and the receiver, and again each time as long again has passed; 0 turns it off
+ * (_i == 1). Out-of-range values fail ctx_create, naming the variable and the range. */
+START_TEST(test_runtime_wait_warn)
+{
+    static const char *bad[] = {"-1", "3600001", "x"};
+    ringk_ctx_params_t cp = {
+        .field_mask = RINGK_CTX_PARAM_FIELD_LOG | RINGK_CTX_PARAM_FIELD_PIN,
+        .log        = log_hook,
+        .pin        = 0
+    };
+    ringk_kernel_params_t p = counter_params("full", 4, 1); /* starts inactive */
+    ringk_ctx_t *ctx;
+    ringk_kernel_t *k;
+    unsigned i, warnings = 0;
+    const char *at;
+    char want[128];
+    double t0;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        logbuf[0] = '\0';
+        setenv("RINGK_WAIT_WARN_MS", bad[i], 1);
+        ck_assert_int_eq(ringk_ctx_create(&cp, &ctx), -EINVAL);
+        snprintf(want, sizeof(want), "RINGK_WAIT_WARN_MS '%s' is not a number of milliseconds "
+                 "in 0..3600000", bad[i]);
+        ck_assert_msg(strstr(logbuf, want) != NULL, "%s: log '%s'", bad[i], logbuf);
+    }
+    setenv("RINGK_WAIT_WARN_MS", (_i == 0) ? "100" : "0", 1);
+    ctx     = ctx_new();
+    counted = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 4; i++) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "full", RINGK_MSG_DATA, &i, 4, RINGK_WAIT_NONE),
+                         0);
+    }
+    t0 = now_s();
+    ck_assert_int_eq(ringk_send(ctx, NULL, "full", RINGK_MSG_DATA, &i, 4, 450), -ETIMEDOUT);
+    ck_assert(now_s() - t0 >= 0.44);
+    for (at = logbuf; (at = strstr(at, "has waited")) != NULL; at++) {
+        warnings++;
+    }
+    if (_i == 0) {
+        /* at 100, 200, 300 and 400 ms; a slow machine may see fewer, never more */
+        ck_assert_msg((warnings >= 2) && (warnings <= 4), "%u warnings: '%s'", warnings, logbuf);
+        ck_assert_msg(strstr(logbuf, "a thread outside the kernels has waited 0.") != NULL &&
+                      strstr(logbuf, " s for room in 'full', which takes nothing in") != NULL,
+                      "log '%s'", logbuf);
+    } else {
+        ck_assert_msg(warnings == 0, "warned although turned off: '%s'", logbuf);
+    }
+    ck_assert_int_eq(ringk_kernel_activate(k), 0);
+    wait_for(&counted, 4);
+    ringk_ctx_destroy(ctx);
+    unsetenv("RINGK_WAIT_WARN_MS");
+}
+END_TEST
+
 /* ---- P2P message queue ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -1530,6 +1587,7 @@ int main(void)
     tcase_add_loop_test(tc, test_runtime_bad_params, 0, sizeof(bad_params) / sizeof(bad_params[0]));
     tcase_add_test(tc, test_runtime_bad_sends);
     tcase_add_test(tc, test_runtime_bad_idle_wake);
+    tcase_add_loop_test(tc, test_runtime_wait_warn, 0, 2);
     suite_add_tcase(s, tc);
 
     return test_run_suite(s);

@@ -146,7 +146,9 @@ typedef struct ringk_ctx_params {
  * Creates a context: 0, or a negative errno (-EINVAL for a bad parameter or environment value,
  * named through the log hook). Besides the job variables it reads RINGK_IDLE_WAKE_MS (1..60000,
  * default 100): how long an idle executor thread that no send or state change woke sleeps
- * before it looks at its inboxes again.
+ * before it looks at its inboxes again; and RINGK_WAIT_WARN_MS (0..3600000, default 10000, 0:
+ * never): after how long a send still waiting for room (a full inbox, or no credits back from
+ * another process) logs a warning naming sender and receiver, repeated as long again passes.
  */
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p);
 /**
