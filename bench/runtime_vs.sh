@@ -78,7 +78,9 @@ declare -A cases=(
     [crossproc:ringk]="ringk_job pingpong" [crossproc:ucp_am]="am_ucp pingpong"
     [crossproc:ucp_am_mt]="am_ucp pingpong_mt"
 )
-order="throughput:ringk throughput:ringk_route throughput:ck8 throughput:ck64 throughput:zmq pingpong:ringk pingpong:caf pingpong:ck pingpong:zmq crossproc:ringk crossproc:ucp_am crossproc:ucp_am_mt"
+order="throughput:ringk throughput:ringk_route throughput:ck8 throughput:ck64 throughput:zmq
+pingpong:ringk pingpong:caf pingpong:ck pingpong:zmq
+crossproc:ringk crossproc:ucp_am crossproc:ucp_am_mt"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "bench: libringk local K2K vs ck / CAF / ZeroMQ, $rounds rounds of $n messages, $(nproc) cores"
@@ -108,5 +110,6 @@ echo "  ping-pong  ringk/caf   $(ratio pingpong:ringk pingpong:caf)   (target <=
 echo "  ping-pong  ringk/ck    $(ratio pingpong:ringk pingpong:ck)"
 echo "  ping-pong  ringk/zmq   $(ratio pingpong:ringk pingpong:zmq)"
 echo "  crossproc  ringk/ucp   $(ratio crossproc:ringk crossproc:ucp_am)   (target <= 1.3)"
-echo "  crossproc  ucp_mt/ucp  $(ratio crossproc:ucp_am_mt crossproc:ucp_am)   (the thread-safe worker alone)"
+echo "  crossproc  ucp_mt/ucp  $(ratio crossproc:ucp_am_mt crossproc:ucp_am)   (the thread-safe" \
+    "worker alone)"
 echo "  crossproc  ringk/ucp_mt $(ratio crossproc:ringk crossproc:ucp_am_mt)"
