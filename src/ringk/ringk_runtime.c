@@ -1368,10 +1368,53 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     return (int)done;
 }
 
+/* Under ctx->lock: sleeps until barrier @a b leaves generation @a gen (0) or @a timeout_ms
+ * passes (-ETIMEDOUT: @a k leaves the barrier). Wakes each RINGK_WAIT_WARN_MS to say who waits
+ * and how many have arrived: a barrier that some participant never reaches would otherwise
+ * hang without a word. */
+static int barrier_sleep(ringk_kernel_t *k, barrier_t *b, uint64_t gen, int global,
+                         int timeout_ms)
+{
+    ringk_ctx_t *ctx       = k->ctx;
+    const uint64_t start   = now_ns();
+    const uint64_t every   = (uint64_t)ctx->wait_warn_ms * 1000000u;
+    const uint64_t timeout = (uint64_t)timeout_ms * 1000000u;
+    uint64_t now = start, until, warn_next = (every != 0) ? start + every : UINT64_MAX;
+    struct timespec ts;
+
+    while (b->generation == gen) {
+        if ((timeout_ms >= 0) && (now - start >= timeout)) {
+            if (b->arrived > 0) {
+                b->arrived--; /* leave: the others still wait for everyone */
+            }
+            return -ETIMEDOUT;
+        }
+        if (now >= warn_next) {
+            warn_next = now + every;
+            ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s' has waited %.1f s at barrier '%s': "
+                          "%u of its %u participants in this process have arrived%s", k->name,
+                          (double)(now - start) / 1e9, b->name, b->arrived, b->expected,
+                          !global ? "" : (b->arrived < b->expected) ?
+                          " (then it waits for those of other processes)" :
+                          ", it waits for those of other processes");
+        }
+        until = (timeout_ms >= 0) ? start + timeout : UINT64_MAX;
+        until = (warn_next < until) ? warn_next : until;
+        if (until == UINT64_MAX) {
+            pthread_cond_wait(&ctx->barrier_cv, &ctx->lock);
+        } else {
+            /* the condition variable keeps CLOCK_REALTIME: sleep for what is left, >= 1 ms */
+            timespec_in_ms(&ts, (long)(((until > now) ? until - now : 0) / 1000000u) + 1);
+            pthread_cond_timedwait(&ctx->barrier_cv, &ctx->lock, &ts);
+        }
+        now = now_ns();
+    }
+    return 0;
+}
+
 int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
 {
     ringk_ctx_t *ctx = k->ctx;
-    struct timespec ts;
     barrier_t *b = NULL;
     uint64_t gen;
     unsigned i;
@@ -1412,21 +1455,7 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
         }
     }
     if (b->generation == gen) {
-        if (timeout_ms >= 0) {
-            timespec_in_ms(&ts, timeout_ms);
-        }
-        while ((b->generation == gen) && (ret == 0)) {
-            ret = (timeout_ms < 0) ? pthread_cond_wait(&ctx->barrier_cv, &ctx->lock)
-                                   : pthread_cond_timedwait(&ctx->barrier_cv, &ctx->lock, &ts);
-        }
-        if (b->generation == gen) {
-            if (b->arrived > 0) {
-                b->arrived--; /* leave: the others still wait for everyone */
-            }
-            ret = -ETIMEDOUT;
-        } else {
-            ret = 0;
-        }
+        ret = barrier_sleep(k, b, gen, global, timeout_ms);
     }
     pthread_mutex_unlock(&ctx->lock);
     return ret;

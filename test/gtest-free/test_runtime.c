@@ -20,9 +20,12 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void log_hook(void *arg, int level, const char *message)
 {
+    size_t used;
+
     pthread_mutex_lock(&log_mu);
-    if (level <= RINGK_LOG_WARN) {
-        strncat(logbuf, message, sizeof(logbuf) - strlen(logbuf) - 2);
+    used = strlen(logbuf);
+    if ((level <= RINGK_LOG_WARN) && (used + 2 < sizeof(logbuf))) { /* full: drop the rest */
+        strncat(logbuf, message, sizeof(logbuf) - used - 2);
         strcat(logbuf, "\n");
     }
     pthread_mutex_unlock(&log_mu);
@@ -1212,6 +1215,59 @@ START_TEST(test_runtime_barrier)
 }
 END_TEST
 
+/* A kernel that waits at a barrier which the others never reach says so each
+ * RINGK_WAIT_WARN_MS (who, which barrier, how many arrived), and still times out. */
+static int barrier_lone_ret;
+static uint64_t barrier_lone_done;
+
+static int barrier_lone(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    barrier_lone_ret = ringk_barrier_wait(k, "meet", 450);
+    __atomic_store_n(&barrier_lone_done, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_barrier_warn)
+{
+    static const char *barriers[] = {"meet", NULL};
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_BARRIERS,
+        .handler = barrier_lone, .barriers = barriers
+    };
+    ringk_kernel_t *k;
+    ringk_ctx_t *ctx;
+    unsigned warnings = 0;
+    const char *at;
+    double t0;
+
+    setenv("RINGK_WAIT_WARN_MS", "100", 1);
+    ctx               = ctx_new();
+    barrier_lone_done = 0;
+    p.name            = "lone";
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    p.name = "absent"; /* takes part, never arrives */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    t0 = now_s();
+    ck_assert_int_eq(ringk_send(ctx, NULL, "lone", RINGK_MSG_DATA, NULL, 0, 0), 0);
+    wait_for(&barrier_lone_done, 1);
+    ck_assert(now_s() - t0 >= 0.44);
+    ck_assert_int_eq(barrier_lone_ret, -ETIMEDOUT);
+    pthread_mutex_lock(&log_mu);
+    for (at = logbuf; (at = strstr(at, "at barrier 'meet'")) != NULL; at++) {
+        warnings++;
+    }
+    /* at 100, 200, 300 and 400 ms; a slow machine may see fewer, never more */
+    ck_assert_msg((warnings >= 2) && (warnings <= 4), "%u warnings: '%s'", warnings, logbuf);
+    ck_assert_msg(strstr(logbuf, "kernel 'lone' has waited 0.") != NULL &&
+                  strstr(logbuf, " s at barrier 'meet': 1 of its 2 participants in this "
+                         "process have arrived\n") != NULL, "log '%s'", logbuf);
+    pthread_mutex_unlock(&log_mu);
+    ringk_ctx_destroy(ctx);
+    unsetenv("RINGK_WAIT_WARN_MS");
+}
+END_TEST
+
 /* ---- statistics, bad input -------------------------------------------------------------------- */
 
 START_TEST(test_runtime_latency_histogram)
@@ -1573,6 +1629,7 @@ int main(void)
     tcase_add_test(tc, test_runtime_terminate_message);
     tcase_add_test(tc, test_runtime_topic_fanout);
     tcase_add_test(tc, test_runtime_barrier);
+    tcase_add_test(tc, test_runtime_barrier_warn);
     tcase_add_test(tc, test_runtime_latency_histogram);
     suite_add_tcase(s, tc);
 

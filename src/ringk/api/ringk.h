@@ -148,7 +148,8 @@ typedef struct ringk_ctx_params {
  * default 100): how long an idle executor thread that no send or state change woke sleeps
  * before it looks at its inboxes again; and RINGK_WAIT_WARN_MS (0..3600000, default 10000, 0:
  * never): after how long a send still waiting for room (a full inbox, or no credits back from
- * another process) logs a warning naming sender and receiver, repeated as long again passes.
+ * another process) logs a warning naming sender and receiver, repeated as long again passes;
+ * a kernel waiting at a barrier logs one naming itself, the barrier and how many have arrived.
  */
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p);
 /**
@@ -391,7 +392,9 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
 
 /**
  * Waits at the named barrier until every kernel that lists it has arrived (call it from the
- * kernel's handler). @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT.
+ * kernel's handler). @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT (the
+ * kernel has left the barrier). A wait longer than RINGK_WAIT_WARN_MS logs a warning, repeated
+ * as long again passes (see ringk_ctx_create()).
  */
 int ringk_barrier_wait(ringk_kernel_t *kernel, const char *barrier, int timeout_ms);
 
