@@ -28,6 +28,7 @@
 #define RINGK_IDLE_WAKE_MS_MAX     60000      /* its largest accepted value */
 #define RINGK_WAIT_WARN_MS_DEFAULT 10000      /* RINGK_WAIT_WARN_MS when unset */
 #define RINGK_WAIT_WARN_MS_MAX     3600000    /* its largest accepted value; 0 turns it off */
+#define RINGK_BARRIER_POLL_MS      100        /* how often a barrier across processes looks for gone ones */
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
 
 typedef char ringk_name_t[RINGK_NAME_MAX];
@@ -253,6 +254,9 @@ int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *top
                          const void *payload, size_t length, int timeout_ms, unsigned *reached_p);
 /** 1 when participants of barrier @a name live in more than one process. */
 int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name);
+/* A process that takes part in barrier @a name and is gone (left the job or lost): its rank,
+ * or -1 while all are there. */
+int ringk_remote_barrier_gone(ringk_ctx_t *ctx, const char *name);
 /** This process's participants all arrived at generation @a gen (called without ctx->lock). */
 int ringk_remote_barrier_arrive(ringk_ctx_t *ctx, const char *name, uint64_t gen);
 /** Finds a kernel of another process by name: rank and its local id. */

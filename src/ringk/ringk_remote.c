@@ -746,6 +746,26 @@ int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name)
     return barrier_processes(ctx->remote, name) > 1;
 }
 
+int ringk_remote_barrier_gone(ringk_ctx_t *ctx, const char *name)
+{
+    ringk_remote_t *r = ctx->remote;
+    unsigned i;
+    int rank;
+
+    for (rank = 0; rank < r->size; rank++) {
+        if ((rank == ctx->job.rank) || !__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+            continue;
+        }
+        for (i = 0; i < RINGK_MAX_BARRIERS; i++) {
+            const topic_entry_t *b = &r->barriers[(size_t)rank * RINGK_MAX_BARRIERS + i];
+            if (b->used && (b->nsubs > 0) && !strncmp(b->name, name, RINGK_NAME_MAX)) {
+                return rank;
+            }
+        }
+    }
+    return -1;
+}
+
 /* All local participants arrived: tell rank 0 (or count ourselves there). Called without
  * ctx->lock; the release comes back through am_barrier_recv. */
 int ringk_remote_barrier_arrive(ringk_ctx_t *ctx, const char *name, uint64_t gen)

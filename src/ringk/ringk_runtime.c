@@ -1368,10 +1368,11 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     return (int)done;
 }
 
-/* Under ctx->lock: sleeps until barrier @a b leaves generation @a gen (0) or @a timeout_ms
- * passes (-ETIMEDOUT: @a k leaves the barrier). Wakes each RINGK_WAIT_WARN_MS to say who waits
- * and how many have arrived: a barrier that some participant never reaches would otherwise
- * hang without a word. */
+/* Under ctx->lock: sleeps until barrier @a b leaves generation @a gen (0), @a timeout_ms passes
+ * (-ETIMEDOUT), or, for a barrier across processes (@a global), a process taking part is gone
+ * (-EPIPE: it can never complete; looked at every RINGK_BARRIER_POLL_MS); then @a k leaves the
+ * barrier. Wakes each RINGK_WAIT_WARN_MS to say who waits and how many have arrived: a barrier
+ * that some participant never reaches would otherwise hang without a word. */
 static int barrier_sleep(ringk_kernel_t *k, barrier_t *b, uint64_t gen, int global,
                          int timeout_ms)
 {
@@ -1381,13 +1382,21 @@ static int barrier_sleep(ringk_kernel_t *k, barrier_t *b, uint64_t gen, int glob
     const uint64_t timeout = (uint64_t)timeout_ms * 1000000u;
     uint64_t now = start, until, warn_next = (every != 0) ? start + every : UINT64_MAX;
     struct timespec ts;
+    int gone;
 
     while (b->generation == gen) {
-        if ((timeout_ms >= 0) && (now - start >= timeout)) {
+        gone = global ? ringk_remote_barrier_gone(ctx, b->name) : -1;
+        if ((gone >= 0) || ((timeout_ms >= 0) && (now - start >= timeout))) {
             if (b->arrived > 0) {
                 b->arrived--; /* leave: the others still wait for everyone */
             }
-            return -ETIMEDOUT;
+            if (gone < 0) {
+                return -ETIMEDOUT;
+            }
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' leaves barrier '%s': process %d, "
+                          "which takes part, has left the job or was lost", k->name, b->name,
+                          gone);
+            return -EPIPE;
         }
         if (now >= warn_next) {
             warn_next = now + every;
@@ -1400,6 +1409,9 @@ static int barrier_sleep(ringk_kernel_t *k, barrier_t *b, uint64_t gen, int glob
         }
         until = (timeout_ms >= 0) ? start + timeout : UINT64_MAX;
         until = (warn_next < until) ? warn_next : until;
+        if (global && (until - now > RINGK_BARRIER_POLL_MS * 1000000ull)) {
+            until = now + RINGK_BARRIER_POLL_MS * 1000000ull;
+        }
         if (until == UINT64_MAX) {
             pthread_cond_wait(&ctx->barrier_cv, &ctx->lock);
         } else {

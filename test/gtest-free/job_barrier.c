@@ -2,13 +2,18 @@
 /* A named barrier across the processes of a job (driven by test_job.sh): every rank has two
  * kernels taking part in barrier "step"; in each of R rounds a kernel tells a checker in rank 0
  * that it arrived, waits at the barrier, then tells it that it passed. The checker fails if any
- * kernel passes round r before all kernels of all ranks arrived at round r. */
+ * kernel passes round r before all kernels of all ranks arrived at round r.
+ *   job_barrier left|lost: rank 1's kernels never arrive, and after 300 ms rank 1 leaves the
+ *   job (ringk_ctx_destroy) or exits without leaving; rank 0's kernels, waiting at the barrier
+ *   without a timeout, must each get -EPIPE instead of waiting for ever. */
 #include <ringk/api/ringk.h>
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PER_RANK 2
@@ -43,6 +48,59 @@ static int member(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
+/* gone mode: one wait without a timeout, its result counted */
+static int gone_epipe, gone_other, gone_done;
+
+static int gone_member(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    int ret = ringk_barrier_wait(k, "step", RINGK_WAIT_FOREVER);
+
+    __atomic_fetch_add((ret == -EPIPE) ? &gone_epipe : &gone_other, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&gone_done, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* rank 1 goes (leaves or dies) while rank 0's kernels wait at the barrier */
+static int gone_main(int rank, int size, int die, const char *const *names)
+{
+    double t0, waited;
+    int j, ok;
+
+    if (rank != 0) {
+        usleep(300000);
+        if (die) {
+            _exit(0); /* without leaving: the others must count this process lost */
+        }
+        ringk_ctx_destroy(ctx);
+        printf("barrier %s [rank %d of %d]: left\n", die ? "lost" : "left", rank, size);
+        return 0;
+    }
+    for (j = 0; j < PER_RANK; j++) {
+        ringk_send(ctx, NULL, names[j], RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_FOREVER);
+    }
+    t0 = now_s();
+    while ((__atomic_load_n(&gone_done, __ATOMIC_ACQUIRE) < PER_RANK) && (now_s() - t0 < 20)) {
+        usleep(1000);
+    }
+    waited = now_s() - t0;
+    ok     = (gone_epipe == PER_RANK) && (gone_other == 0);
+    printf("barrier %s [rank 0 of %d]: %d of %d kernels left the barrier with EPIPE (%d other) "
+           "after %.2f s: %s\n", die ? "lost" : "left", size, gone_epipe, PER_RANK, gone_other,
+           waited, ok ? "OK" : "FAIL");
+    if (ok) {
+        ringk_ctx_destroy(ctx);
+    }
+    return ok ? 0 : 1;
+}
+
 static int checker(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
     const note_t *n = ringk_msg_payload(msg);
@@ -61,8 +119,9 @@ static int checker(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const int gone = (argc > 1) && (!strcmp(argv[1], "left") || !strcmp(argv[1], "lost"));
     static const char *bar[] = {"step", NULL}, *to_checker[] = {"checker", NULL};
     const char *all[64 + 1];
     char names[64][16];
@@ -87,7 +146,8 @@ int main(void)
         ringk_kernel_params_t p = {
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                           RINGK_KERNEL_PARAM_FIELD_BARRIERS | RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
-            .name = names[rank * PER_RANK + j], .handler = member, .barriers = bar,
+            .name = names[rank * PER_RANK + j], .handler = gone ? gone_member : member,
+            .barriers = bar,
             .publishes_to = to_checker
         };
         if (ringk_kernel_create(ctx, &p, &k[j]) != 0) {
@@ -106,6 +166,9 @@ int main(void)
     }
     if (ringk_ctx_start(ctx) != 0) {
         return 1;
+    }
+    if (gone) {
+        return gone_main(rank, size, !strcmp(argv[1], "lost"), all + rank * PER_RANK);
     }
     for (j = 0; j < PER_RANK; j++) {
         ringk_send(ctx, NULL, names[rank * PER_RANK + j], RINGK_MSG_DATA, NULL, 0,

@@ -13,7 +13,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..24"
+echo "1..26"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -113,6 +113,13 @@ job "named barrier across 2 processes, 4 kernels x 10 rounds" 2 "barrier \[rank 
     "$top/test/gtest-free/job_barrier"
 job "named barrier across 3 processes, 6 kernels x 10 rounds" 3 "barrier \[rank 0 of 3\].*0 passed early: OK" \
     "$top/test/gtest-free/job_barrier"
+# a barrier that cannot complete because a process taking part went: EPIPE, not a hang
+job "barrier across 2 processes, rank 1 leaves before arriving: rank 0's waits end with EPIPE" 2 \
+    "barrier left \[rank 0 of 2\]: 2 of 2 kernels left the barrier with EPIPE (0 other).*: OK" \
+    "$top/test/gtest-free/job_barrier" left
+job "barrier across 2 processes, rank 1 dies before arriving: rank 0's waits end with EPIPE" 2 \
+    "barrier lost \[rank 0 of 2\]: 2 of 2 kernels left the barrier with EPIPE (0 other).*: OK" \
+    "$top/test/gtest-free/job_barrier" lost
 
 # rank 0 sends and leaves at once: nothing in flight lost, and leaving is not dying
 job "rank 0 leaves right after sending: 2 processes, nothing lost, not counted lost" 2 \
