@@ -496,6 +496,22 @@ static int route_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
+/* Creates a kernel of batch_ctx from @a p as @a name, with @a handler and routes to @a routes,
+ * and sends it the empty message that starts it. */
+static ringk_kernel_t *source_start(ringk_kernel_params_t *p, const char *name,
+                                    ringk_handler_t handler, const char *const *routes)
+{
+    ringk_kernel_t *k;
+
+    p->name         = name;
+    p->handler      = handler;
+    p->field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p->publishes_to = routes;
+    ck_assert_int_eq(ringk_kernel_create(batch_ctx, p, &k), 0);
+    ck_assert_int_eq(ringk_send(batch_ctx, NULL, name, RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    return k;
+}
+
 START_TEST(test_runtime_route_lookup)
 {
     ringk_kernel_params_t p = {
@@ -516,12 +532,7 @@ START_TEST(test_runtime_route_lookup)
         p.max_in = (i == 2) ? 8 : 64;
         ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k[i]), 0);
     }
-    p.name         = "rsrc";
-    p.handler      = route_source;
-    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
-    p.publishes_to = route_names;
-    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &src), 0);
-    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "rsrc", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    src = source_start(&p, "rsrc", route_source, route_names);
     wait_for(&route_got[0], 4);
     wait_for(&route_got[1], 4);
     wait_for(&route_got[2], 5);
@@ -615,12 +626,7 @@ START_TEST(test_runtime_route_name_edge)
         p.arg  = (void*)(uintptr_t)i;
         ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
     }
-    p.name         = "esrc";
-    p.handler      = edge_source;
-    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
-    p.publishes_to = edge_names;
-    ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
-    ck_assert_int_eq(ringk_send(batch_ctx, NULL, "esrc", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    k = source_start(&p, "esrc", edge_source, edge_names);
     for (i = 0; i < 4; i++) {
         wait_for(&edge_got[i], 8);
     }
