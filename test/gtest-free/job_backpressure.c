@@ -11,6 +11,8 @@
  *     first W's credits come back only in batches of TW / 4), so TW to TW + W are accepted.
  * While rank 0's timed send waits, RINGK_WAIT_WARN_MS = 50 makes it warn that it waits (named
  * receiver) through the log hook. Prints one line per rank ending in OK or FAIL. */
+#include "test_log.h"
+
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -55,15 +57,9 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 /* keeps warnings and errors while there is room (the waits of step 3 may add many) */
 static void log_hook(void *arg, int level, const char *message)
 {
-    size_t used;
-
-    pthread_mutex_lock(&log_mu);
-    used = strlen(logbuf);
-    if ((level <= RINGK_LOG_WARN) && (used + 2 < sizeof(logbuf))) {
-        strncat(logbuf, message, sizeof(logbuf) - used - 2);
-        strcat(logbuf, "\n");
+    if (level <= RINGK_LOG_WARN) {
+        test_log_append(logbuf, sizeof(logbuf), &log_mu, message);
     }
-    pthread_mutex_unlock(&log_mu);
 }
 
 /* One message to the sink: a K2K send, or a publish to its topic. */

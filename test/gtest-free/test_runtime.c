@@ -2,6 +2,7 @@
 /* Tests of the libringk runtime (one process, CPU executor): clock properties, messages,
  * per-pair FIFO under concurrency with backpressure, lifecycle, topics, barriers, statistics
  * and bad input. */
+#include "test_log.h"
 #include "test_util.h"
 
 #include <ringk/api/ringk.h>
@@ -21,15 +22,9 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void log_hook(void *arg, int level, const char *message)
 {
-    size_t used;
-
-    pthread_mutex_lock(&log_mu);
-    used = strlen(logbuf);
-    if ((level <= RINGK_LOG_WARN) && (used + 2 < sizeof(logbuf))) { /* full: drop the rest */
-        strncat(logbuf, message, sizeof(logbuf) - used - 2);
-        strcat(logbuf, "\n");
+    if (level <= RINGK_LOG_WARN) {
+        test_log_append(logbuf, sizeof(logbuf), &log_mu, message);
     }
-    pthread_mutex_unlock(&log_mu);
 }
 
 static ringk_ctx_t *ctx_new(void)
