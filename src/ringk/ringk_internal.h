@@ -28,7 +28,8 @@
 #define RINGK_IDLE_WAKE_MS_MAX     60000      /* its largest accepted value */
 #define RINGK_WAIT_WARN_MS_DEFAULT 10000      /* RINGK_WAIT_WARN_MS when unset */
 #define RINGK_WAIT_WARN_MS_MAX     3600000    /* its largest accepted value; 0 turns it off */
-#define RINGK_BARRIER_POLL_MS      100        /* how often a barrier across processes looks for gone ones */
+#define RINGK_BARRIER_POLL_MS      100        /* a barrier across processes looks for gone */
+                                              /* processes this often */
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
 
 typedef char ringk_name_t[RINGK_NAME_MAX];

@@ -394,8 +394,9 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
  * Waits at the named barrier until every kernel that lists it has arrived (call it from the
  * kernel's handler). @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT (the
  * kernel has left the barrier), -EPIPE (a process with kernels that take part has left the job
- * or was lost, so the barrier cannot complete: the kernel has left it; seen within 100 ms). A wait longer than RINGK_WAIT_WARN_MS logs a warning, repeated
- * as long again passes (see ringk_ctx_create()).
+ * or was lost, so the barrier cannot complete: the kernel has left it; seen within 100 ms). A
+ * wait longer than RINGK_WAIT_WARN_MS logs a warning, repeated as long again passes (see
+ * ringk_ctx_create()).
  */
 int ringk_barrier_wait(ringk_kernel_t *kernel, const char *barrier, int timeout_ms);
 
