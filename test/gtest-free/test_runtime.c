@@ -1476,6 +1476,25 @@ START_TEST(test_runtime_bad_sends)
 }
 END_TEST
 
+/* Each of the @a n values @a bad of environment variable @a var makes ringk_ctx_create(@a p)
+ * fail with -EINVAL, logging the value and the accepted @a range. */
+static void env_refused(const ringk_ctx_params_t *p, const char *var, const char *const *bad,
+                        unsigned n, const char *range)
+{
+    ringk_ctx_t *ctx;
+    char want[128];
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        logbuf[0] = '\0';
+        setenv(var, bad[i], 1);
+        ck_assert_int_eq(ringk_ctx_create(p, &ctx), -EINVAL);
+        snprintf(want, sizeof(want), "%s '%s' is not a number of milliseconds in %s", var,
+                 bad[i], range);
+        ck_assert_msg(strstr(logbuf, want) != NULL, "%s: log '%s'", bad[i], logbuf);
+    }
+}
+
 /* RINGK_IDLE_WAKE_MS out of range or not a number: ctx_create refuses, naming it and the range. */
 START_TEST(test_runtime_bad_idle_wake)
 {
@@ -1486,17 +1505,8 @@ START_TEST(test_runtime_bad_idle_wake)
         .pin        = 0
     };
     ringk_ctx_t *ctx;
-    char want[128];
-    unsigned i;
 
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        logbuf[0] = '\0';
-        setenv("RINGK_IDLE_WAKE_MS", bad[i], 1);
-        ck_assert_int_eq(ringk_ctx_create(&p, &ctx), -EINVAL);
-        snprintf(want, sizeof(want), "RINGK_IDLE_WAKE_MS '%s' is not a number of milliseconds "
-                 "in 1..60000", bad[i]);
-        ck_assert_msg(strstr(logbuf, want) != NULL, "%s: log '%s'", bad[i], logbuf);
-    }
+    env_refused(&p, "RINGK_IDLE_WAKE_MS", bad, sizeof(bad) / sizeof(bad[0]), "1..60000");
     setenv("RINGK_IDLE_WAKE_MS", "60000", 1); /* the limit itself is accepted */
     ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
     ringk_ctx_destroy(ctx);
@@ -1520,17 +1530,9 @@ START_TEST(test_runtime_wait_warn)
     ringk_kernel_t *k;
     unsigned i, warnings = 0;
     const char *at;
-    char want[128];
     double t0;
 
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        logbuf[0] = '\0';
-        setenv("RINGK_WAIT_WARN_MS", bad[i], 1);
-        ck_assert_int_eq(ringk_ctx_create(&cp, &ctx), -EINVAL);
-        snprintf(want, sizeof(want), "RINGK_WAIT_WARN_MS '%s' is not a number of milliseconds "
-                 "in 0..3600000", bad[i]);
-        ck_assert_msg(strstr(logbuf, want) != NULL, "%s: log '%s'", bad[i], logbuf);
-    }
+    env_refused(&cp, "RINGK_WAIT_WARN_MS", bad, sizeof(bad) / sizeof(bad[0]), "0..3600000");
     setenv("RINGK_WAIT_WARN_MS", (_i == 0) ? "100" : "0", 1);
     ctx     = ctx_new();
     counted = 0;
