@@ -199,7 +199,7 @@ struct ringk_ctx {
     int              pool_sleeping;   /* atomic */
     int              stop;            /* atomic */
     long             idle_wake_ms;    /* an unwoken sleeper looks again after this long */
-    long             wait_warn_ms;    /* a send waiting for room this long says so, 0: never */
+    long             wait_warn_ms;    /* a send or barrier wait this long says so, 0: never */
     /* pinning */
     int              pin;
     hwloc_topology_t topo;
@@ -255,8 +255,8 @@ int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *top
                          const void *payload, size_t length, int timeout_ms, unsigned *reached_p);
 /** 1 when participants of barrier @a name live in more than one process. */
 int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name);
-/* A process that takes part in barrier @a name and is gone (left the job or lost): its rank,
- * or -1 while all are there. */
+/** A process that takes part in barrier @a name and is gone (left the job or lost): its rank,
+ *  or -1 while all are there. */
 int ringk_remote_barrier_gone(ringk_ctx_t *ctx, const char *name);
 /** This process's participants all arrived at generation @a gen (called without ctx->lock). */
 int ringk_remote_barrier_arrive(ringk_ctx_t *ctx, const char *name, uint64_t gen);
