@@ -209,11 +209,13 @@ struct ringk_ctx {
 
 /* ---- runtime.c, for remote.c ---- */
 
+struct wire_msg;
+/** Takes a message from another process (its checked wire header @a w and @a len payload bytes)
+ *  straight to kernel @a to when the caller is @a to's own thread polling the worker while
+ *  idle, its inbox is empty and it is active: 0, or -EAGAIN (then ringk_deliver_hdr). */
+int ringk_deliver_direct(ringk_kernel_t *to, const struct wire_msg *w, const void *payload,
+                         size_t len);
 /** Puts a message built elsewhere (a remote sender's header) into @a to's inbox. */
-/** Takes a message from another process straight to kernel @a to when the caller is @a to's
- *  own thread polling the worker while idle, its inbox is empty and it is active: 0, or -EAGAIN
- *  (then ringk_deliver_hdr). */
-int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void *payload);
 int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *hdr,
                       const void *payload, int timeout_ms);
 /** The local kernel with that local id, or NULL. */

@@ -350,19 +350,32 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
     ringk_ctx_t *ctx  = r->ctx;
     remote_hdr_t hdr;
     ringk_kernel_t *k;
+    wire_msg_t w;
     int ret;
 
     /* from a peer: checked before use */
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
-        (ringk_wire_msg_parse(header, header_length, length, r->size, ctx->job.rank,
-                              &hdr) != 0)) {
+        (ringk_wire_msg_check(header, header_length, length, r->size, ctx->job.rank,
+                              &w) != 0)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed remote message (header %zu "
                       "bytes, expected %zu or %zu; data %zu bytes)", header_length,
                       (size_t)RINGK_WIRE_MSG_SHORT, sizeof(wire_msg_t), length);
         r->undeliverable++;
         return UCS_OK;
     }
-    k = ringk_kernel_by_id(ctx, hdr.dst);
+    k = ringk_kernel_by_id(ctx, w.dst);
+    /* FIFO: once a kernel has a backlog, later messages queue behind it. Only AM callbacks
+     * add to a backlog and the worker's lock serializes them, so a backlog found empty stays
+     * empty until this callback returns: then the message goes straight in without the lock
+     * (backlog_drain() empties a backlog under the lock, and publishes the empty head only
+     * after its last message is in the inbox). The usual case first: the kernel's own thread
+     * polls with nothing queued, and the message goes to it from the wire header. */
+    if ((k != NULL) && (__atomic_load_n(&r->backlog_head[w.dst], __ATOMIC_ACQUIRE) == NULL) &&
+        (ringk_deliver_direct(k, &w, data, length) == 0)) {
+        credit_owe(r, w.sender >> RINGK_RANK_SHIFT, w.dst, k);
+        return UCS_OK;
+    }
+    ringk_wire_msg_unpack(&w, length, &hdr);
     if (k == NULL) {
         r->undeliverable++;
         credit_owe(r, hdr.src_rank, hdr.dst, NULL);
@@ -370,16 +383,8 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
                       hdr.dst, hdr.msg.sender);
         return UCS_OK;
     }
-    /* FIFO: once a kernel has a backlog, later messages queue behind it. Only AM callbacks
-     * add to a backlog and the worker's lock serializes them, so a backlog found empty stays
-     * empty until this callback returns: then the message goes straight in without the lock
-     * (backlog_drain() empties a backlog under the lock, and publishes the empty head only
-     * after its last message is in the inbox). */
     if (__atomic_load_n(&r->backlog_head[hdr.dst], __ATOMIC_ACQUIRE) == NULL) {
-        ret = ringk_deliver_direct(k, &hdr.msg, data);
-        if (ret != 0) {
-            ret = ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
-        }
+        ret = ringk_deliver_hdr(ctx, k, &hdr.msg, data, RINGK_WAIT_NONE);
         if (ret == -EAGAIN) {
             pthread_mutex_lock(&r->backlog_mu);
             backlog_push(r, hdr.dst, &hdr, data, NULL);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "ringk_internal.h"
 #include "ringk_job.h"
+#include "ringk_wire.h"
 
 #include <errno.h>
 #include <hwloc.h>
@@ -405,10 +406,10 @@ static void kernel_direct(ringk_kernel_t *k)
     tls_running = NULL;
 }
 
-int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void *payload)
+int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *payload,
+                         size_t len)
 {
     ringk_msg_t *msg = &to->direct.msg;
-    const uint32_t len = hdr->length;
 
     /* FIFO: an empty inbox holds nothing older from the same sender; the slot is handled
      * before the inbox is looked at again */
@@ -416,9 +417,14 @@ int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void 
         (len > to->max_in) || (load_i(&to->state) != RINGK_KERNEL_ACTIVE) || !inbox_empty(to)) {
         return -EAGAIN;
     }
-    *msg        = *hdr;
-    msg->flags  = 0;
-    msg->enq_ns = ((msg->seq % RINGK_LAT_SAMPLE) == 0) ? now_ns() : 0;
+    msg->sender    = w->sender;
+    msg->receiver  = w->dst;
+    msg->type      = w->type;
+    msg->flags     = 0;
+    msg->length    = (uint32_t)len;
+    msg->seq       = w->seq;
+    msg->timestamp = w->timestamp;
+    msg->enq_ns    = ((w->seq % RINGK_LAT_SAMPLE) == 0) ? now_ns() : 0;
     if ((len >= 8) && (len <= 16)) {
         /* the usual small message: two 8-byte copies (overlapping below 16), no call */
         memcpy(to->direct.payload, payload, 8);

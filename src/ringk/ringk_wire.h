@@ -24,7 +24,7 @@ typedef struct {
 /* ... and as it travels: 16 bytes (24 with the sender's clock), so that an 8-byte message with
  * UCP's header fits one 64-byte cell of the ringk transport. The sending process is the rank in
  * the sender id; the length is the active message's data length. */
-typedef struct {
+typedef struct wire_msg {
     uint32_t sender;     /* rank << RINGK_RANK_SHIFT | kernel id (0: the host) */
     uint16_t dst;        /* the receiving kernel's id */
     uint8_t  type;       /* ringk_msg_type_t */
@@ -100,41 +100,59 @@ static inline int ringk_wire_other_rank(uint32_t rank, int size, int me)
 }
 
 /** Checks a K2K message header (wire_msg_t) arriving with @a data_len payload bytes for a job
- *  of @a size processes in which we are @a me; unpacks it into @a hdr_p. @return 0 or
- *  -EPROTO. Inline: it runs for every message from another process. */
-static inline int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len,
-                                       int size, int me, remote_hdr_t *hdr_p)
+ *  of @a size processes in which we are @a me, and copies it into @a w_p (timestamp 0 when it
+ *  has none). @return 0 or -EPROTO. Inline: it runs for every message from another process. */
+static inline int ringk_wire_msg_check(const void *header, size_t header_len, size_t data_len,
+                                       int size, int me, wire_msg_t *w_p)
 {
     const int stamped = (header_len == sizeof(wire_msg_t));
-    wire_msg_t w;
 
     if (!stamped && (header_len != RINGK_WIRE_MSG_SHORT)) {
         return -EPROTO;
     }
     /* fixed-size copies: no call into the C library on every message */
-    memcpy(&w, header, RINGK_WIRE_MSG_SHORT);
-    w.timestamp = 0;
+    memcpy(w_p, header, RINGK_WIRE_MSG_SHORT);
+    w_p->timestamp = 0;
     if (stamped) {
-        memcpy(&w.timestamp, (const uint8_t*)header + RINGK_WIRE_MSG_SHORT,
-               sizeof(w.timestamp));
+        memcpy(&w_p->timestamp, (const uint8_t*)header + RINGK_WIRE_MSG_SHORT,
+               sizeof(w_p->timestamp));
     }
     /* the flags say exactly whether the timestamp is there */
-    if ((w.flags != (stamped ? RINGK_WIRE_TIMESTAMP : 0)) || (data_len > RINGK_MAX_PAYLOAD) ||
-        (w.type > RINGK_MSG_TERMINATE) || (w.dst == 0) || (w.dst > RINGK_MAX_KERNELS) ||
-        !ringk_wire_other_rank(w.sender >> RINGK_RANK_SHIFT, size, me) ||
-        ((w.sender & ((1u << RINGK_RANK_SHIFT) - 1)) > RINGK_MAX_KERNELS)) {
+    if ((w_p->flags != (stamped ? RINGK_WIRE_TIMESTAMP : 0)) || (data_len > RINGK_MAX_PAYLOAD) ||
+        (w_p->type > RINGK_MSG_TERMINATE) || (w_p->dst == 0) || (w_p->dst > RINGK_MAX_KERNELS) ||
+        !ringk_wire_other_rank(w_p->sender >> RINGK_RANK_SHIFT, size, me) ||
+        ((w_p->sender & ((1u << RINGK_RANK_SHIFT) - 1)) > RINGK_MAX_KERNELS)) {
         return -EPROTO;
     }
-    hdr_p->msg.sender    = w.sender;
-    hdr_p->msg.receiver  = w.dst;
-    hdr_p->msg.type      = w.type;
+    return 0;
+}
+
+/** Unpacks a header that ringk_wire_msg_check() accepted into @a hdr_p. */
+static inline void ringk_wire_msg_unpack(const wire_msg_t *w, size_t data_len,
+                                         remote_hdr_t *hdr_p)
+{
+    hdr_p->msg.sender    = w->sender;
+    hdr_p->msg.receiver  = w->dst;
+    hdr_p->msg.type      = w->type;
     hdr_p->msg.flags     = 0;
     hdr_p->msg.length    = (uint32_t)data_len;
-    hdr_p->msg.seq       = w.seq;
-    hdr_p->msg.timestamp = w.timestamp;
+    hdr_p->msg.seq       = w->seq;
+    hdr_p->msg.timestamp = w->timestamp;
     hdr_p->msg.enq_ns    = 0;
-    hdr_p->dst           = w.dst;
-    hdr_p->src_rank      = w.sender >> RINGK_RANK_SHIFT;
+    hdr_p->dst           = w->dst;
+    hdr_p->src_rank      = w->sender >> RINGK_RANK_SHIFT;
+}
+
+/** ringk_wire_msg_check(), then ringk_wire_msg_unpack() into @a hdr_p. @return 0 or -EPROTO. */
+static inline int ringk_wire_msg_parse(const void *header, size_t header_len, size_t data_len,
+                                       int size, int me, remote_hdr_t *hdr_p)
+{
+    wire_msg_t w;
+
+    if (ringk_wire_msg_check(header, header_len, data_len, size, me, &w) != 0) {
+        return -EPROTO;
+    }
+    ringk_wire_msg_unpack(&w, data_len, hdr_p);
     return 0;
 }
 
