@@ -100,16 +100,26 @@ for c in $order; do
     printf '%-18s %16s %s\n' "$c" "$(median "$tmp/$c")" "$([ "${c%%:*}" = throughput ] && echo msg/s || echo us/round-trip)"
 done
 ratio() { awk -v a="$(median "$tmp/$1")" -v b="$(median "$tmp/$2")" 'BEGIN {printf "%.3f", a / b}'; }
+# the ratio within each round (both cases ran back to back): the machine's speed moves between
+# rounds, so this spread says how far one round's ratio can be from the ratio of the medians
+spread() {
+    paste "$tmp/$1" "$tmp/$2" | awk '($1 > 0) && ($2 > 0) {print $1 / $2}' | sort -g |
+        awk '{v[NR] = $1} END {if (NR) printf "per round %.2f to %.2f, median %.2f", v[1], v[NR],
+             (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+}
 echo
 echo "ratios:"
-echo "  throughput ringk/ck8   $(ratio throughput:ringk throughput:ck8)   (target >= 0.5)"
+echo "  throughput ringk/ck8   $(ratio throughput:ringk throughput:ck8)   (target >= 0.5;" \
+    "$(spread throughput:ringk throughput:ck8))"
 echo "  throughput ringk_route/ck8 $(ratio throughput:ringk_route throughput:ck8)"
 echo "  throughput ringk/ck64  $(ratio throughput:ringk throughput:ck64)"
 echo "  throughput ringk/zmq   $(ratio throughput:ringk throughput:zmq)"
-echo "  ping-pong  ringk/caf   $(ratio pingpong:ringk pingpong:caf)   (target <= 0.5)"
+echo "  ping-pong  ringk/caf   $(ratio pingpong:ringk pingpong:caf)   (target <= 0.5;" \
+    "$(spread pingpong:ringk pingpong:caf))"
 echo "  ping-pong  ringk/ck    $(ratio pingpong:ringk pingpong:ck)"
 echo "  ping-pong  ringk/zmq   $(ratio pingpong:ringk pingpong:zmq)"
-echo "  crossproc  ringk/ucp   $(ratio crossproc:ringk crossproc:ucp_am)   (target <= 1.3)"
+echo "  crossproc  ringk/ucp   $(ratio crossproc:ringk crossproc:ucp_am)   (target <= 1.3;" \
+    "$(spread crossproc:ringk crossproc:ucp_am))"
 echo "  crossproc  ucp_mt/ucp  $(ratio crossproc:ucp_am_mt crossproc:ucp_am)   (the thread-safe" \
     "worker alone)"
 echo "  crossproc  ringk/ucp_mt $(ratio crossproc:ringk crossproc:ucp_am_mt)"
