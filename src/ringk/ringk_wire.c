@@ -15,10 +15,16 @@ int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_le
     }
     memcpy(&hdr, header, sizeof(hdr));
     hdr.topic[RINGK_NAME_MAX - 1] = '\0';
-    if ((hdr.msg.length != data_len) || (hdr.msg.type > RINGK_MSG_TERMINATE) ||
-        !ringk_wire_other_rank(hdr.src_rank, size, me)) {
+    /* the publishing kernel is of the sending process, and the message is for every subscriber */
+    if ((hdr.msg.length != data_len) || (data_len > RINGK_MAX_PAYLOAD) ||
+        (hdr.msg.type > RINGK_MSG_TERMINATE) || !ringk_wire_other_rank(hdr.src_rank, size, me) ||
+        ((hdr.msg.sender >> RINGK_RANK_SHIFT) != hdr.src_rank) ||
+        ((hdr.msg.sender & ((1u << RINGK_RANK_SHIFT) - 1)) > RINGK_MAX_KERNELS) ||
+        (hdr.msg.receiver != RINGK_MSG_BROADCAST)) {
         return -EPROTO;
     }
+    hdr.msg.flags  = 0;
+    hdr.msg.enq_ns = 0;
     *hdr_p = hdr;
     return 0;
 }
