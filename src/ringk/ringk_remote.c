@@ -104,7 +104,8 @@ static void event_post(ringk_remote_t *r, int rank, ringk_peer_event_kind_t kind
 }
 
 /* Puts each due event into the inboxes of the kernels that asked for them, without waiting:
- * a full inbox is tried again on the next call. Called by whichever thread progresses. */
+ * a full inbox, or one with a backlog (messages that came before the event), is tried again on
+ * the next call. Called by whichever thread progresses. */
 static void events_deliver(ringk_remote_t *r)
 {
     ringk_peer_event_t ev;
@@ -127,6 +128,10 @@ static void events_deliver(ringk_remote_t *r)
             k = ringk_kernel_by_id(r->ctx, r->event_next[rank] + 1);
             if ((k == NULL) || !k->peer_events) {
                 continue;
+            }
+            if (__atomic_load_n(&r->backlog_head[k->id], __ATOMIC_ACQUIRE) != NULL) {
+                ret = -EAGAIN; /* after the backlogged messages, which may be from that peer */
+                break;
             }
             memset(&hdr, 0, sizeof(hdr));
             hdr.sender   = (uint32_t)rank << RINGK_RANK_SHIFT;
@@ -316,7 +321,7 @@ static unsigned backlog_drain(ringk_remote_t *r)
                 break;
             }
             if (ret != 0) {
-                r->undeliverable++;
+                __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
                 ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from sender 0x%x to "
                               "local kernel %u: %s", b->hdr.msg.sender, id, strerror(-ret));
             }
@@ -360,7 +365,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed remote message (header %zu "
                       "bytes, expected %zu or %zu; data %zu bytes)", header_length,
                       (size_t)RINGK_WIRE_MSG_SHORT, sizeof(wire_msg_t), length);
-        r->undeliverable++;
+        __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
         return UCS_OK;
     }
     k = ringk_kernel_by_id(ctx, w.dst);
@@ -377,7 +382,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
     }
     ringk_wire_msg_unpack(&w, length, &hdr);
     if (k == NULL) {
-        r->undeliverable++;
+        __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
         credit_owe(r, hdr.src_rank, hdr.dst, NULL);
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no local kernel %u (from 0x%x)",
                       hdr.dst, hdr.msg.sender);
@@ -403,7 +408,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
         credit_owe(r, hdr.src_rank, hdr.dst, k); /* in the inbox, or reported below */
     }
     if ((ret != 0) && (ret != -EAGAIN)) {
-        r->undeliverable++;
+        __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable message from 0x%x to '%s': %s",
                       hdr.msg.sender, k->name, strerror(-ret));
     }
@@ -425,7 +430,7 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) ||
         (ringk_wire_topic_parse(header, header_length, length, r->size, ctx->job.rank,
                                 &hdr) != 0)) {
-        r->undeliverable++;
+        __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "dropping a malformed publish (header %zu bytes, "
                       "data %zu)", header_length, length);
         return UCS_OK;
@@ -457,7 +462,9 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
             ref->remaining++;
             backlog_push(r, subs[i]->id, &one, data, ref);
         } else if (ret != 0) {
-            r->undeliverable++;
+            __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable publish on '%s' from 0x%x to '%s':"
+                          " %s", hdr.topic, hdr.msg.sender, subs[i]->name, strerror(-ret));
         }
     }
     pthread_mutex_unlock(&r->backlog_mu);
@@ -704,7 +711,9 @@ static void barrier_release(ringk_remote_t *r, const char *name, uint64_t gen)
         for (j = 0; j < RINGK_MAX_BARRIERS; j++) {
             const topic_entry_t *b = &r->barriers[(size_t)rank * RINGK_MAX_BARRIERS + j];
             if (b->used && (b->nsubs > 0) && !strncmp(b->name, name, RINGK_NAME_MAX)) {
-                control_send(r, rank, RINGK_AM_BARRIER, &rel, sizeof(rel));
+                /* no wait: this may run inside an AM callback, where a send that does not
+                 * leave at once would wait for progress that nobody can make */
+                am_send_async(r, rank, RINGK_AM_BARRIER, &rel, sizeof(rel));
             }
         }
     }
