@@ -72,6 +72,9 @@ struct ringk_remote {
     int             efd;
     pthread_mutex_t backlog_mu;   /* the backlog lists: whichever thread progresses the worker */
     backlog_t      *backlog_head[RINGK_MAX_KERNELS + 1];
+    /* per local kernel id: NULL when it takes messages from every kernel, else which senders
+     * (rank * RINGK_SLOTS + kernel id, 1: allowed) its subscribes_to names */
+    uint8_t        *allowed[RINGK_MAX_KERNELS + 1];
     backlog_t      *backlog_tail[RINGK_MAX_KERNELS + 1];
     ringk_ctx_t    *ctx;
     int             size;
@@ -369,6 +372,16 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
         return UCS_OK;
     }
     k = ringk_kernel_by_id(ctx, w.dst);
+    if ((k != NULL) && (r->allowed[w.dst] != NULL) &&
+        !r->allowed[w.dst][(w.sender >> RINGK_RANK_SHIFT) * RINGK_SLOTS +
+                           (w.sender & ((1u << RINGK_RANK_SHIFT) - 1))]) {
+        __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
+        credit_owe(r, w.sender >> RINGK_RANK_SHIFT, w.dst, k);
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: kernel '%s' does not subscribe to "
+                      "kernel %u of process %u", k->name,
+                      w.sender & ((1u << RINGK_RANK_SHIFT) - 1), w.sender >> RINGK_RANK_SHIFT);
+        return UCS_OK;
+    }
     /* FIFO: once a kernel has a backlog, later messages queue behind it. Only AM callbacks
      * add to a backlog and the worker's lock serializes them, so a backlog found empty stays
      * empty until this callback returns: then the message goes straight in without the lock
@@ -1016,11 +1029,54 @@ int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_
     return -ENOENT;
 }
 
+/* For each local kernel that lists subscribes_to: which kernels of other processes it takes
+ * messages from (those it names, and every process's host, which local sends do not check
+ * either). Built once the directory is in; am_recv() refuses the others. */
+static int allowed_build(ringk_remote_t *r)
+{
+    ringk_ctx_t *ctx = r->ctx;
+    const ringk_kernel_t *k;
+    unsigned i, j, e;
+    int rank, ret = 0;
+
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 0; (ret == 0) && (i < ctx->nkernels); i++) {
+        k = ctx->kernels[i];
+        if ((k == NULL) || (k->subscribes_to.count == 0)) {
+            continue;
+        }
+        r->allowed[k->id] = calloc((size_t)r->size * RINGK_SLOTS, 1);
+        if (r->allowed[k->id] == NULL) {
+            ret = -ENOMEM;
+            break;
+        }
+        for (rank = 0; rank < r->size; rank++) {
+            r->allowed[k->id][rank * RINGK_SLOTS] = 1;
+            for (e = 0; e < RINGK_DIR_ENTRIES; e++) {
+                const dir_entry_t *d = &r->dir[(size_t)rank * RINGK_DIR_ENTRIES + e];
+
+                for (j = 0; d->used && (j < k->subscribes_to.count); j++) {
+                    if (!strncmp(d->name, k->subscribes_to.names[j], RINGK_NAME_MAX)) {
+                        r->allowed[k->id][rank * RINGK_SLOTS + d->id] = 1;
+                    }
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return ret;
+}
+
 /* ---- start and stop ------------------------------------------------------------------------- */
 
 /* Frees what ringk_remote_start() allocated (each array may be NULL), and @a r. */
 static void remote_free(ringk_remote_t *r)
 {
+    unsigned i;
+
+    for (i = 0; i <= RINGK_MAX_KERNELS; i++) {
+        free(r->allowed[i]);
+    }
     free(r->eps);
     free(r->dead);
     free(r->left);
@@ -1193,6 +1249,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                 r->credits[rank * RINGK_SLOTS + e->id] = e->window;
             }
         }
+        ret = allowed_build(r);
     }
     if (ret == 0) {
         ret = ctx->job.allgather(ctx->job.arg, mytopics, r->topics,

@@ -13,7 +13,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..26"
+echo "1..27"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -108,6 +108,10 @@ job "topics across 2 processes: one AM per process, 4 subscribers" 2 "topics \[r
     "$top/test/gtest-free/job_topics" 2000
 job "topics across 3 processes: 6 subscribers" 3 "topics \[rank 0 of 3\].*: OK" \
     "$top/test/gtest-free/job_topics" 1000
+
+# the receiving process enforces subscribes_to for senders in other processes
+job "subscribes_to across 2 processes: b's messages refused and logged, a's delivered in order" 2 \
+    "subscribe \[rank 0 of 2\].*: OK" "$top/test/gtest-free/job_subscribe" 20
 
 job "named barrier across 2 processes, 4 kernels x 10 rounds" 2 "barrier \[rank 0 of 2\].*0 passed early: OK" \
     "$top/test/gtest-free/job_barrier"

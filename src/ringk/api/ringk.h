@@ -334,7 +334,8 @@ int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats
  * for its handler (or one thread at a time): its sequence numbers and counters are not locked;
  * any thread may send as the host. A kernel may send
  * only to kernels in its publishes_to list; the receiver, if it lists subscribes_to, must list
- * the sender. FIFO per sender and receiver. To a kernel of another process, this process may
+ * the sender (-EPERM here for a receiver in this process; for one in another process, that
+ * process refuses the message and logs it as undeliverable). FIFO per sender and receiver. To a kernel of another process, this process may
  * have at most that kernel's inbox_size messages on their way (credits, returned as they enter
  * its inbox): beyond that a send waits or fails as for a full local inbox.
  *
