@@ -12,6 +12,17 @@
 
 #define RINGK_RANK_SHIFT 20        /* sender ids: rank << 20 | local kernel id */
 
+/* The two parts of a sender id. */
+static inline uint32_t ringk_sender_rank(uint32_t sender)
+{
+    return sender >> RINGK_RANK_SHIFT;
+}
+
+static inline uint32_t ringk_sender_kernel(uint32_t sender)
+{
+    return sender & ((1u << RINGK_RANK_SHIFT) - 1);
+}
+
 #define RINGK_MAX_KERNELS   256
 #define RINGK_NAME_MAX      64
 #define RINGK_LIST_MAX      32

@@ -373,13 +373,13 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
     }
     k = ringk_kernel_by_id(ctx, w.dst);
     if ((k != NULL) && (r->allowed[w.dst] != NULL) &&
-        !r->allowed[w.dst][(w.sender >> RINGK_RANK_SHIFT) * RINGK_SLOTS +
-                           (w.sender & ((1u << RINGK_RANK_SHIFT) - 1))]) {
+        !r->allowed[w.dst][ringk_sender_rank(w.sender) * RINGK_SLOTS +
+                           ringk_sender_kernel(w.sender)]) {
         __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
-        credit_owe(r, w.sender >> RINGK_RANK_SHIFT, w.dst, k);
+        credit_owe(r, ringk_sender_rank(w.sender), w.dst, k);
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: kernel '%s' does not subscribe to "
-                      "kernel %u of process %u", k->name,
-                      w.sender & ((1u << RINGK_RANK_SHIFT) - 1), w.sender >> RINGK_RANK_SHIFT);
+                      "kernel %u of process %u", k->name, ringk_sender_kernel(w.sender),
+                      ringk_sender_rank(w.sender));
         return UCS_OK;
     }
     /* FIFO: once a kernel has a backlog, later messages queue behind it. Only AM callbacks
@@ -390,7 +390,7 @@ static ucs_status_t am_recv(void *arg, const void *header, size_t header_length,
      * polls with nothing queued, and the message goes to it from the wire header. */
     if ((k != NULL) && (__atomic_load_n(&r->backlog_head[w.dst], __ATOMIC_ACQUIRE) == NULL) &&
         (ringk_deliver_direct(k, &w, data, length) == 0)) {
-        credit_owe(r, w.sender >> RINGK_RANK_SHIFT, w.dst, k);
+        credit_owe(r, ringk_sender_rank(w.sender), w.dst, k);
         return UCS_OK;
     }
     ringk_wire_msg_unpack(&w, length, &hdr);

@@ -18,8 +18,8 @@ int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_le
     /* the publishing kernel is of the sending process, and the message is for every subscriber */
     if ((hdr.msg.length != data_len) || (data_len > RINGK_MAX_PAYLOAD) ||
         (hdr.msg.type > RINGK_MSG_TERMINATE) || !ringk_wire_other_rank(hdr.src_rank, size, me) ||
-        ((hdr.msg.sender >> RINGK_RANK_SHIFT) != hdr.src_rank) ||
-        ((hdr.msg.sender & ((1u << RINGK_RANK_SHIFT) - 1)) > RINGK_MAX_KERNELS) ||
+        (ringk_sender_rank(hdr.msg.sender) != hdr.src_rank) ||
+        (ringk_sender_kernel(hdr.msg.sender) > RINGK_MAX_KERNELS) ||
         (hdr.msg.receiver != RINGK_MSG_BROADCAST)) {
         return -EPROTO;
     }

@@ -120,8 +120,8 @@ static inline int ringk_wire_msg_check(const void *header, size_t header_len, si
     /* the flags say exactly whether the timestamp is there */
     if ((w_p->flags != (stamped ? RINGK_WIRE_TIMESTAMP : 0)) || (data_len > RINGK_MAX_PAYLOAD) ||
         (w_p->type > RINGK_MSG_TERMINATE) || (w_p->dst == 0) || (w_p->dst > RINGK_MAX_KERNELS) ||
-        !ringk_wire_other_rank(w_p->sender >> RINGK_RANK_SHIFT, size, me) ||
-        ((w_p->sender & ((1u << RINGK_RANK_SHIFT) - 1)) > RINGK_MAX_KERNELS)) {
+        !ringk_wire_other_rank(ringk_sender_rank(w_p->sender), size, me) ||
+        (ringk_sender_kernel(w_p->sender) > RINGK_MAX_KERNELS)) {
         return -EPROTO;
     }
     return 0;
@@ -140,7 +140,7 @@ static inline void ringk_wire_msg_unpack(const wire_msg_t *w, size_t data_len,
     hdr_p->msg.timestamp = w->timestamp;
     hdr_p->msg.enq_ns    = 0;
     hdr_p->dst           = w->dst;
-    hdr_p->src_rank      = w->sender >> RINGK_RANK_SHIFT;
+    hdr_p->src_rank      = ringk_sender_rank(w->sender);
 }
 
 /** ringk_wire_msg_check(), then ringk_wire_msg_unpack() into @a hdr_p. @return 0 or -EPROTO. */

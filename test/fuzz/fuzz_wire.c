@@ -49,8 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(memchr(topic.topic, '\0', sizeof(topic.topic)) != NULL);
             check(topic.msg.length == dlen);
             check((topic.src_rank < (uint32_t)job) && ((int)topic.src_rank != me));
-            check((topic.msg.sender >> RINGK_RANK_SHIFT) == topic.src_rank);
-            check((topic.msg.sender & ((1u << RINGK_RANK_SHIFT) - 1)) <= RINGK_MAX_KERNELS);
+            check(ringk_sender_rank(topic.msg.sender) == topic.src_rank);
+            check(ringk_sender_kernel(topic.msg.sender) <= RINGK_MAX_KERNELS);
             check((topic.msg.receiver == RINGK_MSG_BROADCAST) && (dlen <= RINGK_MAX_PAYLOAD));
         }
         break;
