@@ -127,10 +127,12 @@ int main(int argc, char **argv)
            (unsigned long long)rounds, (unsigned long long)errors, us / rounds);
     if (size > 1) {
         /* across processes: how many of its messages the kernel's thread took straight from
-         * the UCP worker (direct_in) rather than through its inbox */
+         * the UCP worker (direct_in) rather than through its inbox, and of them how many it
+         * handled in the receive callback itself (inline_in, see RINGK_RECV_INLINE) */
         printf("pingpong [rank %d of 2]: %s handled %llu messages, %llu of them straight from the "
-               "worker\n", rank, (rank == 0) ? "ping" : "pong", (unsigned long long)st.msgs_in,
-               (unsigned long long)st.direct_in);
+               "worker, %llu in its receive callback\n", rank, (rank == 0) ? "ping" : "pong",
+               (unsigned long long)st.msgs_in, (unsigned long long)st.direct_in,
+               (unsigned long long)st.inline_in);
     }
     example_job_end();
     return errors ? 1 : 0;

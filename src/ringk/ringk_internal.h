@@ -116,6 +116,7 @@ struct ringk_kernel {
     unsigned              max_in, max_out, inbox_size, outbox_size, capacity;
     int                   timestamps;
     int                   peer_events;   /* gets ringk_peer_event_t control messages */
+    int                   recv_inline;   /* its handler may run in the receive callback */
     name_list_t           publishes_to, subscribes_to, topics_pub, topics_sub, barriers;
     route_t               routes[RINGK_LIST_MAX];  /* parallel to publishes_to */
     /* inbox: multi-producer ring, consumed by the kernel's executor only */
@@ -145,6 +146,11 @@ struct ringk_kernel {
      * the worker with an empty inbox (ringk_deliver_direct): handled as soon as the poll
      * returns, without going through the inbox */
     int                   direct_full;
+    uint64_t              inline_in;     /* of direct_in, handled in the receive callback */
+    /* what its handler, run in the receive callback, could not do without waiting: done in
+     * order once the callback returned (see ringk_tls_inline) */
+    struct ringk_deferred *defer_head, *defer_tail;
+    uint64_t              deferred, deferred_failed;
     struct {
         ringk_msg_t msg;
         uint8_t     payload[RINGK_DIRECT_MAX];
@@ -211,6 +217,7 @@ struct ringk_ctx {
     int              stop;            /* atomic */
     long             idle_wake_ms;    /* an unwoken sleeper looks again after this long */
     long             wait_warn_ms;    /* a send or barrier wait this long says so, 0: never */
+    int              recv_inline;     /* RINGK_RECV_INLINE: handlers may run in AM callbacks */
     /* pinning */
     int              pin;
     hwloc_topology_t topo;
@@ -219,6 +226,15 @@ struct ringk_ctx {
 
 
 /* ---- runtime.c, for remote.c ---- */
+
+/** The kernel whose handler runs on this thread inside a UCP receive callback (see
+ *  ringk_deliver_direct), or NULL. Nothing may wait there: the worker's lock is held, so no
+ *  thread can progress it, and a local kernel this thread waited for may itself wait for the
+ *  lock. A wait the handler's call would need ends at once with RINGK_WOULD_WAIT instead, and
+ *  the call is deferred: done, in order with the kernel's later calls, once the callback
+ *  returned. */
+extern __thread ringk_kernel_t *ringk_tls_inline __attribute__((tls_model("initial-exec")));
+#define RINGK_WOULD_WAIT (-EINPROGRESS)
 
 struct wire_msg;
 /** Takes a message from another process (its checked wire header @a w and @a len payload bytes)

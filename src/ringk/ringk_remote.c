@@ -279,6 +279,12 @@ static int credit_take(ringk_remote_t *r, int rank, uint32_t id)
     return 1;
 }
 
+/* Returns a credit credit_take() took for a message that was not sent after all. */
+static void credit_give_back(ringk_remote_t *r, int rank, uint32_t id)
+{
+    __atomic_add_fetch(&r->credits[(uint32_t)rank * RINGK_SLOTS + id], 1, __ATOMIC_RELEASE);
+}
+
 /* ---- receiving ----------------------------------------------------------------------------- */
 
 static void backlog_push(ringk_remote_t *r, uint32_t dst, const remote_hdr_t *hdr,
@@ -621,6 +627,11 @@ unsigned ringk_remote_poll(ringk_ctx_t *ctx)
 /* Eager active messages: constant parameters, not built on the stack for every send. */
 static const ucp_request_param_t am_eager_param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                                    .flags = UCP_AM_SEND_FLAG_EAGER};
+/* From a handler run in a receive callback (ringk_tls_inline): sent at once or not at all
+ * (UCS_ERR_NO_RESOURCE), never a request that only progressing the worker completes. */
+static const ucp_request_param_t am_now_param = {
+    .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
+    .flags        = UCP_AM_SEND_FLAG_EAGER};
 
 /* Waits for a send that did not complete at once; the worker is multi-threaded and whichever
  * thread progresses it completes the request. */
@@ -931,6 +942,9 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
     /* backpressure: the receiving kernel's inbox and this process's share of its backlog are
      * full until it returns credits */
     if (!credit_take(r, rank, id)) {
+        if ((ringk_tls_inline != NULL) && (timeout_ms != RINGK_WAIT_NONE)) {
+            return RINGK_WOULD_WAIT; /* credits come back only through the worker */
+        }
         ret = credit_wait(ctx, rank, id, timeout_ms);
         if (ret != 0) {
             return ret;
@@ -948,8 +962,17 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
         hlen        = sizeof(w);
     }
     /* one active message (the process was alive at the top; credit_wait checked it since) */
-    req    = ucp_am_send_nbx(r->eps[rank], RINGK_AM_MSG, &w, hlen, payload, length,
-                             &am_eager_param);
+    req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_MSG, &w, hlen, payload, length,
+                          (ringk_tls_inline == NULL) ? &am_eager_param : &am_now_param);
+    if ((ringk_tls_inline != NULL) && (req == UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE))) {
+        /* not sent: as if never tried (the sequence number back), then again after the
+         * callback. A host send cannot take back its number: the host's sequence has a gap. */
+        credit_give_back(r, rank, id);
+        if (from != NULL) {
+            __atomic_store_n(&from->seq, w.seq, __ATOMIC_RELAXED);
+        }
+        return RINGK_WOULD_WAIT;
+    }
     status = UCS_PTR_IS_PTR(req) ? am_request_wait(req) : UCS_PTR_STATUS(req);
     if (status != UCS_OK) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,

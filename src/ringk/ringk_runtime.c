@@ -158,8 +158,10 @@ static int inbox_empty(ringk_kernel_t *k)
 static __thread ringk_kernel_t *tls_running __attribute__((tls_model("initial-exec")));
 /* the kernel whose idle thread is polling the worker (see ringk_deliver_direct) */
 static __thread ringk_kernel_t *tls_polling __attribute__((tls_model("initial-exec")));
+__thread ringk_kernel_t *ringk_tls_inline __attribute__((tls_model("initial-exec")));
 
 static void batch_flush_all(ringk_kernel_t *from);
+static void deferred_run(ringk_kernel_t *k);
 
 /* Before this thread waits for anything: publishes the batch cells of the kernel whose handler
  * runs here, so that it never waits holding claimed cells their reader may need to pass. */
@@ -433,6 +435,16 @@ int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *pa
         memcpy(to->direct.payload, payload, len);
     }
     to->direct_full = 1;
+    if (to->recv_inline) {
+        /* the handler runs here, in the receive callback: its reply leaves before the worker's
+         * progress call unwinds (cross-process ping-pong: 1.66 -> 1.36 times raw UCP AM in a
+         * first trial, medians of 7 interleaved rounds). What it cannot do without waiting is
+         * deferred (ringk_tls_inline). */
+        ringk_tls_inline = to;
+        kernel_direct(to);
+        ringk_tls_inline = NULL;
+        __atomic_store_n(&to->inline_in, to->inline_in + 1, __ATOMIC_RELAXED);
+    }
     return 0;
 }
 
@@ -529,6 +541,9 @@ static void *persistent_main(void *arg)
                 got = ringk_remote_poll(k->ctx);
             }
             tls_polling = NULL;
+            if (k->defer_head != NULL) {
+                deferred_run(k);
+            }
             if (k->direct_full) {
                 kernel_direct(k);
             }
@@ -738,6 +753,9 @@ inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_c
     if (timeout_ms == RINGK_WAIT_NONE) {
         add_u64(&to->refused_full, 1);
         return -EAGAIN;
+    }
+    if (ringk_tls_inline != NULL) {
+        return RINGK_WOULD_WAIT; /* to's executor may itself wait for the worker's lock */
     }
     ringk_wait_prepare();
     start    = now_ns();
@@ -1172,18 +1190,151 @@ static int send_args_ok(ringk_ctx_t *ctx, const void *payload, size_t length,
            ((unsigned)type <= RINGK_MSG_TERMINATE) && (timeout_ms >= RINGK_WAIT_FOREVER);
 }
 
+/* ---- calls deferred from a handler run in a receive callback (ringk_tls_inline) ---- */
+
+typedef enum { DEFER_SEND, DEFER_SEND_ROUTE, DEFER_PUBLISH, DEFER_TERMINATE } defer_kind_t;
+
+typedef struct ringk_deferred {
+    struct ringk_deferred *next;
+    defer_kind_t           kind;
+    ringk_kernel_t        *from;      /* the sender (NULL: the host), or the kernel to terminate */
+    int                    route;     /* DEFER_SEND_ROUTE */
+    const char            *name;      /* kernel (DEFER_SEND) or topic (DEFER_PUBLISH), in data */
+    ringk_msg_type_t       type;
+    int                    timeout_ms;
+    size_t                 length;
+    uint8_t                data[];    /* the payload, then the name */
+} ringk_deferred_t;
+
+/* Queues a call of the handler running in the receive callback, to be made once the callback
+ * returned (deferred_run): 0, or -ENOMEM. */
+static __attribute__((noinline)) int defer_call(defer_kind_t kind, ringk_kernel_t *from,
+                                                int route, const char *name,
+                                                ringk_msg_type_t type, const void *payload,
+                                                size_t length, int timeout_ms)
+{
+    ringk_kernel_t *k   = ringk_tls_inline;
+    size_t name_len     = (name != NULL) ? strlen(name) + 1 : 0;
+    ringk_deferred_t *d = malloc(sizeof(*d) + length + name_len);
+
+    if (d == NULL) {
+        return -ENOMEM;
+    }
+    d->next       = NULL;
+    d->kind       = kind;
+    d->from       = from;
+    d->route      = route;
+    d->type       = type;
+    d->timeout_ms = timeout_ms;
+    d->length     = length;
+    if (length > 0) {
+        memcpy(d->data, payload, length);
+    }
+    d->name = NULL;
+    if (name != NULL) {
+        memcpy(d->data + length, name, name_len);
+        d->name = (const char*)(d->data + length);
+    }
+    if (k->defer_tail != NULL) {
+        k->defer_tail->next = d;
+    } else {
+        k->defer_head = d;
+    }
+    k->defer_tail = d;
+    __atomic_store_n(&k->deferred, k->deferred + 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* A send from a handler running in the receive callback while earlier calls of it wait to be
+ * made: queued behind them (FIFO), or -EAGAIN for a send that must not wait. */
+static int defer_behind(defer_kind_t kind, ringk_kernel_t *from, int route, const char *name,
+                        ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    if (timeout_ms == RINGK_WAIT_NONE) {
+        return -EAGAIN;
+    }
+    return defer_call(kind, from, route, name, type, payload, length, timeout_ms);
+}
+
+/* Makes the calls that kernel @a k's handler deferred in a receive callback, in order, on k's
+ * thread, as its handler would have (batched sends, waits): the failures are counted and
+ * logged, since the handler was told 0. */
+static __attribute__((noinline)) void deferred_run(ringk_kernel_t *k)
+{
+    ringk_deferred_t *d;
+    unsigned reached;
+    int ret;
+
+    tls_running   = k;
+    k->iter_sends = 0;
+    while ((d = k->defer_head) != NULL) {
+        k->defer_head = d->next;
+        switch (d->kind) {
+        case DEFER_SEND:
+            ret = ringk_send(k->ctx, d->from, d->name, d->type, d->data, d->length,
+                             d->timeout_ms);
+            break;
+        case DEFER_SEND_ROUTE:
+            ret = ringk_send_route(k->ctx, d->from, d->route, d->type, d->data, d->length,
+                                   d->timeout_ms);
+            break;
+        case DEFER_PUBLISH:
+            ret = ringk_publish(k->ctx, d->from, d->name, d->data, d->length, d->timeout_ms,
+                                &reached);
+            break;
+        default:
+            ret = ringk_kernel_terminate(d->from);
+            break;
+        }
+        if (ret < 0) {
+            __atomic_store_n(&k->deferred_failed, k->deferred_failed + 1, __ATOMIC_RELAXED);
+            ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': a %s its handler made in a "
+                          "receive callback, deferred until the callback returned, failed: %s",
+                          k->name, (d->kind == DEFER_PUBLISH) ? "publish" :
+                          (d->kind == DEFER_TERMINATE) ? "terminate" : "send", strerror(-ret));
+        }
+        free(d);
+    }
+    k->defer_tail = NULL;
+    if (k->open_batches != 0) {
+        batch_flush_all(k);
+    }
+    tls_running = NULL;
+}
+
+static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
+                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms);
+
 /* ringk_send() but for its fast path. */
 static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t *from,
                                                const char *to_name, ringk_msg_type_t type,
                                                const void *payload, size_t length,
                                                int timeout_ms)
 {
-    unsigned i;
     int ret;
 
     if (!send_args_ok(ctx, payload, length, type, timeout_ms) || (to_name == NULL)) {
         return -EINVAL;
     }
+    if (ringk_tls_inline != NULL) {
+        if (ringk_tls_inline->defer_head != NULL) {
+            return defer_behind(DEFER_SEND, from, -1, to_name, type, payload, length,
+                                timeout_ms);
+        }
+        ret = send_named(ctx, from, to_name, type, payload, length, timeout_ms);
+        return (ret != RINGK_WOULD_WAIT) ? ret : defer_call(DEFER_SEND, from, -1, to_name, type,
+                                                           payload, length, timeout_ms);
+    }
+    return send_named(ctx, from, to_name, type, payload, length, timeout_ms);
+}
+
+/* ringk_send() once its arguments were checked. */
+static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
+                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    unsigned i;
+    int ret;
+
     if (from == NULL) {
         return send_from_host(ctx, to_name, type, payload, length, timeout_ms);
     }
@@ -1259,7 +1410,8 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
     int ret;
 
     if ((from != NULL) && (tls_running == from) && (ctx != NULL) && (to_name != NULL) &&
-        ((payload != NULL) || (length == 0)) && (timeout_ms >= RINGK_WAIT_FOREVER)) {
+        ((payload != NULL) || (length == 0)) && (timeout_ms >= RINGK_WAIT_FOREVER) &&
+        (from->defer_head == NULL)) {
         i = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
         if ((i < from->publishes_to.count) &&
             route_name_eq(from->publishes_to.names[i], from->routes[i].name_len, to_name)) {
@@ -1267,7 +1419,9 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                 return 0;
             }
             if (remote_fast(ctx, from, i, type, payload, length, timeout_ms, &ret)) {
-                return ret;
+                return (ret != RINGK_WOULD_WAIT) ? ret :
+                       defer_call(DEFER_SEND, from, -1, to_name, type, payload, length,
+                                  timeout_ms);
             }
         }
     }
@@ -1288,6 +1442,8 @@ static __attribute__((noinline)) int send_route_slow(ringk_ctx_t *ctx, ringk_ker
                                                      const void *payload, size_t length,
                                                      int timeout_ms)
 {
+    int ret;
+
     if (!send_args_ok(ctx, payload, length, type, timeout_ms) || (from == NULL)) {
         return -EINVAL;
     }
@@ -1296,7 +1452,13 @@ static __attribute__((noinline)) int send_route_slow(ringk_ctx_t *ctx, ringk_ker
                       from->name, route, from->publishes_to.count);
         return -EINVAL;
     }
-    return send_route(ctx, from, (unsigned)route, type, payload, length, timeout_ms);
+    if ((ringk_tls_inline != NULL) && (ringk_tls_inline->defer_head != NULL)) {
+        return defer_behind(DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
+                            timeout_ms);
+    }
+    ret = send_route(ctx, from, (unsigned)route, type, payload, length, timeout_ms);
+    return (ret != RINGK_WOULD_WAIT) ? ret : defer_call(DEFER_SEND_ROUTE, from, route, NULL,
+                                                       type, payload, length, timeout_ms);
 }
 
 int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_msg_type_t type,
@@ -1306,12 +1468,14 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
 
     if ((from != NULL) && (tls_running == from) && (ctx != NULL) &&
         ((unsigned)route < from->publishes_to.count) && ((payload != NULL) || (length == 0)) &&
-        (timeout_ms >= RINGK_WAIT_FOREVER)) {
+        (timeout_ms >= RINGK_WAIT_FOREVER) && (from->defer_head == NULL)) {
         if ((from->iter_sends != 0) && batch_fast(from, (unsigned)route, type, payload, length)) {
             return 0;
         }
         if (remote_fast(ctx, from, (unsigned)route, type, payload, length, timeout_ms, &ret)) {
-            return ret;
+            return (ret != RINGK_WOULD_WAIT) ? ret :
+                   defer_call(DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
+                              timeout_ms);
         }
     }
     return send_route_slow(ctx, from, route, type, payload, length, timeout_ms);
@@ -1334,6 +1498,14 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     }
     if ((from != NULL) && (length > from->max_out)) {
         return -EMSGSIZE;
+    }
+    if (ringk_tls_inline != NULL) {
+        /* a publish may wait (room, credits, its active messages): after the callback */
+        if (delivered_p != NULL) {
+            *delivered_p = 0;
+        }
+        return defer_call(DEFER_PUBLISH, from, -1, topic, RINGK_MSG_DATA, payload, length,
+                          timeout_ms);
     }
     flush_running();
     pthread_mutex_lock(&ctx->lock);
@@ -1443,6 +1615,12 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
                name);
         return -ENOENT;
     }
+    if (ringk_tls_inline != NULL) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' cannot wait at barrier '%s' from the "
+                      "handler of '%s', which runs in a receive callback", k->name, name,
+                      ringk_tls_inline->name);
+        return -EDEADLK;
+    }
     ringk_wait_prepare();
     pthread_mutex_lock(&ctx->lock);
     for (i = 0; i < ctx->nbarriers; i++) {
@@ -1520,6 +1698,25 @@ static int waits_from_env(ringk_ctx_t *ctx)
                        RINGK_WAIT_WARN_MS_MAX, &ctx->wait_warn_ms);
 }
 
+/* RINGK_RECV_INLINE: 1 (the default) lets the handler of a persistent kernel run in the UCP
+ * receive callback for a message from another process that its idle thread took from the
+ * worker (ringk_deliver_direct); 0 hands every message to the kernel's loop first. */
+static int recv_inline_from_env(ringk_ctx_t *ctx)
+{
+    const char *s = getenv("RINGK_RECV_INLINE");
+
+    ctx->recv_inline = 1;
+    if ((s == NULL) || (*s == '\0')) {
+        return 0;
+    }
+    if (strcmp(s, "0") && strcmp(s, "1")) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "RINGK_RECV_INLINE '%s' is not 0 or 1", s);
+        return -EINVAL;
+    }
+    ctx->recv_inline = (s[0] == '1');
+    return 0;
+}
+
 void ringk_wait_warn(ringk_ctx_t *ctx, uint64_t since_ns, uint64_t now_ns, uint64_t *next_ns,
                      const char *what)
 {
@@ -1579,7 +1776,7 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
             ctx->pin = params->pin;
         }
     }
-    if (waits_from_env(ctx) != 0) {
+    if ((waits_from_env(ctx) != 0) || (recv_inline_from_env(ctx) != 0)) {
         free(ctx);
         return -EINVAL;
     }
@@ -1936,6 +2133,10 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     pthread_mutex_unlock(&ctx->lock);
 
     if (k->mode == RINGK_MODE_PERSISTENT) {
+        /* its handler may run in a receive callback (ringk_deliver_direct), unless it could
+         * need a wait there that cannot be deferred (a barrier) or it publishes */
+        k->recv_inline = ctx->recv_inline && (k->barriers.count == 0) &&
+                         (k->topics_pub.count == 0);
         /* processes of one job on one host start at different cores */
         k->core = __atomic_fetch_add(&ctx->next_core, 1, __ATOMIC_RELAXED) + ctx->job.rank;
         if (pthread_create(&k->thread, NULL, persistent_main, k) != 0) {
@@ -1983,6 +2184,10 @@ int ringk_kernel_terminate(ringk_kernel_t *k)
 
     if (k == NULL) {
         return -EINVAL;
+    }
+    if (ringk_tls_inline != NULL) {
+        /* it waits for @a k, which may wait for the worker's lock: after the callback */
+        return defer_call(DEFER_TERMINATE, k, -1, NULL, RINGK_MSG_DATA, NULL, 0, 0);
     }
     ringk_wait_prepare(); /* it waits for @a k to drain */
     state = load_i(&k->state);
@@ -2049,6 +2254,9 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
     s->handler_errors = __atomic_load_n(&k->handler_errors, __ATOMIC_RELAXED);
     s->batched_in     = __atomic_load_n(&k->batched_in, __ATOMIC_RELAXED);
     s->direct_in      = __atomic_load_n(&k->direct_in, __ATOMIC_RELAXED);
+    s->inline_in      = __atomic_load_n(&k->inline_in, __ATOMIC_RELAXED);
+    s->deferred       = __atomic_load_n(&k->deferred, __ATOMIC_RELAXED);
+    s->deferred_failed = __atomic_load_n(&k->deferred_failed, __ATOMIC_RELAXED);
     s->drops          = 0;
     s->queue_depth    = __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_RELAXED) -
                         __atomic_load_n(&k->head, __ATOMIC_RELAXED);

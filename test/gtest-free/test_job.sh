@@ -13,7 +13,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..27"
+echo "1..29"
 
 log0=$(mktemp) log1=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -28,7 +28,7 @@ out="$(cat "$log0" "$log1")"
 if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] &&
    grep -q "pingpong \[rank 0 of 2\]: 20000 round trips between two ring kernels, 0 errors" "$log0" &&
    grep -q "pingpong \[rank 1 of 2\]: 20000 round trips between two ring kernels, 0 errors" "$log1" &&
-   grep -q "pingpong \[rank 1 of 2\]: pong handled 20001 messages, [1-9][0-9]* of them straight" "$log1" &&
+   grep -q "pingpong \[rank 1 of 2\]: pong handled 20001 messages, [1-9][0-9]* of them straight from the worker, [1-9][0-9]* in its receive callback" "$log1" &&
    grep -q "am(ringk/memory)" "$log0" && grep -q "am(ringk/memory)" "$log1"; then
     ok "two processes: ping in rank 0, pong in rank 1, over ringk"
     grep -h "^pingpong" "$log0" "$log1" | sed 's/^/# /'
@@ -112,6 +112,13 @@ job "topics across 3 processes: 6 subscribers" 3 "topics \[rank 0 of 3\].*: OK" 
 # the receiving process enforces subscribes_to for senders in other processes
 job "subscribes_to across 2 processes: b's messages refused and logged, a's delivered in order" 2 \
     "subscribe \[rank 0 of 2\].*: OK" "$top/test/gtest-free/job_subscribe" 20
+
+# a handler run in the receive callback must not wait there: what would wait is deferred, in
+# order (RINGK_RECV_INLINE)
+job "receive-callback handler: sends that would wait are deferred and delivered in order" 2 \
+    "defer \[rank 0 of 2\].*: OK" "$top/test/gtest-free/job_defer" 50
+job "RINGK_RECV_INLINE=0: no handler runs in the receive callback, all delivered in order" 2 \
+    "defer \[rank 0 of 2\].*: OK" env RINGK_RECV_INLINE=0 "$top/test/gtest-free/job_defer" 20
 
 job "named barrier across 2 processes, 4 kernels x 10 rounds" 2 "barrier \[rank 0 of 2\].*0 passed early: OK" \
     "$top/test/gtest-free/job_barrier"

@@ -1514,6 +1514,35 @@ START_TEST(test_runtime_bad_idle_wake)
 }
 END_TEST
 
+/* RINGK_RECV_INLINE other than 0 or 1: ctx_create refuses, naming it and the value. */
+START_TEST(test_runtime_bad_recv_inline)
+{
+    static const char *bad[] = {"2", "-1", "yes", "01", " 1"};
+    ringk_ctx_params_t p = {
+        .field_mask = RINGK_CTX_PARAM_FIELD_LOG | RINGK_CTX_PARAM_FIELD_PIN,
+        .log        = log_hook,
+        .pin        = 0
+    };
+    ringk_ctx_t *ctx;
+    char want[64];
+    unsigned i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        logbuf[0] = '\0';
+        setenv("RINGK_RECV_INLINE", bad[i], 1);
+        ck_assert_int_eq(ringk_ctx_create(&p, &ctx), -EINVAL);
+        snprintf(want, sizeof(want), "RINGK_RECV_INLINE '%s' is not 0 or 1", bad[i]);
+        ck_assert_msg(strstr(logbuf, want) != NULL, "%s: log '%s'", bad[i], logbuf);
+    }
+    for (i = 0; i < 2; i++) {
+        setenv("RINGK_RECV_INLINE", i ? "1" : "0", 1);
+        ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
+        ringk_ctx_destroy(ctx);
+    }
+    unsetenv("RINGK_RECV_INLINE");
+}
+END_TEST
+
 /* A send that has waited RINGK_WAIT_WARN_MS for room says so through the log hook, naming the
  * sender and the receiver, and again each time as long again has passed; 0 turns it off
  * (_i == 1). Out-of-range values fail ctx_create, naming the variable and the range. */
@@ -1746,6 +1775,7 @@ int main(void)
     tcase_add_loop_test(tc, test_runtime_bad_params, 0, sizeof(bad_params) / sizeof(bad_params[0]));
     tcase_add_test(tc, test_runtime_bad_sends);
     tcase_add_test(tc, test_runtime_bad_idle_wake);
+    tcase_add_test(tc, test_runtime_bad_recv_inline);
     tcase_add_loop_test(tc, test_runtime_wait_warn, 0, 2);
     suite_add_tcase(s, tc);
 

@@ -150,6 +150,7 @@ typedef struct ringk_ctx_params {
  * never): after how long a send still waiting for room (a full inbox, or no credits back from
  * another process) logs a warning naming sender and receiver, repeated as long again passes;
  * a kernel waiting at a barrier logs one naming itself, the barrier and how many have arrived.
+ * RINGK_RECV_INLINE (0 or 1, default 1): see ringk_handler_t.
  */
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p);
 /**
@@ -184,7 +185,22 @@ int ringk_ctx_peers_lost(const ringk_ctx_t *ctx);
 /* ---- ring kernels --------------------------------------------------------------------------- */
 
 /** The handler a kernel runs for each message; @a msg is valid during the call only. A
- *  negative return is counted as a handler error. */
+ *  negative return is counted as a handler error.
+ *
+ *  A handler always runs on its kernel's executor, one call at a time. For a persistent kernel
+ *  in a job, when its idle thread polls the UCP worker and a message from another process
+ *  arrives for it with its inbox empty, the call is made from UCP's receive callback itself,
+ *  so that a reply leaves before the worker's progress call returns (statistics: inline_in).
+ *  UCP forbids progressing the worker there and its lock is held, so nothing may wait: a send
+ *  (ringk_send, ringk_send_route) that would wait for room or credits, a publish, or a
+ *  ringk_kernel_terminate is deferred instead: it returns 0 at once and is made, in order with
+ *  the kernel's later sends and with the waits it asked for, as soon as the callback returned
+ *  (statistics: deferred; one that fails then is counted in deferred_failed and logged). A
+ *  send that must not wait (RINGK_WAIT_NONE) behind a deferred one returns -EAGAIN, and
+ *  ringk_barrier_wait there returns -EDEADLK. Kernels that take part in barriers or publish to
+ *  topics never run this way, nor does any kernel with RINGK_RECV_INLINE=0 in the environment
+ *  of ringk_ctx_create. A handler that blocks some other way (a lock another thread holds
+ *  while it waits for the worker) must not run this way: set RINGK_RECV_INLINE=0. */
 typedef int (*ringk_handler_t)(ringk_kernel_t *kernel, const ringk_msg_t *msg, void *arg);
 
 typedef enum ringk_kernel_mode {
@@ -320,6 +336,11 @@ typedef struct ringk_kernel_stats {
     uint64_t direct_in;        /**< of msgs_in, those from other processes that the kernel's own
                                     thread took from the UCP worker while it polled with an empty
                                     inbox, and handled without going through the inbox */
+    uint64_t inline_in;        /**< of direct_in, those whose handler call ran in the UCP
+                                    receive callback itself (see RINGK_RECV_INLINE) */
+    uint64_t deferred;         /**< calls its handler made there that would have had to wait,
+                                    made once the callback returned (see RINGK_RECV_INLINE) */
+    uint64_t deferred_failed;  /**< of deferred, those that failed then (each one logged) */
 } ringk_kernel_stats_t;
 
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Calls deferred from a handler run in the receive callback (driven by test_job.sh).
+ *
+ * In rank 1, kernel "relay" gets N triggers, one at a time: rank 0's host sends the first, and
+ * rank 0's "sink" sends the next once it has all of the last one's messages (relay's thread is
+ * idle then, polling the worker, so the trigger's handler call may run in the receive
+ * callback). For each trigger relay sends B numbered messages to "sink" (an inbox of 16: 16
+ * credits, so its handler runs out of them) and the same B to "near" (rank 1, an inbox of 8
+ * and a slow handler, so it fills), all waiting without a timeout. near forwards each to
+ * "tail" in rank 0, so it needs the worker's lock that a handler running in the callback
+ * holds. Nothing may wait in the callback: those sends are deferred and made in order once it
+ * returned; waiting there instead aborts (UCX's check) or deadlocks.
+ *
+ * sink and tail must get all N * B in order; relay's statistics must show handler calls in the
+ * callback, deferred sends and no failed ones. With RINGK_RECV_INLINE=0 nothing runs in the
+ * callback. Prints one line per rank ending in OK or FAIL. */
+#include <ringk/api/ringk.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define B 64
+
+typedef struct {
+    ringk_ctx_t *ctx;
+    const char  *next;   /* a kernel to send each message on to, or NULL */
+    int          sink;   /* sends relay its next trigger */
+    uint64_t     got;    /* messages checked, atomic */
+    uint64_t     bad;    /* of them out of order */
+} checker_t;
+
+static uint64_t n;
+
+/* sink, near and tail: numbers 0, 1, 2, ... in order */
+static int check(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    checker_t *c = arg;
+    uint64_t v, t;
+    int ret = 0;
+
+    memcpy(&v, ringk_msg_payload(msg), sizeof(v));
+    c->bad += (v != c->got);
+    __atomic_store_n(&c->got, c->got + 1, __ATOMIC_RELEASE);
+    if (c->next != NULL) {
+        usleep(20); /* near: slower than relay, so its inbox fills */
+        ret = ringk_send(c->ctx, k, c->next, RINGK_MSG_DATA, &v, 8, RINGK_WAIT_FOREVER);
+    } else if (c->sink && (v % B == B - 1) && ((t = v / B + 1) < n)) {
+        ret = ringk_send(c->ctx, k, "relay", RINGK_MSG_DATA, &t, 8, RINGK_WAIT_FOREVER);
+    }
+    return ret;
+}
+
+static int relay(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_ctx_t *ctx = arg;
+    uint64_t t, v, j;
+    int fails = 0;
+
+    memcpy(&t, ringk_msg_payload(msg), sizeof(t));
+    for (j = 0; j < B; j++) {
+        v = t * B + j;
+        fails += (ringk_send(ctx, k, "sink", RINGK_MSG_DATA, &v, 8, RINGK_WAIT_FOREVER) != 0);
+        fails += (ringk_send(ctx, k, "near", RINGK_MSG_DATA, &v, 8, RINGK_WAIT_FOREVER) != 0);
+    }
+    return fails ? -1 : 0;
+}
+
+/* Waits until @a c checked @a want messages in order, at most 60 s: 0, or 1. */
+static int wait_got(checker_t *c, uint64_t want)
+{
+    int ms;
+
+    for (ms = 0; (ms < 60000) && (__atomic_load_n(&c->got, __ATOMIC_ACQUIRE) < want); ms++) {
+        usleep(1000);
+    }
+    return (__atomic_load_n(&c->got, __ATOMIC_ACQUIRE) != want) || (c->bad != 0);
+}
+
+/* Creates kernel @a name running check() with @a c, @a inbox messages, sending to @a to. */
+static int checker(ringk_ctx_t *ctx, const char *name, unsigned inbox, const char **to,
+                   checker_t *c)
+{
+    ringk_kernel_params_t p = {
+        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                        RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+        .name         = name,
+        .handler      = check,
+        .arg          = c,
+        .inbox_size   = inbox,
+        .publishes_to = to
+    };
+    ringk_kernel_t *k;
+
+    c->ctx = ctx;
+    return ringk_kernel_create(ctx, &p, &k);
+}
+
+int main(int argc, char **argv)
+{
+    static const char *outs[] = {"sink", "near", NULL}, *to_relay[] = {"relay", NULL},
+                      *to_tail[] = {"tail", NULL}, *none[] = {NULL};
+    static checker_t sink = {.sink = 1}, tail, near = {.next = "tail"};
+    const char *env = getenv("RINGK_RECV_INLINE");
+    const int inl   = (env == NULL) || strcmp(env, "0");
+    ringk_kernel_params_t p = {
+        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                        RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+        .name         = "relay",
+        .handler      = relay,
+        .publishes_to = outs
+    };
+    ringk_kernel_t *k = NULL;
+    ringk_kernel_stats_t st;
+    ringk_ctx_t *ctx;
+    int rank, fails = 0;
+    uint64_t first = 0;
+
+    n = (argc > 1) ? strtoull(argv[1], NULL, 10) : 50;
+    if ((ringk_ctx_create(NULL, &ctx) != 0) || (ringk_ctx_size(ctx) != 2)) {
+        return 2;
+    }
+    rank = ringk_ctx_rank(ctx);
+    if (rank == 0) {
+        fails += (checker(ctx, "sink", 16, to_relay, &sink) != 0);
+        fails += (checker(ctx, "tail", 256, none, &tail) != 0);
+    } else {
+        fails += (checker(ctx, "near", 8, to_tail, &near) != 0);
+        p.arg  = ctx;
+        fails += (ringk_kernel_create(ctx, &p, &k) != 0);
+    }
+    if (fails || (ringk_ctx_start(ctx) != 0)) {
+        return 1;
+    }
+    if (rank == 0) {
+        fails += (ringk_send(ctx, NULL, "relay", RINGK_MSG_DATA, &first, 8,
+                             RINGK_WAIT_FOREVER) != 0);
+        fails += wait_got(&sink, n * B) + wait_got(&tail, n * B);
+        printf("defer [rank 0 of 2]: sink got %llu of %llu (%llu out of order), tail %llu "
+               "(%llu out of order): %s\n", (unsigned long long)sink.got,
+               (unsigned long long)(n * B), (unsigned long long)sink.bad,
+               (unsigned long long)tail.got, (unsigned long long)tail.bad,
+               fails ? "FAIL" : "OK");
+    } else {
+        fails += wait_got(&near, n * B);
+        ringk_kernel_stats_query(k, &st);
+        fails += (st.msgs_in != n) || (st.handler_errors != 0) || (st.deferred_failed != 0) ||
+                 (inl ? ((st.inline_in == 0) || (st.deferred == 0)) :
+                        ((st.inline_in != 0) || (st.deferred != 0)));
+        printf("defer [rank 1 of 2]: near got %llu of %llu (%llu out of order); relay handled "
+               "%llu triggers, %llu in the receive callback, deferred %llu sends, %llu failed: "
+               "%s\n", (unsigned long long)near.got, (unsigned long long)(n * B),
+               (unsigned long long)near.bad, (unsigned long long)st.msgs_in,
+               (unsigned long long)st.inline_in, (unsigned long long)st.deferred,
+               (unsigned long long)st.deferred_failed, fails ? "FAIL" : "OK");
+    }
+    ringk_ctx_destroy(ctx);
+    return fails ? 1 : 0;
+}
