@@ -34,6 +34,7 @@ static inline uint32_t ringk_sender_kernel(uint32_t sender)
 #define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
 #define RINGK_DEADLOCK_MS   100                /* a wait cycle this stable is a deadlock */
 #define RINGK_REMOTE_POLLS  4                  /* worker polls per idle loop of a kernel thread */
+#define RINGK_INLINE_MAX_NS 50000u  /* longest timed handler call in a receive callback */
 #define RINGK_DIRECT_MAX    216                /* largest payload taken by ringk_deliver_direct */
 #define RINGK_IDLE_WAKE_MS_DEFAULT 100        /* RINGK_IDLE_WAKE_MS when unset */
 #define RINGK_IDLE_WAKE_MS_MAX     60000      /* its largest accepted value */

@@ -408,6 +408,18 @@ static void kernel_direct(ringk_kernel_t *k)
     tls_running = NULL;
 }
 
+/* A handler call in the receive callback holds the worker's lock, so that no other thread of
+ * the process can send to or receive from another process meanwhile: a kernel whose handler
+ * took longer than RINGK_INLINE_MAX_NS there (one call in RINGK_LAT_SAMPLE is timed) has its
+ * messages handled from its loop from now on. */
+static __attribute__((noinline)) void inline_stop(ringk_kernel_t *k, uint64_t ns)
+{
+    k->recv_inline = 0;
+    ringk_log_msg(k->ctx, RINGK_LOG_INFO, "kernel '%s': a handler call took %.1f us in a receive "
+                  "callback (more than %u): its messages are handled from its loop from now on",
+                  k->name, ns / 1e3, RINGK_INLINE_MAX_NS / 1000);
+}
+
 int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *payload,
                          size_t len)
 {
@@ -440,10 +452,15 @@ int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *pa
          * progress call unwinds (cross-process ping-pong: 1.66 -> 1.36 times raw UCP AM in a
          * first trial, medians of 7 interleaved rounds). What it cannot do without waiting is
          * deferred (ringk_tls_inline). */
+        uint64_t t0 = msg->enq_ns;
+
         ringk_tls_inline = to;
         kernel_direct(to);
         ringk_tls_inline = NULL;
         __atomic_store_n(&to->inline_in, to->inline_in + 1, __ATOMIC_RELAXED);
+        if ((t0 != 0) && (now_ns() - t0 > RINGK_INLINE_MAX_NS)) {
+            inline_stop(to, now_ns() - t0);
+        }
     }
     return 0;
 }

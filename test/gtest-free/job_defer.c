@@ -12,8 +12,11 @@
  * returned; waiting there instead aborts (UCX's check) or deadlocks.
  *
  * sink and tail must get all N * B in order; relay's statistics must show handler calls in the
- * callback, deferred sends and no failed ones. With RINGK_RECV_INLINE=0 nothing runs in the
- * callback. Prints one line per rank ending in OK or FAIL. */
+ * callback, deferred sends and no failed ones. tail's handler takes 100 us on every 256th
+ * message, one that is timed: after such a call in the callback, tail's messages must be
+ * handled from its loop (logged once; fewer than half in the callback). With
+ * RINGK_RECV_INLINE=0 nothing runs in the callback. Prints one line per rank ending in OK or
+ * FAIL. */
 #include <ringk/api/ringk.h>
 
 #include <stdint.h>
@@ -32,7 +35,14 @@ typedef struct {
     uint64_t     bad;    /* of them out of order */
 } checker_t;
 
-static uint64_t n;
+static uint64_t n, stops;
+
+static void count_stops(void *arg, int level, const char *message)
+{
+    if (strstr(message, "handled from its loop from now on") != NULL) {
+        __atomic_add_fetch(&stops, 1, __ATOMIC_RELAXED);
+    }
+}
 
 /* sink, near and tail: numbers 0, 1, 2, ... in order */
 static int check(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -44,6 +54,9 @@ static int check(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     memcpy(&v, ringk_msg_payload(msg), sizeof(v));
     c->bad += (v != c->got);
     __atomic_store_n(&c->got, c->got + 1, __ATOMIC_RELEASE);
+    if ((c->next == NULL) && !c->sink && (v % 256 == 0)) {
+        usleep(100); /* tail: a slow call now and then (sequence number v: timed) */
+    }
     if (c->next != NULL) {
         usleep(20); /* near: slower than relay, so its inbox fills */
         ret = ringk_send(c->ctx, k, c->next, RINGK_MSG_DATA, &v, 8, RINGK_WAIT_FOREVER);
@@ -81,7 +94,7 @@ static int wait_got(checker_t *c, uint64_t want)
 
 /* Creates kernel @a name running check() with @a c, @a inbox messages, sending to @a to. */
 static int checker(ringk_ctx_t *ctx, const char *name, unsigned inbox, const char **to,
-                   checker_t *c)
+                   checker_t *c, ringk_kernel_t **k_p)
 {
     ringk_kernel_params_t p = {
         .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
@@ -92,10 +105,8 @@ static int checker(ringk_ctx_t *ctx, const char *name, unsigned inbox, const cha
         .inbox_size   = inbox,
         .publishes_to = to
     };
-    ringk_kernel_t *k;
-
     c->ctx = ctx;
-    return ringk_kernel_create(ctx, &p, &k);
+    return ringk_kernel_create(ctx, &p, k_p);
 }
 
 int main(int argc, char **argv)
@@ -112,22 +123,23 @@ int main(int argc, char **argv)
         .handler      = relay,
         .publishes_to = outs
     };
-    ringk_kernel_t *k = NULL;
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = count_stops};
+    ringk_kernel_t *k = NULL, *kt = NULL;
     ringk_kernel_stats_t st;
     ringk_ctx_t *ctx;
     int rank, fails = 0;
     uint64_t first = 0;
 
     n = (argc > 1) ? strtoull(argv[1], NULL, 10) : 50;
-    if ((ringk_ctx_create(NULL, &ctx) != 0) || (ringk_ctx_size(ctx) != 2)) {
+    if ((ringk_ctx_create(&cp, &ctx) != 0) || (ringk_ctx_size(ctx) != 2)) {
         return 2;
     }
     rank = ringk_ctx_rank(ctx);
     if (rank == 0) {
-        fails += (checker(ctx, "sink", 16, to_relay, &sink) != 0);
-        fails += (checker(ctx, "tail", 256, none, &tail) != 0);
+        fails += (checker(ctx, "sink", 16, to_relay, &sink, &k) != 0);
+        fails += (checker(ctx, "tail", 256, none, &tail, &kt) != 0);
     } else {
-        fails += (checker(ctx, "near", 8, to_tail, &near) != 0);
+        fails += (checker(ctx, "near", 8, to_tail, &near, &kt) != 0);
         p.arg  = ctx;
         fails += (ringk_kernel_create(ctx, &p, &k) != 0);
     }
@@ -138,11 +150,15 @@ int main(int argc, char **argv)
         fails += (ringk_send(ctx, NULL, "relay", RINGK_MSG_DATA, &first, 8,
                              RINGK_WAIT_FOREVER) != 0);
         fails += wait_got(&sink, n * B) + wait_got(&tail, n * B);
+        ringk_kernel_stats_query(kt, &st);
+        fails += inl ? ((st.inline_in == 0) || (st.inline_in >= n * B / 2) || (stops != 1)) :
+                       ((st.inline_in != 0) || (stops != 0));
         printf("defer [rank 0 of 2]: sink got %llu of %llu (%llu out of order), tail %llu "
-               "(%llu out of order): %s\n", (unsigned long long)sink.got,
-               (unsigned long long)(n * B), (unsigned long long)sink.bad,
-               (unsigned long long)tail.got, (unsigned long long)tail.bad,
-               fails ? "FAIL" : "OK");
+               "(%llu out of order, %llu in the receive callback, stopped %llu times): %s\n",
+               (unsigned long long)sink.got, (unsigned long long)(n * B),
+               (unsigned long long)sink.bad, (unsigned long long)tail.got,
+               (unsigned long long)tail.bad, (unsigned long long)st.inline_in,
+               (unsigned long long)stops, fails ? "FAIL" : "OK");
     } else {
         fails += wait_got(&near, n * B);
         ringk_kernel_stats_query(k, &st);
