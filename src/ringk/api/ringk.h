@@ -201,8 +201,9 @@ int ringk_ctx_peers_lost(const ringk_ctx_t *ctx);
  *  topics never run this way, nor does any kernel with RINGK_RECV_INLINE=0 in the environment
  *  of ringk_ctx_create. While the handler runs there, no other thread of the process can use
  *  the worker: one call in 64 is timed, and a kernel whose call took more than 50 us there is
- *  handled from its loop from then on (logged at INFO). A handler that blocks some other way (a lock another thread holds
- *  while it waits for the worker) must not run this way: set RINGK_RECV_INLINE=0. */
+ *  handled from its loop from then on (logged at INFO). A handler that blocks some other way
+ *  (a lock another thread holds while it waits for the worker) must not run this way: set
+ *  RINGK_RECV_INLINE=0. */
 typedef int (*ringk_handler_t)(ringk_kernel_t *kernel, const ringk_msg_t *msg, void *arg);
 
 typedef enum ringk_kernel_mode {
