@@ -971,7 +971,7 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
         if (from != NULL) {
             __atomic_store_n(&from->seq, w.seq, __ATOMIC_RELAXED);
         }
-        return RINGK_WOULD_WAIT;
+        return (timeout_ms == RINGK_WAIT_NONE) ? -EAGAIN : RINGK_WOULD_WAIT;
     }
     status = UCS_PTR_IS_PTR(req) ? am_request_wait(req) : UCS_PTR_STATUS(req);
     if (status != UCS_OK) {

@@ -1214,6 +1214,7 @@ typedef enum { DEFER_SEND, DEFER_SEND_ROUTE, DEFER_PUBLISH, DEFER_TERMINATE } de
 typedef struct ringk_deferred {
     struct ringk_deferred *next;
     defer_kind_t           kind;
+    ringk_ctx_t           *ctx;       /* the context the call was made on */
     ringk_kernel_t        *from;      /* the sender (NULL: the host), or the kernel to terminate */
     int                    route;     /* DEFER_SEND_ROUTE */
     const char            *name;      /* kernel (DEFER_SEND) or topic (DEFER_PUBLISH), in data */
@@ -1225,10 +1226,11 @@ typedef struct ringk_deferred {
 
 /* Queues a call of the handler running in the receive callback, to be made once the callback
  * returned (deferred_run): 0, or -ENOMEM. */
-static __attribute__((noinline)) int defer_call(defer_kind_t kind, ringk_kernel_t *from,
-                                                int route, const char *name,
-                                                ringk_msg_type_t type, const void *payload,
-                                                size_t length, int timeout_ms)
+static __attribute__((noinline)) int defer_call(ringk_ctx_t *ctx, defer_kind_t kind,
+                                                ringk_kernel_t *from, int route,
+                                                const char *name, ringk_msg_type_t type,
+                                                const void *payload, size_t length,
+                                                int timeout_ms)
 {
     ringk_kernel_t *k   = ringk_tls_inline;
     size_t name_len     = (name != NULL) ? strlen(name) + 1 : 0;
@@ -1238,6 +1240,7 @@ static __attribute__((noinline)) int defer_call(defer_kind_t kind, ringk_kernel_
         return -ENOMEM;
     }
     d->next       = NULL;
+    d->ctx        = ctx;
     d->kind       = kind;
     d->from       = from;
     d->route      = route;
@@ -1264,13 +1267,14 @@ static __attribute__((noinline)) int defer_call(defer_kind_t kind, ringk_kernel_
 
 /* A send from a handler running in the receive callback while earlier calls of it wait to be
  * made: queued behind them (FIFO), or -EAGAIN for a send that must not wait. */
-static int defer_behind(defer_kind_t kind, ringk_kernel_t *from, int route, const char *name,
-                        ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+static int defer_behind(ringk_ctx_t *ctx, defer_kind_t kind, ringk_kernel_t *from, int route,
+                        const char *name, ringk_msg_type_t type, const void *payload,
+                        size_t length, int timeout_ms)
 {
     if (timeout_ms == RINGK_WAIT_NONE) {
         return -EAGAIN;
     }
-    return defer_call(kind, from, route, name, type, payload, length, timeout_ms);
+    return defer_call(ctx, kind, from, route, name, type, payload, length, timeout_ms);
 }
 
 /* Makes the calls that kernel @a k's handler deferred in a receive callback, in order, on k's
@@ -1288,15 +1292,15 @@ static __attribute__((noinline)) void deferred_run(ringk_kernel_t *k)
         k->defer_head = d->next;
         switch (d->kind) {
         case DEFER_SEND:
-            ret = ringk_send(k->ctx, d->from, d->name, d->type, d->data, d->length,
+            ret = ringk_send(d->ctx, d->from, d->name, d->type, d->data, d->length,
                              d->timeout_ms);
             break;
         case DEFER_SEND_ROUTE:
-            ret = ringk_send_route(k->ctx, d->from, d->route, d->type, d->data, d->length,
+            ret = ringk_send_route(d->ctx, d->from, d->route, d->type, d->data, d->length,
                                    d->timeout_ms);
             break;
         case DEFER_PUBLISH:
-            ret = ringk_publish(k->ctx, d->from, d->name, d->data, d->length, d->timeout_ms,
+            ret = ringk_publish(d->ctx, d->from, d->name, d->data, d->length, d->timeout_ms,
                                 &reached);
             break;
         default:
@@ -1335,12 +1339,12 @@ static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t 
     }
     if (ringk_tls_inline != NULL) {
         if (ringk_tls_inline->defer_head != NULL) {
-            return defer_behind(DEFER_SEND, from, -1, to_name, type, payload, length,
+            return defer_behind(ctx, DEFER_SEND, from, -1, to_name, type, payload, length,
                                 timeout_ms);
         }
         ret = send_named(ctx, from, to_name, type, payload, length, timeout_ms);
-        return (ret != RINGK_WOULD_WAIT) ? ret : defer_call(DEFER_SEND, from, -1, to_name, type,
-                                                           payload, length, timeout_ms);
+        return (ret != RINGK_WOULD_WAIT) ? ret :
+               defer_call(ctx, DEFER_SEND, from, -1, to_name, type, payload, length, timeout_ms);
     }
     return send_named(ctx, from, to_name, type, payload, length, timeout_ms);
 }
@@ -1437,7 +1441,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
             }
             if (remote_fast(ctx, from, i, type, payload, length, timeout_ms, &ret)) {
                 return (ret != RINGK_WOULD_WAIT) ? ret :
-                       defer_call(DEFER_SEND, from, -1, to_name, type, payload, length,
+                       defer_call(ctx, DEFER_SEND, from, -1, to_name, type, payload, length,
                                   timeout_ms);
             }
         }
@@ -1470,12 +1474,12 @@ static __attribute__((noinline)) int send_route_slow(ringk_ctx_t *ctx, ringk_ker
         return -EINVAL;
     }
     if ((ringk_tls_inline != NULL) && (ringk_tls_inline->defer_head != NULL)) {
-        return defer_behind(DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
+        return defer_behind(ctx, DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
                             timeout_ms);
     }
     ret = send_route(ctx, from, (unsigned)route, type, payload, length, timeout_ms);
-    return (ret != RINGK_WOULD_WAIT) ? ret : defer_call(DEFER_SEND_ROUTE, from, route, NULL,
-                                                       type, payload, length, timeout_ms);
+    return (ret != RINGK_WOULD_WAIT) ? ret :
+           defer_call(ctx, DEFER_SEND_ROUTE, from, route, NULL, type, payload, length, timeout_ms);
 }
 
 int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_msg_type_t type,
@@ -1491,7 +1495,7 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
         }
         if (remote_fast(ctx, from, (unsigned)route, type, payload, length, timeout_ms, &ret)) {
             return (ret != RINGK_WOULD_WAIT) ? ret :
-                   defer_call(DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
+                   defer_call(ctx, DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
                               timeout_ms);
         }
     }
@@ -1521,7 +1525,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
         if (delivered_p != NULL) {
             *delivered_p = 0;
         }
-        return defer_call(DEFER_PUBLISH, from, -1, topic, RINGK_MSG_DATA, payload, length,
+        return defer_call(ctx, DEFER_PUBLISH, from, -1, topic, RINGK_MSG_DATA, payload, length,
                           timeout_ms);
     }
     flush_running();
@@ -2204,7 +2208,7 @@ int ringk_kernel_terminate(ringk_kernel_t *k)
     }
     if (ringk_tls_inline != NULL) {
         /* it waits for @a k, which may wait for the worker's lock: after the callback */
-        return defer_call(DEFER_TERMINATE, k, -1, NULL, RINGK_MSG_DATA, NULL, 0, 0);
+        return defer_call(k->ctx, DEFER_TERMINATE, k, -1, NULL, RINGK_MSG_DATA, NULL, 0, 0);
     }
     ringk_wait_prepare(); /* it waits for @a k to drain */
     state = load_i(&k->state);

@@ -196,8 +196,9 @@ int ringk_ctx_peers_lost(const ringk_ctx_t *ctx);
  *  ringk_kernel_terminate is deferred instead: it returns 0 at once and is made, in order with
  *  the kernel's later sends and with the waits it asked for, as soon as the callback returned
  *  (statistics: deferred; one that fails then is counted in deferred_failed and logged). A
- *  send that must not wait (RINGK_WAIT_NONE) behind a deferred one returns -EAGAIN, and
- *  ringk_barrier_wait there returns -EDEADLK. Kernels that take part in barriers or publish to
+ *  send that must not wait (RINGK_WAIT_NONE) is never deferred: it returns -EAGAIN when it
+ *  cannot leave at once or a deferred call is ahead of it. ringk_barrier_wait there returns
+ *  -EDEADLK. Kernels that take part in barriers or publish to
  *  topics never run this way, nor does any kernel with RINGK_RECV_INLINE=0 in the environment
  *  of ringk_ctx_create. While the handler runs there, no other thread of the process can use
  *  the worker: one call in 64 is timed, and a kernel whose call took more than 50 us there is
