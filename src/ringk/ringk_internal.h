@@ -240,7 +240,8 @@ extern __thread ringk_kernel_t *ringk_tls_inline __attribute__((tls_model("initi
 struct wire_msg;
 /** Takes a message from another process (its checked wire header @a w and @a len payload bytes)
  *  straight to kernel @a to when the caller is @a to's own thread polling the worker while
- *  idle, its inbox is empty and it is active: 0, or -EAGAIN (then ringk_deliver_hdr). */
+ *  idle, its inbox is empty and it is active: 0, or -EAGAIN (then ringk_deliver_hdr). With
+ *  to->recv_inline the handler runs before it returns (see ringk_tls_inline). */
 int ringk_deliver_direct(ringk_kernel_t *to, const struct wire_msg *w, const void *payload,
                          size_t len);
 /** Puts a message built elsewhere (a remote sender's header) into @a to's inbox. */
