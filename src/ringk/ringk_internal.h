@@ -57,6 +57,9 @@ typedef struct {
     ringk_kernel_t *target;       /* local target, or NULL */
     int             allowed;
     uint32_t        name_len;     /* strlen of its name in publishes_to */
+    /* its name and terminating zero as two little-endian words, and the masks of their bytes
+     * that count (name_m[0] == 0: compared byte by byte), for route_name_eq() */
+    uint64_t        name_w[2], name_m[2];
     uint64_t        head_cache;   /* this sender's copy of the target inbox's head */
     int             rank;         /* remote target: its process (-1: not resolved) */
     uint32_t        remote_id;    /* remote target: its id in that process */
