@@ -1433,8 +1433,8 @@ static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_nam
 }
 
 /* The fast path of ringk_send() and ringk_send_route(): appends to the open batch cell of route
- * @a i of @a from, whose handler runs on this thread and has sent in this iteration already.
- * Returns 1 when it did; 0 when the send needs the full path (the cell is full or not open, the
+ * @a i of @a from, whose handler runs on this thread (a cell is open only after the handler's
+ * first send of the dispatch-loop iteration, and never after it: see send_route()). Returns 1 when it did; 0 when the send needs the full path (the cell is full or not open, the
  * message is too long or a terminate, the receiver is terminating), having changed nothing. */
 static inline __attribute__((always_inline)) int
 batch_fast(ringk_kernel_t *from, unsigned i, ringk_msg_type_t type, const void *payload,
@@ -1453,7 +1453,6 @@ batch_fast(ringk_kernel_t *from, unsigned i, ringk_msg_type_t type, const void *
     if (!batch_fits(rt, seq, need) || (load_i(&rt->target->state) >= RINGK_KERNEL_TERMINATING)) {
         return 0;
     }
-    from->iter_sends++;
     batch_append(from, rt, seq, type, payload, length, need);
     return 1;
 }
@@ -1522,7 +1521,7 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
         i = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
         if ((i < from->publishes_to.count) &&
             route_name_eq(&from->routes[i], from->publishes_to.names[i], to_name)) {
-            if ((from->iter_sends != 0) && batch_fast(from, i, type, payload, length)) {
+            if (batch_fast(from, i, type, payload, length)) {
                 return 0;
             }
             return send_last_route(ctx, from, to_name, type, payload, length, timeout_ms);
@@ -1572,7 +1571,7 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
     if ((from != NULL) && (tls_running == from) && (ctx != NULL) &&
         ((unsigned)route < from->publishes_to.count) && ((payload != NULL) || (length == 0)) &&
         (timeout_ms >= RINGK_WAIT_FOREVER) && (from->defer_head == NULL)) {
-        if ((from->iter_sends != 0) && batch_fast(from, (unsigned)route, type, payload, length)) {
+        if (batch_fast(from, (unsigned)route, type, payload, length)) {
             return 0;
         }
         if (remote_fast(ctx, from, (unsigned)route, type, payload, length, timeout_ms, &ret)) {
