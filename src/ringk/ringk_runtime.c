@@ -158,12 +158,23 @@ static void route_name_init(route_t *rt, const char *name)
  * throughput spent 38 of its 130 instructions a message in the byte loop). Otherwise byte by
  * byte, stopping at b's first character that differs; always so under ASan or TSan, and under
  * valgrind (names_bytewise). */
-static inline int route_name_eq(const route_t *rt, const char *name, const char *b)
+static __attribute__((noinline)) int route_name_eq_bytes(const char *name, uint32_t len,
+                                                         const char *b)
 {
     uint32_t j;
 
+    for (j = 0; j < len; j++) {
+        if (b[j] != name[j]) {
+            return 0;
+        }
+    }
+    return b[len] == '\0';
+}
+
+static inline int route_name_eq(const route_t *rt, const char *name, const char *b)
+{
 #ifdef RINGK_NAME_WORDS
-    if ((rt->name_m[0] != 0) && (((uintptr_t)b & 4095u) <= 4096u - 16u)) {
+    if (__builtin_expect((rt->name_m[0] != 0) && (((uintptr_t)b & 4095u) <= 4096u - 16u), 1)) {
         uint64_t x0, x1;
 
         memcpy(&x0, b, 8);
@@ -172,12 +183,7 @@ static inline int route_name_eq(const route_t *rt, const char *name, const char 
                  ((x1 & rt->name_m[1]) ^ rt->name_w[1])) == 0);
     }
 #endif
-    for (j = 0; j < rt->name_len; j++) {
-        if (b[j] != name[j]) {
-            return 0;
-        }
-    }
-    return b[rt->name_len] == '\0';
+    return route_name_eq_bytes(name, rt->name_len, b);
 }
 
 /* strcmp() == 0 for the short names of the send path, without a call into the C library */
