@@ -57,6 +57,7 @@ typedef struct {
     ringk_kernel_t *target;       /* local target, or NULL */
     int             allowed;
     uint32_t        name_len;     /* strlen of its name in publishes_to */
+    uint32_t        index, bit;   /* its index in publishes_to and routes, and 1 << index */
     /* its name and terminating zero as two little-endian words, and the masks of their bytes
      * that count (name_m[0] == 0: compared byte by byte), for route_name_eq() */
     uint64_t        name_w[2], name_m[2];
@@ -163,7 +164,7 @@ struct ringk_kernel {
     uint64_t              seq __attribute__((aligned(64))); /* per-sender sequence */
     uint64_t              msgs_out;
     uint32_t              open_batches;  /* routes with an open batch cell, a bit each */
-    uint32_t              last_route;    /* the route of its last send, tried first */
+    route_t              *last_rt;       /* the route of its last send, tried first */
     uint32_t              iter_sends;    /* local sends during this dispatch loop iteration */
     uint64_t              next_sample;   /* the sequence number from which a batch is sampled */
     /* while its executor waits without a timeout for room in another kernel's inbox: that

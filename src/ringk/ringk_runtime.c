@@ -1256,7 +1256,7 @@ static int send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_
             return ret;
         }
     }
-    __atomic_store_n(&from->last_route, i, __ATOMIC_RELAXED);
+    __atomic_store_n(&from->last_rt, &from->routes[i], __ATOMIC_RELAXED);
     if ((tls_running == from) && (from->iter_sends++ > 0) && (type != RINGK_MSG_TERMINATE) &&
         (length < from->routes[i].batch_lim)) {
         /* sent from the sender's own handler, small, to a local kernel: batched with its other
@@ -1320,6 +1320,11 @@ static __attribute__((noinline)) int defer_call(ringk_ctx_t *ctx, defer_kind_t k
     if (name != NULL) {
         memcpy(d->data + length, name, name_len);
         d->name = (const char*)(d->data + length);
+    }
+    if (k->open_batches != 0) {
+        /* what the handler batched so far goes out now: ringk_send()'s batched path, which
+         * does not look at defer_head, then finds no open cell */
+        batch_flush_all(k);
     }
     if (k->defer_tail != NULL) {
         k->defer_tail->next = d;
@@ -1426,7 +1431,7 @@ static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_nam
         return send_from_host(ctx, to_name, type, payload, length, timeout_ms);
     }
     /* a kernel usually sends where it sent last: that route is tried first */
-    i = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
+    i = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED)->index;
     if ((i >= from->publishes_to.count) ||
         !route_name_eq(&from->routes[i], from->publishes_to.names[i], to_name)) {
         ret = route_index(ctx, from, to_name);
@@ -1443,14 +1448,13 @@ static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_nam
  * first send of the dispatch-loop iteration, and never after it: see send_route()). Returns 1 when it did; 0 when the send needs the full path (the cell is full or not open, the
  * message is too long or a terminate, the receiver is terminating), having changed nothing. */
 static inline __attribute__((always_inline)) int
-batch_fast(ringk_kernel_t *from, unsigned i, ringk_msg_type_t type, const void *payload,
+batch_fast(ringk_kernel_t *from, route_t *rt, ringk_msg_type_t type, const void *payload,
            size_t length)
 {
-    route_t *rt = &from->routes[i];
     uint32_t need;
     uint64_t seq;
 
-    if (!(from->open_batches & (1u << i)) || (length >= rt->batch_lim) ||
+    if (!(from->open_batches & rt->bit) || (length >= rt->batch_lim) ||
         ((unsigned)type >= RINGK_MSG_TERMINATE)) {
         return 0;
     }
@@ -1477,7 +1481,7 @@ remote_fast(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t
         (length > from->max_out)) {
         return 0;
     }
-    __atomic_store_n(&from->last_route, i, __ATOMIC_RELAXED);
+    __atomic_store_n(&from->last_rt, &from->routes[i], __ATOMIC_RELAXED);
     from->iter_sends++;
     if (from->open_batches != 0) {
         batch_flush_all(from); /* a remote send may wait for a credit */
@@ -1488,16 +1492,19 @@ remote_fast(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t
 }
 
 /* ringk_send() whose batched fast path did not take the message, though the sender's own
- * handler sends on the route it used last (from->last_route, which names @a to_name): the
+ * handler sends on the route it used last (from->last_rt, which names @a to_name): the
  * remote fast path, or send_slow(). */
 static __attribute__((noinline)) int send_last_route(ringk_ctx_t *ctx, ringk_kernel_t *from,
                                                      const char *to_name, ringk_msg_type_t type,
                                                      const void *payload, size_t length,
                                                      int timeout_ms)
 {
-    unsigned i = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
+    unsigned i = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED)->index;
     int ret;
 
+    if (from->defer_head != NULL) {
+        return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
+    }
     if ((from->routes[i].target != NULL) && (from->iter_sends != 0) &&
         ((unsigned)type < RINGK_MSG_TERMINATE) && (length < from->routes[i].batch_lim) &&
         (ringk_tls_inline == NULL)) {
@@ -1519,15 +1526,16 @@ static __attribute__((noinline)) int send_last_route(ringk_ctx_t *ctx, ringk_ker
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
-    unsigned i;
+    route_t *rt;
 
     if ((from != NULL) && (tls_running == from) && (ctx != NULL) && (to_name != NULL) &&
-        ((payload != NULL) || (length == 0)) && (timeout_ms >= RINGK_WAIT_FOREVER) &&
-        (from->defer_head == NULL)) {
-        i = __atomic_load_n(&from->last_route, __ATOMIC_RELAXED);
-        if ((i < from->publishes_to.count) &&
-            route_name_eq(&from->routes[i], from->publishes_to.names[i], to_name)) {
-            if (batch_fast(from, i, type, payload, length)) {
+        ((payload != NULL) || (length == 0)) && (timeout_ms >= RINGK_WAIT_FOREVER)) {
+        /* a route past publishes_to.count is named "" and never opens a cell: the checks of
+         * send_last_route() and send_slow() refuse it */
+        rt = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED);
+        if (route_name_eq(rt, from->publishes_to.names[rt->index], to_name)) {
+            /* no cell is open while calls of the handler wait to be made (defer_call) */
+            if (batch_fast(from, rt, type, payload, length)) {
                 return 0;
             }
             return send_last_route(ctx, from, to_name, type, payload, length, timeout_ms);
@@ -1577,7 +1585,7 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
     if ((from != NULL) && (tls_running == from) && (ctx != NULL) &&
         ((unsigned)route < from->publishes_to.count) && ((payload != NULL) || (length == 0)) &&
         (timeout_ms >= RINGK_WAIT_FOREVER) && (from->defer_head == NULL)) {
-        if (batch_fast(from, (unsigned)route, type, payload, length)) {
+        if (batch_fast(from, &from->routes[route], type, payload, length)) {
             return 0;
         }
         if (remote_fast(ctx, from, (unsigned)route, type, payload, length, timeout_ms, &ret)) {
@@ -2208,7 +2216,10 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     for (i = 0; i < RINGK_LIST_MAX; i++) {
         k->routes[i].rank     = -1;
         route_name_init(&k->routes[i], k->publishes_to.names[i]);
+        k->routes[i].index = i;
+        k->routes[i].bit   = 1u << i;
     }
+    k->last_rt = &k->routes[0];
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
     k->state = (params->field_mask & RINGK_KERNEL_PARAM_FIELD_START_INACTIVE) ?
