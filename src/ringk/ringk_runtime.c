@@ -1577,22 +1577,36 @@ static __attribute__((noinline)) int send_route_slow(ringk_ctx_t *ctx, ringk_ker
            defer_call(ctx, DEFER_SEND_ROUTE, from, route, NULL, type, payload, length, timeout_ms);
 }
 
-int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_msg_type_t type,
-                     const void *payload, size_t length, int timeout_ms)
+/* ringk_send_route() from the sender's own handler whose batched path did not take the
+ * message: the remote fast path, or send_route_slow(). */
+static __attribute__((noinline)) int send_route_other(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                                      int route, ringk_msg_type_t type,
+                                                      const void *payload, size_t length,
+                                                      int timeout_ms)
 {
     int ret;
 
+    if ((from->defer_head == NULL) &&
+        remote_fast(ctx, from, (unsigned)route, type, payload, length, timeout_ms, &ret)) {
+        return (ret != RINGK_WOULD_WAIT) ? ret :
+               defer_call(ctx, DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
+                          timeout_ms);
+    }
+    return send_route_slow(ctx, from, route, type, payload, length, timeout_ms);
+}
+
+/* As ringk_send(): the batched path makes no call, the others are tail calls. */
+int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_msg_type_t type,
+                     const void *payload, size_t length, int timeout_ms)
+{
     if ((from != NULL) && (tls_running == from) && (ctx != NULL) &&
         ((unsigned)route < from->publishes_to.count) && ((payload != NULL) || (length == 0)) &&
-        (timeout_ms >= RINGK_WAIT_FOREVER) && (from->defer_head == NULL)) {
+        (timeout_ms >= RINGK_WAIT_FOREVER)) {
+        /* no cell is open while calls of the handler wait to be made (defer_call) */
         if (batch_fast(from, &from->routes[route], type, payload, length)) {
             return 0;
         }
-        if (remote_fast(ctx, from, (unsigned)route, type, payload, length, timeout_ms, &ret)) {
-            return (ret != RINGK_WOULD_WAIT) ? ret :
-                   defer_call(ctx, DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
-                              timeout_ms);
-        }
+        return send_route_other(ctx, from, route, type, payload, length, timeout_ms);
     }
     return send_route_slow(ctx, from, route, type, payload, length, timeout_ms);
 }
