@@ -640,10 +640,10 @@ END_TEST
  * sent from a buffer whose bytes past the name are garbage, each after a send on another route
  * and again right after one on its own; names one character shorter or longer than a route, or
  * differing from it in its last character, are refused; none reaches the wrong kernel. */
-static const char *word_names[] = {"w", "w123456", "w1234567", "w12345678", "w1234567890123",
-                                   "w12345678901234", NULL};
-static const char *word_bad[] = {"", "w12345", "w12345678x", "w1234567890123x", "w123456789012",
-                                 "w1234567890124", "w123456789012345", "v", NULL};
+static const char *word_names[] = {"w", "w123456", "w1234567", "w12345678", "w12345678901234",
+                                   "w123456789012345", NULL};
+static const char *word_bad[] = {"", "w12345", "w12345678x", "w1234567890123", "w1234567890123x",
+                                 "w1234567890123456", "w12345678901234x", "v", NULL};
 static uint64_t word_got[6], word_bad_got, word_refused;
 
 static int word_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
