@@ -515,7 +515,7 @@ START_TEST(test_runtime_route_lookup)
         .handler = route_sink, .max_in = 64
     };
     ringk_kernel_stats_t st;
-    ringk_kernel_t *k[3], *src;
+    ringk_kernel_t *k[3];
     unsigned i;
 
     batch_ctx = ctx_new();
@@ -527,7 +527,7 @@ START_TEST(test_runtime_route_lookup)
         p.max_in = (i == 2) ? 8 : 64;
         ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k[i]), 0);
     }
-    src = source_start(&p, "rsrc", route_source, route_names);
+    (void)source_start(&p, "rsrc", route_source, route_names);
     wait_for(&route_got[0], 4);
     wait_for(&route_got[1], 4);
     wait_for(&route_got[2], 5);
@@ -551,11 +551,12 @@ END_TEST
  * its page, so these names are compared byte by byte; test_runtime_route_name_words covers the
  * words.) */
 static const char *edge_names[] = {"e1", "e1234", "e123456", "e1234567", NULL};
-static uint64_t edge_got[4], edge_bad, edge_refused;
+/* what name_sink() got, by kernel (its arg), and how many messages reached the wrong one */
+static uint64_t name_got[8], name_bad, edge_refused;
 static char *edge_page; /* a page, followed by one that is not accessible */
 static long edge_pagesize;
 
-static int edge_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+static int name_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
     uint64_t v = UINT64_MAX;
 
@@ -563,9 +564,9 @@ static int edge_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
         memcpy(&v, ringk_msg_payload(msg), sizeof(v));
     }
     if (v != (uintptr_t)arg) {
-        __atomic_fetch_add(&edge_bad, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&name_bad, 1, __ATOMIC_RELAXED);
     }
-    __atomic_fetch_add(&edge_got[(uintptr_t)arg], 1, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&name_got[(uintptr_t)arg], 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -599,38 +600,49 @@ static int edge_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
-START_TEST(test_runtime_route_name_edge)
+/* Creates batch_ctx with a name_sink kernel for each of @a names (arg: its index) and a source
+ * kernel @a src_name that runs @a handler with routes to all of them; waits until each got
+ * @a each messages, checks that none reached the wrong kernel and that the source's handler
+ * never failed, and destroys the context. */
+static void names_run(const char *const *names, const char *src_name, ringk_handler_t handler,
+                      uint64_t each)
 {
     ringk_kernel_params_t p = {
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
-        .handler = edge_sink
+        .handler = name_sink
     };
     ringk_kernel_stats_t st;
     ringk_kernel_t *k;
     unsigned i;
 
+    batch_ctx = ctx_new();
+    memset(name_got, 0, sizeof(name_got));
+    name_bad = 0;
+    for (i = 0; names[i] != NULL; i++) {
+        p.name = names[i];
+        p.arg  = (void*)(uintptr_t)i;
+        ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
+    }
+    k = source_start(&p, src_name, handler, names);
+    for (i = 0; names[i] != NULL; i++) {
+        wait_for(&name_got[i], each);
+    }
+    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+    ck_assert_uint_eq(st.handler_errors, 0);
+    ck_assert_uint_eq(name_bad, 0);
+    ringk_ctx_destroy(batch_ctx);
+}
+
+START_TEST(test_runtime_route_name_edge)
+{
     edge_pagesize = sysconf(_SC_PAGESIZE);
     edge_page     = mmap(NULL, 2 * edge_pagesize, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ck_assert(edge_page != MAP_FAILED);
     ck_assert_int_eq(mprotect(edge_page + edge_pagesize, edge_pagesize, PROT_NONE), 0);
-    batch_ctx = ctx_new();
-    memset(edge_got, 0, sizeof(edge_got));
-    edge_bad = edge_refused = 0;
-    for (i = 0; i < 4; i++) {
-        p.name = edge_names[i];
-        p.arg  = (void*)(uintptr_t)i;
-        ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
-    }
-    k = source_start(&p, "esrc", edge_source, edge_names);
-    for (i = 0; i < 4; i++) {
-        wait_for(&edge_got[i], 8);
-    }
-    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
-    ck_assert_uint_eq(st.handler_errors, 0);
-    ck_assert_uint_eq(edge_bad, 0);
+    edge_refused = 0;
+    names_run(edge_names, "esrc", edge_source, 8);
     ck_assert_uint_eq(edge_refused, 32);
-    ringk_ctx_destroy(batch_ctx);
     munmap(edge_page, 2 * edge_pagesize);
 }
 END_TEST
@@ -644,21 +656,7 @@ static const char *word_names[] = {"w", "w123456", "w1234567", "w12345678", "w12
                                    "w123456789012345", NULL};
 static const char *word_bad[] = {"", "w12345", "w12345678x", "w1234567890123", "w1234567890123x",
                                  "w1234567890123456", "w12345678901234x", "v", NULL};
-static uint64_t word_got[6], word_bad_got, word_refused;
-
-static int word_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
-{
-    uint64_t v = UINT64_MAX;
-
-    if (msg->length == sizeof(v)) {
-        memcpy(&v, ringk_msg_payload(msg), sizeof(v));
-    }
-    if (v != (uintptr_t)arg) {
-        __atomic_fetch_add(&word_bad_got, 1, __ATOMIC_RELAXED);
-    }
-    __atomic_fetch_add(&word_got[(uintptr_t)arg], 1, __ATOMIC_RELEASE);
-    return 0;
-}
+static uint64_t word_refused;
 
 static int word_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
@@ -687,31 +685,9 @@ static int word_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 
 START_TEST(test_runtime_route_name_words)
 {
-    ringk_kernel_params_t p = {
-        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
-        .handler = word_sink
-    };
-    ringk_kernel_stats_t st;
-    ringk_kernel_t *k;
-    unsigned i;
-
-    batch_ctx = ctx_new();
-    memset(word_got, 0, sizeof(word_got));
-    word_bad_got = word_refused = 0;
-    for (i = 0; i < 6; i++) {
-        p.name = word_names[i];
-        p.arg  = (void*)(uintptr_t)i;
-        ck_assert_int_eq(ringk_kernel_create(batch_ctx, &p, &k), 0);
-    }
-    k = source_start(&p, "wsrc", word_source, word_names);
-    for (i = 0; i < 6; i++) {
-        wait_for(&word_got[i], 2);
-    }
-    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
-    ck_assert_uint_eq(st.handler_errors, 0);
-    ck_assert_uint_eq(word_bad_got, 0);
+    word_refused = 0;
+    names_run(word_names, "wsrc", word_source, 2);
     ck_assert_uint_eq(word_refused, 6 * 8);
-    ringk_ctx_destroy(batch_ctx);
 }
 END_TEST
 
