@@ -547,9 +547,10 @@ END_TEST
  * at each of the 8 alignments, reach their kernels, and a shorter name placed the same way right
  * after each is refused without a fault. Names of 2, 5, 7 and 8 characters. (A word-at-a-time
  * compare that read the aligned word after a name before checking the name's bytes in the
- * first faulted here. route_name_eq() compares two words only when b's first 16 bytes lie in
- * its page, so these names are compared byte by byte; test_runtime_route_name_words covers the
- * words.) */
+ * first faulted here.) route_name_eq() loads two words of b only when b's first 16 bytes lie
+ * in its page: these names are compared byte by byte but for "e1234567" with its NUL 7 bytes
+ * before the page's end, whose 16 bytes end right there; test_runtime_route_name_words covers
+ * the words. */
 static const char *edge_names[] = {"e1", "e1234", "e123456", "e1234567", NULL};
 /* what name_sink() got, by kernel (its arg), and how many messages reached the wrong one */
 static uint64_t name_got[8], name_bad, edge_refused;
