@@ -152,13 +152,8 @@ static void route_name_init(route_t *rt, const char *name)
     rt->name_w[1] &= rt->name_m[1];
 }
 
-/* Whether @a b names route @a rt (@a name: its name). A name under 16 characters is compared
- * as two 8-byte words with the bytes past its terminating zero masked off, when b's first 16
- * bytes lie in one page: the loads can read past the end of a shorter b, but never into
- * another page, as the C library's own string functions do (by name, the local one-way
- * throughput spent 38 of its 130 instructions a message in the byte loop). Otherwise byte by
- * byte, stopping at b's first character that differs; always so under ASan or TSan, under
- * valgrind (names_bytewise), and off x86-64. */
+/* strcmp(b, name) == 0, stopping at b's first character that differs: never reads past b's
+ * end. */
 static __attribute__((noinline)) int route_name_eq_bytes(const char *name, uint32_t len,
                                                          const char *b)
 {
@@ -172,6 +167,13 @@ static __attribute__((noinline)) int route_name_eq_bytes(const char *name, uint3
     return b[len] == '\0';
 }
 
+/* Whether @a b names route @a rt (@a name: its name). A name under 16 characters is compared
+ * as two 8-byte words with the bytes past its terminating zero masked off, when b's first 16
+ * bytes lie in one page: the loads can read past the end of a shorter b, but never into
+ * another page, as the C library's own string functions do (by name, the local one-way
+ * throughput spent 38 of its 130 instructions a message in the byte loop). Otherwise byte by
+ * byte, stopping at b's first character that differs; always so under ASan or TSan, under
+ * valgrind (names_bytewise), and off x86-64. */
 static inline int route_name_eq(const route_t *rt, const char *name, const char *b)
 {
 #ifdef RINGK_NAME_WORDS
@@ -1445,9 +1447,11 @@ static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_nam
 }
 
 /* The fast path of ringk_send() and ringk_send_route(): appends to the open batch cell of route
- * @a i of @a from, whose handler runs on this thread (a cell is open only after the handler's
- * first send of the dispatch-loop iteration, and never after it: see send_route()). Returns 1 when it did; 0 when the send needs the full path (the cell is full or not open, the
- * message is too long or a terminate, the receiver is terminating), having changed nothing. */
+ * @a rt of @a from, whose handler runs on this thread (a cell opens only at the handler's second
+ * or later send of a dispatch-loop iteration, see send_route(), and is published when the
+ * iteration ends). Returns 1 when it did; 0 when the send needs the full path (the cell is
+ * full or not open, the message is too long or a terminate, the receiver is terminating),
+ * having changed nothing. */
 static inline __attribute__((always_inline)) int
 batch_fast(ringk_kernel_t *from, route_t *rt, ringk_msg_type_t type, const void *payload,
            size_t length)
