@@ -146,7 +146,9 @@ static int collector(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
         return -1;
     }
     memcpy(&grid[(size_t)m->row * cols], m->v, cols * sizeof(double));
-    __atomic_fetch_add(&rows_in, 1, __ATOMIC_RELEASE);
+    if (__atomic_add_fetch(&rows_in, 1, __ATOMIC_RELEASE) == rows) {
+        example_notify();
+    }
     return 0;
 }
 

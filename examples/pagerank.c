@@ -183,7 +183,9 @@ static int collector(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     for (i = 0; i < b->count; i++) {
         if (b->pairs[i].dst < nv) {
             final_rank[b->pairs[i].dst] = b->pairs[i].value;
-            __atomic_fetch_add(&final_in, 1, __ATOMIC_RELEASE);
+            if (__atomic_add_fetch(&final_in, 1, __ATOMIC_RELEASE) == nv) {
+                example_notify();
+            }
         }
     }
     return 0;

@@ -29,6 +29,7 @@ static int ping(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
         /* pong may live in another process: tell it to stop once it drained */
         ringk_send(ctx, k, "pong", RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
         __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+        example_notify();
         return 0;
     }
     v++;

@@ -62,6 +62,7 @@ static int aggregator(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
             ringk_send(ctx, k, worker_names[i], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
         }
         __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+        example_notify();
     }
     return 0;
 }

@@ -33,6 +33,8 @@ static inline uint32_t ringk_sender_kernel(uint32_t sender)
 #define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
 #define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
 #define RINGK_DEADLOCK_MS   100                /* a wait cycle this stable is a deadlock */
+#define RINGK_NAP_MS        10L                /* the progress thread's nap while kernel */
+                                               /* threads poll the worker */
 #define RINGK_REMOTE_POLLS  4                  /* worker polls per idle loop of a kernel thread */
 #define RINGK_INLINE_MAX_NS 50000u  /* longest timed handler call in a receive callback */
 #define RINGK_DIRECT_MAX    216                /* largest payload taken by ringk_deliver_direct */
@@ -64,6 +66,13 @@ typedef struct {
     uint64_t        head_cache;   /* this sender's copy of the target inbox's head */
     int             rank;         /* remote target: its process (-1: not resolved) */
     uint32_t        remote_id;    /* remote target: its id in that process */
+    /* remote target, for ringk_remote_send_route(), set by ringk_remote_route_init(): the
+     * endpoint (NULL: not a resolved remote route), the credits left for the target, whether
+     * the process is gone, and the sender field of the wire header */
+    void           *remote_ep;
+    uint32_t       *remote_credit;
+    const int      *remote_dead;
+    uint32_t        remote_sender;
     /* the open batch cell in the target's inbox (see batch_send): claimed, not yet published */
     uint64_t        batch_pos;
     struct ringk_batch_hdr *batch_hdr; /* its header (in the cell at batch_pos) */
@@ -151,7 +160,8 @@ struct ringk_kernel {
      * the worker with an empty inbox (ringk_deliver_direct): handled as soon as the poll
      * returns, without going through the inbox */
     int                   direct_full;
-    uint64_t              inline_in;     /* of direct_in, handled in the receive callback */
+    uint64_t              inline_in;     /* the others, handled in the receive callback (not
+                                            counted in direct_in, which the stats add it to) */
     /* what its handler, run in the receive callback, could not do without waiting: done in
      * order once the callback returned (see ringk_tls_inline) */
     struct ringk_deferred *defer_head, *defer_tail;
@@ -280,6 +290,9 @@ int ringk_remote_start(ringk_ctx_t *ctx);
 void ringk_remote_stop(ringk_ctx_t *ctx);
 /** Progresses the job's network from an idle kernel thread; returns the events handled. */
 unsigned ringk_remote_poll(ringk_ctx_t *ctx);
+/** A kernel thread that polled stops polling (it sleeps or ends): the progress thread takes
+ *  over at once rather than after its nap. */
+void ringk_remote_unpoll(ringk_ctx_t *ctx);
 /* How many peers' endpoints have failed. */
 int ringk_remote_lost(const ringk_ctx_t *ctx);
 /** Publishes to the topic's subscribers in other processes: one AM per such process, each taking
@@ -302,5 +315,18 @@ int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_
 int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
                       ringk_msg_type_t type, const void *payload, size_t length,
                       int timeout_ms);
+/** Fills the remote fields of @a rt, a route of @a from resolved to kernel rt->remote_id of
+ *  process rt->rank, for ringk_remote_send_route(). */
+void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);
+/** The fast path of ringk_send() and ringk_send_route() from kernel @a from's own handler on
+ *  its route from->last_rt, resolved to a kernel of another process: takes a credit and sends
+ *  the message as one eager active message that leaves at once. When it cannot (deferred calls
+ *  queued, bad type or length, no credit left, the process gone, timestamps on, or UCP could
+ *  not send at once) it changes nothing and returns ringk_send_last_full(). */
+int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
+                           size_t length, int timeout_ms);
+/** ringk_send() on from->last_rt by the full path (send_last_route() in ringk_runtime.c). */
+int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
+                         size_t length, int timeout_ms);
 
 #endif

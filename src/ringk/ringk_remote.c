@@ -81,6 +81,11 @@ struct ringk_remote {
     uint64_t        undeliverable;
     unsigned        backlogged;    /* messages in backlogs, atomic: a cheap 'nothing to do' */
     unsigned        kernel_polled; /* set by ringk_remote_poll(), cleared by the progress thread */
+    /* while kernel threads poll, the progress thread naps on nap_cv (see progress_main):
+     * ringk_remote_unpoll() and ringk_remote_stop() set nap_kick to wake it, under nap_mu */
+    pthread_mutex_t nap_mu;
+    pthread_cond_t  nap_cv;
+    int             nap_kick;
     /* peer events (ringk_peer_event_t) for kernels with peer_events, per rank */
     uint8_t        *event_state;   /* 0 none, 3 being posted, 1 to deliver, 2 delivered; atomic */
     uint8_t        *event_kind;    /* ringk_peer_event_kind_t */
@@ -570,6 +575,48 @@ static inline unsigned remote_chores(ringk_remote_t *r)
     return n;
 }
 
+/* The progress thread's nap while kernel threads poll the worker: a blocked thread, not a
+ * yielding one. A thread that only yields stays runnable, shares the cores of the polling
+ * kernel threads and, on a machine with no core to spare, took turns from them: stalls of 10 us
+ * and more made a cross-process ping-pong 1.3x slower and, once the program's own threads slept
+ * longer than 1 ms, 2.2x (see README). It wakes after RINGK_NAP_MS, when a kernel
+ * thread stops polling (ringk_remote_unpoll) or at stop. */
+static void progress_nap(ringk_remote_t *r)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += RINGK_NAP_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec  += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+    }
+    pthread_mutex_lock(&r->nap_mu);
+    if (!r->nap_kick && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        pthread_cond_timedwait(&r->nap_cv, &r->nap_mu, &ts);
+    }
+    r->nap_kick = 0;
+    pthread_mutex_unlock(&r->nap_mu);
+}
+
+static void progress_kick(ringk_remote_t *r)
+{
+    pthread_mutex_lock(&r->nap_mu);
+    r->nap_kick = 1;
+    pthread_cond_signal(&r->nap_cv);
+    pthread_mutex_unlock(&r->nap_mu);
+}
+
+void ringk_remote_unpoll(ringk_ctx_t *ctx)
+{
+    ringk_remote_t *r = ctx->remote;
+
+    /* what the progress thread finds when it wakes: no poll since (others that still poll
+     * set it again, and it naps again) */
+    __atomic_store_n(&r->kernel_polled, 0, __ATOMIC_RELAXED);
+    progress_kick(r);
+}
+
 static void *progress_main(void *arg)
 {
     ringk_ctx_t *ctx  = arg;
@@ -580,15 +627,11 @@ static void *progress_main(void *arg)
 
     while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
         /* Idle kernel threads progress the worker themselves (ringk_remote_poll): while they
-         * do (they polled since this thread last cleared the flag), it only yields, so that it
-         * does not fight them for the worker's lock. Sleeping here instead made no measurable
-         * difference: usleep(100) looked slower once (0.455 vs 0.37 us, session 6), usleep(1000)
-         * gave the same ratio to raw UCP AM (1.675 vs 1.663, medians of 11 interleaved rounds,
-         * session 9). */
+         * do (they polled since this thread last cleared the flag), it naps */
         if (__atomic_load_n(&r->kernel_polled, __ATOMIC_RELAXED)) {
             __atomic_store_n(&r->kernel_polled, 0, __ATOMIC_RELAXED);
             idle = 0;
-            sched_yield();
+            progress_nap(r);
             continue;
         }
         n = ucp_worker_progress(r->worker) + remote_chores(r);
@@ -985,6 +1028,52 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
     return 0;
 }
 
+void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt)
+{
+    ringk_remote_t *r = ctx->remote;
+
+    rt->remote_credit = &r->credits[(uint32_t)rt->rank * RINGK_SLOTS + rt->remote_id];
+    rt->remote_dead   = &r->dead[rt->rank];
+    rt->remote_sender = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
+    rt->remote_ep     = r->eps[rt->rank];
+}
+
+int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
+                           size_t length, int timeout_ms)
+{
+    const route_t *rt = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED);
+    uint32_t *c       = rt->remote_credit;
+    uint32_t cur      = __atomic_load_n(c, __ATOMIC_RELAXED);
+    uint64_t seq      = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+    ucs_status_ptr_t req;
+    wire_msg_t w;
+
+    /* queued behind deferred calls, an error to report, a wait, or a timestamp: the full path */
+    if ((from->defer_head != NULL) || ((unsigned)type > RINGK_MSG_TERMINATE) ||
+        (length > from->max_out) || (cur == 0) || from->timestamps ||
+        __atomic_load_n(rt->remote_dead, __ATOMIC_ACQUIRE) ||
+        !__atomic_compare_exchange_n(c, &cur, cur - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        return ringk_send_last_full(from, type, payload, length, timeout_ms);
+    }
+    w.sender = rt->remote_sender;
+    w.dst    = (uint16_t)rt->remote_id;
+    w.type   = (uint8_t)type;
+    w.flags  = 0;
+    w.seq    = seq;
+    /* sent at once or not at all (then by the full path, which may wait or defer) */
+    req = ucp_am_send_nbx(rt->remote_ep, RINGK_AM_MSG, &w, RINGK_WIRE_MSG_SHORT, payload,
+                          length, &am_now_param);
+    if (ucs_unlikely(req != NULL)) {
+        __atomic_add_fetch(c, 1, __ATOMIC_RELEASE); /* the credit back */
+        return ringk_send_last_full(from, type, payload, length, timeout_ms);
+    }
+    /* one thread at a time sends as a kernel */
+    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
+    from->iter_sends++;
+    return 0;
+}
+
 int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
                          const void *payload, size_t length, int timeout_ms, unsigned *reached_p)
 {
@@ -1116,6 +1205,8 @@ static void remote_free(ringk_remote_t *r)
     free(r->event_state);
     free(r->event_kind);
     free(r->event_next);
+    pthread_mutex_destroy(&r->nap_mu);
+    pthread_cond_destroy(&r->nap_cv);
     free(r);
 }
 
@@ -1144,6 +1235,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     dir_entry_t *entries = NULL;
     ringk_remote_t *r;
     ucp_config_t *config;
+    pthread_condattr_t cattr;
     unsigned i;
     int ret = -EIO, rank;
 
@@ -1181,6 +1273,11 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     pthread_mutex_init(&r->backlog_mu, NULL);
     pthread_mutex_init(&r->owed_mu, NULL);
     pthread_mutex_init(&r->event_mu, NULL);
+    pthread_mutex_init(&r->nap_mu, NULL);
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->nap_cv, &cattr);
+    pthread_condattr_destroy(&cattr);
     r->ctx  = ctx;
     r->size = size;
     if ((ucp_config_read(NULL, NULL, &config) != UCS_OK) ||
@@ -1394,6 +1491,7 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
     unsigned id;
 
     __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+    progress_kick(r);
     pthread_join(r->progress, NULL);
     remote_leave(r);
     for (rank = 0; rank < ctx->job.size; rank++) {

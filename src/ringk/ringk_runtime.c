@@ -493,6 +493,7 @@ int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *pa
                          size_t len)
 {
     ringk_msg_t *msg = &to->direct.msg;
+    uint64_t t0;
 
     /* FIFO: an empty inbox holds nothing older from the same sender; the slot is handled
      * before the inbox is looked at again */
@@ -515,21 +516,28 @@ int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *pa
     } else if (len > 0) {
         memcpy(to->direct.payload, payload, len);
     }
-    to->direct_full = 1;
-    if (to->recv_inline) {
-        /* the handler runs here, in the receive callback: its reply leaves before the worker's
-         * progress call unwinds (cross-process ping-pong: 1.66 -> 1.36 times raw UCP AM in a
-         * first trial, medians of 7 interleaved rounds). What it cannot do without waiting is
-         * deferred (ringk_tls_inline). */
-        uint64_t t0 = msg->enq_ns;
-
-        ringk_tls_inline = to;
-        kernel_direct(to);
-        ringk_tls_inline = NULL;
-        __atomic_store_n(&to->inline_in, to->inline_in + 1, __ATOMIC_RELAXED);
-        if ((t0 != 0) && (now_ns() - t0 > RINGK_INLINE_MAX_NS)) {
-            inline_stop(to, now_ns() - t0);
-        }
+    if (!to->recv_inline) {
+        to->direct_full = 1; /* for kernel_direct(), once the poll returned */
+        return 0;
+    }
+    /* the handler runs here, in the receive callback: its reply leaves before the worker's
+     * progress call unwinds (cross-process ping-pong: 1.66 -> 1.36 times raw UCP AM in a first
+     * trial, medians of 7 interleaved rounds). What it cannot do without waiting is deferred
+     * (ringk_tls_inline). What kernel_direct() does, without its call. */
+    t0               = msg->enq_ns;
+    ringk_tls_inline = to;
+    tls_running      = to;
+    to->iter_sends   = 0;
+    dispatch(to, msg);
+    /* counted apart from direct_in (ringk_kernel_stats_query adds them up) */
+    __atomic_store_n(&to->inline_in, to->inline_in + 1, __ATOMIC_RELAXED);
+    if (to->open_batches != 0) {
+        batch_flush_all(to);
+    }
+    tls_running      = NULL;
+    ringk_tls_inline = NULL;
+    if ((t0 != 0) && (now_ns() - t0 > RINGK_INLINE_MAX_NS)) {
+        inline_stop(to, now_ns() - t0);
     }
     return 0;
 }
@@ -598,7 +606,7 @@ static void *persistent_main(void *arg)
 {
     ringk_kernel_t *k = arg;
     unsigned idle = 0;
-    int state;
+    int state, polled = 0; /* it polled the worker since it last slept */
 
     pin_thread(k->ctx, k->core);
     for (;;) {
@@ -607,6 +615,10 @@ static void *persistent_main(void *arg)
             break;
         }
         if (state == RINGK_KERNEL_INACTIVE) {
+            if (polled) {
+                ringk_remote_unpoll(k->ctx);
+                polled = 0;
+            }
             kernel_sleep(k);
             continue;
         }
@@ -627,6 +639,7 @@ static void *persistent_main(void *arg)
                 got = ringk_remote_poll(k->ctx);
             }
             tls_polling = NULL;
+            polled      = 1;
             if (k->defer_head != NULL) {
                 deferred_run(k);
             }
@@ -653,7 +666,14 @@ static void *persistent_main(void *arg)
             continue;
         }
         idle = 0;
+        if (polled) {
+            ringk_remote_unpoll(k->ctx);
+            polled = 0;
+        }
         kernel_sleep(k);
+    }
+    if (polled) {
+        ringk_remote_unpoll(k->ctx);
     }
     return NULL;
 }
@@ -1181,6 +1201,7 @@ static __attribute__((noinline)) int route_resolve(ringk_ctx_t *ctx, ringk_kerne
     } else if ((remote_of(ctx) != NULL) &&
                (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
         route->allowed = 1; /* the receiving process checks its subscribes_to */
+        ringk_remote_route_init(ctx, from, route);
     } else {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
                       to_name, from->name);
@@ -1524,6 +1545,15 @@ static __attribute__((noinline)) int send_last_route(ringk_ctx_t *ctx, ringk_ker
     return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
 }
 
+int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
+                         size_t length, int timeout_ms)
+{
+    unsigned i = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED)->index;
+
+    return send_last_route(from->ctx, from, from->publishes_to.names[i], type, payload, length,
+                           timeout_ms);
+}
+
 /* The fast paths (batch_fast() or remote_fast() on the route the kernel used last) or
  * send_slow(), which checks everything again. The batched path makes no call (the others are
  * tail calls), so it runs without saving registers: the local one-way throughput is bound by
@@ -1542,6 +1572,9 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
             /* no cell is open while calls of the handler wait to be made (defer_call) */
             if (batch_fast(from, rt, type, payload, length)) {
                 return 0;
+            }
+            if (rt->remote_ep != NULL) {
+                return ringk_remote_send_last(from, type, payload, length, timeout_ms);
             }
             return send_last_route(ctx, from, to_name, type, payload, length, timeout_ms);
         }
@@ -1610,6 +1643,10 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
         /* no cell is open while calls of the handler wait to be made (defer_call) */
         if (batch_fast(from, &from->routes[route], type, payload, length)) {
             return 0;
+        }
+        if (from->routes[route].remote_ep != NULL) {
+            __atomic_store_n(&from->last_rt, &from->routes[route], __ATOMIC_RELAXED);
+            return ringk_remote_send_last(from, type, payload, length, timeout_ms);
         }
         return send_route_other(ctx, from, route, type, payload, length, timeout_ms);
     }
@@ -2391,8 +2428,8 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
     s->refused_full   = __atomic_load_n(&k->refused_full, __ATOMIC_RELAXED);
     s->handler_errors = __atomic_load_n(&k->handler_errors, __ATOMIC_RELAXED);
     s->batched_in     = __atomic_load_n(&k->batched_in, __ATOMIC_RELAXED);
-    s->direct_in      = __atomic_load_n(&k->direct_in, __ATOMIC_RELAXED);
     s->inline_in      = __atomic_load_n(&k->inline_in, __ATOMIC_RELAXED);
+    s->direct_in      = __atomic_load_n(&k->direct_in, __ATOMIC_RELAXED) + s->inline_in;
     s->deferred       = __atomic_load_n(&k->deferred, __ATOMIC_RELAXED);
     s->deferred_failed = __atomic_load_n(&k->deferred_failed, __ATOMIC_RELAXED);
     s->drops          = 0;
