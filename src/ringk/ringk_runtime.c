@@ -227,6 +227,9 @@ static int inbox_empty(ringk_kernel_t *k)
 static __thread ringk_kernel_t *tls_running __attribute__((tls_model("initial-exec")));
 /* the kernel whose idle thread is polling the worker (see ringk_deliver_direct) */
 static __thread ringk_kernel_t *tls_polling __attribute__((tls_model("initial-exec")));
+/* the context whose worker this kernel thread polled since it last slept or waited, or NULL
+ * (the progress thread naps meanwhile; see ringk_remote_unpoll) */
+static __thread ringk_ctx_t *tls_polled __attribute__((tls_model("initial-exec")));
 __thread ringk_kernel_t *ringk_tls_inline __attribute__((tls_model("initial-exec")));
 
 static void batch_flush_all(ringk_kernel_t *from);
@@ -250,6 +253,12 @@ void ringk_wait_prepare(void)
     ringk_kernel_t *k = tls_running;
     uint64_t head;
 
+    if (tls_polled != NULL) {
+        /* a kernel thread that polled the worker may now wait long: the progress thread
+         * takes over */
+        ringk_remote_unpoll(tls_polled);
+        tls_polled = NULL;
+    }
     if (k == NULL) {
         return;
     }
@@ -606,7 +615,7 @@ static void *persistent_main(void *arg)
 {
     ringk_kernel_t *k = arg;
     unsigned idle = 0;
-    int state, polled = 0; /* it polled the worker since it last slept */
+    int state;
 
     pin_thread(k->ctx, k->core);
     for (;;) {
@@ -615,10 +624,7 @@ static void *persistent_main(void *arg)
             break;
         }
         if (state == RINGK_KERNEL_INACTIVE) {
-            if (polled) {
-                ringk_remote_unpoll(k->ctx);
-                polled = 0;
-            }
+            ringk_wait_prepare();
             kernel_sleep(k);
             continue;
         }
@@ -639,7 +645,7 @@ static void *persistent_main(void *arg)
                 got = ringk_remote_poll(k->ctx);
             }
             tls_polling = NULL;
-            polled      = 1;
+            tls_polled  = k->ctx;
             if (k->defer_head != NULL) {
                 deferred_run(k);
             }
@@ -666,15 +672,10 @@ static void *persistent_main(void *arg)
             continue;
         }
         idle = 0;
-        if (polled) {
-            ringk_remote_unpoll(k->ctx);
-            polled = 0;
-        }
+        ringk_wait_prepare();
         kernel_sleep(k);
     }
-    if (polled) {
-        ringk_remote_unpoll(k->ctx);
-    }
+    ringk_wait_prepare();
     return NULL;
 }
 
