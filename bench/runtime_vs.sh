@@ -18,7 +18,8 @@
 #   crossproc   round trip between two processes over the ringk transport, us: ringk's
 #               examples/pingpong as a job of two vs a raw UCP active-message ping-pong with
 #               single-threaded workers (ucp_am, the reference) and, for context, with
-#               thread-safe workers (ucp_am_mt: what libringk's shared worker must be)
+#               thread-safe workers (ucp_am_mt: what libringk's shared worker must be);
+#               N/4 round trips each (with 50k, start-up weighed a few percent in the ratio)
 # Targets (issue 5): ringk throughput >= 0.5x ck; ringk ping-pong <= 0.5x CAF; cross-process
 # <= 1.3x raw UCP AM.
 set -u
@@ -53,11 +54,11 @@ run() {
         k2k_zmq:pingpong) count=$((n / 100)) ;;
         k2k_zmq:throughput) ;;
         *:throughput*) count=$((n * 10)) ;; # ck's 1M take 5 ms: too short to time alone
-        am_ucp:*) count=$((n / 20))
+        am_ucp:*) count=$((n / 4))
             "$build/contrib/ringk-run" env UCX_TLS=ringk,self "$out/am_ucp" "$2" $count \
                 2>/dev/null | sed -n 's/^RESULT //p'
             return ;;
-        ringk_job:*) count=$((n / 20)); port=$((20000 + RANDOM % 12000))
+        ringk_job:*) count=$((n / 4)); port=$((20000 + RANDOM % 12000))
             env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self \
                 timeout 120 "$build/contrib/ringk-run" "$build/examples/pingpong" $count \
                 >/dev/null 2>&1 &

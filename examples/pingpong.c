@@ -24,7 +24,7 @@ static int ping(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 
     memcpy(&v, ringk_msg_payload(msg), sizeof(v));
     if (v == rounds) {
-        /* the clock stops here, not when main() next looks (it sleeps 1 ms between looks) */
+        /* the clock stops here, not when main() next looks (example_idle) */
         clock_gettime(CLOCK_MONOTONIC, &t_last);
         /* pong may live in another process: tell it to stop once it drained */
         ringk_send(ctx, k, "pong", RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);

@@ -66,7 +66,7 @@ typedef struct {
     uint64_t        head_cache;   /* this sender's copy of the target inbox's head */
     int             rank;         /* remote target: its process (-1: not resolved) */
     uint32_t        remote_id;    /* remote target: its id in that process */
-    /* remote target, for ringk_remote_send_route(), set by ringk_remote_route_init(): the
+    /* remote target, for ringk_remote_send_last(), set by ringk_remote_route_init(): the
      * endpoint (NULL: not a resolved remote route), the credits left for the target, whether
      * the process is gone, and the sender field of the wire header */
     void           *remote_ep;
@@ -316,13 +316,14 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
                       ringk_msg_type_t type, const void *payload, size_t length,
                       int timeout_ms);
 /** Fills the remote fields of @a rt, a route of @a from resolved to kernel rt->remote_id of
- *  process rt->rank, for ringk_remote_send_route(). */
+ *  process rt->rank, for ringk_remote_send_last(). */
 void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);
 /** The fast path of ringk_send() and ringk_send_route() from kernel @a from's own handler on
  *  its route from->last_rt, resolved to a kernel of another process: takes a credit and sends
  *  the message as one eager active message that leaves at once. When it cannot (deferred calls
- *  queued, bad type or length, no credit left, the process gone, timestamps on, or UCP could
- *  not send at once) it changes nothing and returns ringk_send_last_full(). */
+ *  queued, bad type or length, no credit left or another thread taking one, the process gone,
+ *  timestamps on, or UCP did not send it at once, for lack of resources or an error) it changes
+ *  nothing and returns ringk_send_last_full(). */
 int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
                            size_t length, int timeout_ms);
 /** ringk_send() on from->last_rt by the full path (send_last_route() in ringk_runtime.c). */

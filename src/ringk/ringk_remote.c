@@ -611,6 +611,10 @@ void ringk_remote_unpoll(ringk_ctx_t *ctx)
 {
     ringk_remote_t *r = ctx->remote;
 
+    if (r == NULL) {
+        return;
+    }
+
     /* what the progress thread finds when it wakes: no poll since (others that still poll
      * set it again, and it naps again) */
     __atomic_store_n(&r->kernel_polled, 0, __ATOMIC_RELAXED);
@@ -619,11 +623,15 @@ void ringk_remote_unpoll(ringk_ctx_t *ctx)
 
 static void *progress_main(void *arg)
 {
-    ringk_ctx_t *ctx  = arg;
-    ringk_remote_t *r = ctx->remote;
+    ringk_remote_t *r = arg;
     struct pollfd pfd = {.fd = r->efd, .events = POLLIN};
     unsigned idle = 0, n;
     ucs_status_t status;
+
+    while ((__atomic_load_n(&r->ctx->remote, __ATOMIC_ACQUIRE) != r) &&
+           !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        progress_nap(r); /* until ringk_remote_start() published the context's remote side */
+    }
 
     while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
         /* Idle kernel threads progress the worker themselves (ringk_remote_poll): while they
@@ -678,10 +686,13 @@ static const ucp_request_param_t am_now_param = {
 
 /* Waits for a send that did not complete at once; the worker is multi-threaded and whichever
  * thread progresses it completes the request. */
-static __attribute__((noinline)) ucs_status_t am_request_wait(ucs_status_ptr_t req)
+static __attribute__((noinline)) ucs_status_t am_request_wait(ringk_remote_t *r,
+                                                               ucs_status_ptr_t req)
 {
     ucs_status_t status;
 
+    /* a kernel thread that polled may be the one waiting: the progress thread must not nap */
+    ringk_remote_unpoll(r->ctx);
     while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
         sched_yield();
     }
@@ -699,7 +710,7 @@ static ucs_status_t am_send_wait(ringk_remote_t *r, int rank, unsigned id, const
         return UCS_ERR_CONNECTION_RESET;
     }
     req = ucp_am_send_nbx(r->eps[rank], id, hdr, hdr_len, payload, length, &am_eager_param);
-    return UCS_PTR_IS_PTR(req) ? am_request_wait(req) : UCS_PTR_STATUS(req);
+    return UCS_PTR_IS_PTR(req) ? am_request_wait(r, req) : UCS_PTR_STATUS(req);
 }
 
 static int control_send(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
@@ -1016,7 +1027,7 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
         }
         return (timeout_ms == RINGK_WAIT_NONE) ? -EAGAIN : RINGK_WOULD_WAIT;
     }
-    status = UCS_PTR_IS_PTR(req) ? am_request_wait(req) : UCS_PTR_STATUS(req);
+    status = UCS_PTR_IS_PTR(req) ? am_request_wait(r, req) : UCS_PTR_STATUS(req);
     if (status != UCS_OK) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
                       ucs_status_string(status));
@@ -1243,6 +1254,12 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     if (r == NULL) {
         return -ENOMEM;
     }
+    /* before anything can fail: remote_free() destroys them */
+    pthread_mutex_init(&r->nap_mu, NULL);
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->nap_cv, &cattr);
+    pthread_condattr_destroy(&cattr);
     r->eps  = calloc(size, sizeof(*r->eps));
     r->dead = calloc(size, sizeof(*r->dead));
     r->left = calloc(size, sizeof(*r->left));
@@ -1273,11 +1290,6 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     pthread_mutex_init(&r->backlog_mu, NULL);
     pthread_mutex_init(&r->owed_mu, NULL);
     pthread_mutex_init(&r->event_mu, NULL);
-    pthread_mutex_init(&r->nap_mu, NULL);
-    pthread_condattr_init(&cattr);
-    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->nap_cv, &cattr);
-    pthread_condattr_destroy(&cattr);
     r->ctx  = ctx;
     r->size = size;
     if ((ucp_config_read(NULL, NULL, &config) != UCS_OK) ||
@@ -1400,13 +1412,16 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                       size, strerror(-ret));
         goto out;
     }
-    /* Published last: kernel threads progress the worker once they see it, and the directory
-     * must be complete before any message can make a kernel send. */
-    __atomic_store_n(&ctx->remote, r, __ATOMIC_RELEASE);
-    if (pthread_create(&r->progress, NULL, progress_main, ctx) != 0) {
+    /* Published last, once nothing can fail: kernel threads progress the worker and resolve
+     * routes to it once they see it, and the directory must be complete before any message
+     * can make a kernel send. The progress thread starts before, but progresses nothing until
+     * then (a message it took would make a handler send through a context without it). */
+    if (pthread_create(&r->progress, NULL, progress_main, r) != 0) {
         ret = -EAGAIN;
         goto out;
     }
+    __atomic_store_n(&ctx->remote, r, __ATOMIC_RELEASE);
+    progress_kick(r); /* it waits for this */
     ringk_log_msg(ctx, RINGK_LOG_INFO, "rank %d of %d joined the job", me, size);
     ret = 0;
 out:

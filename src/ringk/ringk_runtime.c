@@ -534,10 +534,12 @@ int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *pa
      * trial, medians of 7 interleaved rounds). What it cannot do without waiting is deferred
      * (ringk_tls_inline). What kernel_direct() does, without its call. */
     t0               = msg->enq_ns;
+    to->direct_full  = 1; /* the slot is in use until the handler returned */
     ringk_tls_inline = to;
     tls_running      = to;
     to->iter_sends   = 0;
     dispatch(to, msg);
+    to->direct_full  = 0;
     /* counted apart from direct_in (ringk_kernel_stats_query adds them up) */
     __atomic_store_n(&to->inline_in, to->inline_in + 1, __ATOMIC_RELAXED);
     if (to->open_batches != 0) {
@@ -1555,8 +1557,8 @@ int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void
                            timeout_ms);
 }
 
-/* The fast paths (batch_fast() or remote_fast() on the route the kernel used last) or
- * send_slow(), which checks everything again. The batched path makes no call (the others are
+/* The fast paths (batch_fast(), or ringk_remote_send_last() when the route the kernel used
+ * last leads to another process) or send_slow(), which checks everything again. The batched path makes no call (the others are
  * tail calls), so it runs without saving registers: the local one-way throughput is bound by
  * it. */
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
