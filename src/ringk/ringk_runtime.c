@@ -1558,9 +1558,9 @@ int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void
 }
 
 /* The fast paths (batch_fast(), or ringk_remote_send_last() when the route the kernel used
- * last leads to another process) or send_slow(), which checks everything again. The batched path makes no call (the others are
- * tail calls), so it runs without saving registers: the local one-way throughput is bound by
- * it. */
+ * last leads to another process) or send_slow(), which checks everything again. The batched
+ * path makes no call (the others are tail calls), so it runs without saving registers: the
+ * local one-way throughput is bound by it. */
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
