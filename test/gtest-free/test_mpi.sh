@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Open MPI programs over ringk (pml ucx, UCX_TLS=ringk,self), as TAP: ping-pong 1 B..16 MiB,
 # allreduce/alltoall with 4 ranks (oversubscribed), one-sided put/get/accumulate through osc
-# ucx. Each test also asserts from UCX's own log that the lanes used are ringk's.
+# ucx (fence epochs, 4 ranks; passive target with lock/Rget/Rput/atomics/unlock, 2 and 4
+# ranks). Each test also asserts from UCX's own log that the lanes used are ringk's.
 set -u
 top=${RINGK_TOP_BUILDDIR:?}
 ex=$top/examples/mpi
@@ -31,11 +32,15 @@ check() { # check NAME EXPECTED-OUTPUT LANE-PATTERN CMD...
         fails=$((fails + 1))
     fi
 }
-echo "1..3"
+echo "1..5"
 check "mpi ping-pong 1 B .. 16 MiB over ringk" "0 errors" "tag(ringk/memory)" \
     "${run[@]}" -np 2 "$ex/mpi_pingpong" 2000
 check "mpi allreduce + alltoall, 4 ranks over ringk" "0 errors" "tag(ringk/memory)" \
     "${run[@]}" -np 4 "$ex/mpi_collectives"
 check "mpi osc ucx put/get/accumulate, 4 ranks over ringk" "0 errors" "rma(ringk/memory)" \
     "${run[@]}" -np 4 --mca osc ucx "$ex/mpi_osc"
+for np in 2 4; do
+    check "mpi osc ucx passive target (lock/Rget/Rput/atomics/unlock), $np ranks over ringk" \
+        "0 errors" "rma(ringk/memory)" "${run[@]}" -np $np --mca osc ucx "$ex/mpi_osc_passive"
+done
 [ $fails -eq 0 ]

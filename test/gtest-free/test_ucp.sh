@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # UCP programs over ringk alone (UCX_TLS=ringk,self), as TAP: ucx_perftest tag, stream, put and
-# get tests at 8 B, 4 KiB, 1 MiB and 16 MiB between two processes, plus the UCT-level tests.
+# get tests at 8 B, 4 KiB, 1 MiB and 16 MiB between two processes, the four atomic tests, plus
+# the UCT-level tests.
 # Each test asserts from UCX's log that the endpoint's lanes are ringk's.
 set -u
 perftest=${UCX_PERFTEST:-$(command -v ucx_perftest)}
@@ -18,6 +19,11 @@ for t in tag_lat tag_bw stream_lat stream_bw ucp_put_lat ucp_put_bw ucp_get; do
     for s in 8 4096 1048576 16777216; do
         tests+=("ucp $t $s")
     done
+done
+# UCP atomics: ringk advertises none, so UCP emulates them over ringk's active messages and
+# ucp_add, which has no reply, ends with a worker flush (that flush once failed over ringk).
+for t in ucp_add ucp_fadd ucp_swap ucp_cswap; do
+    tests+=("ucp $t 8")
 done
 for t in am_lat am_bw put_lat put_bw; do
     tests+=("uct $t 8" "uct $t 4096")

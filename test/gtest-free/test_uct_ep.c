@@ -47,6 +47,7 @@ typedef struct {
     uint64_t             nbad;
     uint64_t             expect_seq;
     int                  nerr;        /* endpoint errors reported */
+    ucs_status_t         err_status;  /* the status of the last one */
 } node_t;
 
 /* Message payload: 8-byte sequence, 4-byte length, then pattern bytes from the sequence. */
@@ -97,6 +98,7 @@ static ucs_status_t err_cb(void *arg, uct_ep_h ep, ucs_status_t status)
     node_t *n = arg;
 
     n->nerr++;
+    n->err_status = status;
     return UCS_OK;
 }
 
@@ -255,7 +257,7 @@ static void send_msg(node_t *n, uct_ep_h ep, send_mode_t mode, uint64_t seq, siz
 static size_t mode_max(node_t *n, send_mode_t mode)
 {
     switch (mode) {
-    case SEND_SHORT: return n->attr.cap.am.max_short + 8;
+    case SEND_SHORT: return n->attr.cap.am.max_short; /* the 8-byte header included */
     case SEND_BCOPY: return n->attr.cap.am.max_bcopy;
     default:         return n->attr.cap.am.max_zcopy;
     }
@@ -323,12 +325,24 @@ START_TEST(test_uct_ep_am_length_checks)
     uct_ep_h ep;
     static uint8_t buf[MAX_MSG * 2];
     pack_arg_t arg = {buf, 0};
+    uct_iov_t iov[1];
 
     node_open(&a, NULL, NULL);
     node_open(&b, NULL, NULL);
     ep = node_connect(&a, b.addr, b.dev_addr);
-    ck_assert_int_eq(uct_ep_am_short(ep, AM_ID, 0, buf, a.attr.cap.am.max_short + 1),
+    /* max_short counts the 8-byte header (UCX's gtest invalid_am_short_length): one byte more
+     * is refused, with an error naming the length, and exactly max_short goes */
+    test_capture_errors_begin();
+    ck_assert_int_eq(uct_ep_am_short(ep, AM_ID, 0, buf, a.attr.cap.am.max_short - 8 + 1),
                      UCS_ERR_INVALID_PARAM);
+    test_capture_errors_end();
+    ck_assert_msg(strstr(test_captured, "am_short length") != NULL, "logged '%s'",
+                  test_captured);
+    ck_assert_int_eq(uct_ep_am_short(ep, AM_ID, 0, buf, a.attr.cap.am.max_short - 8), UCS_OK);
+    iov[0] = (uct_iov_t){.buffer = buf, .length = a.attr.cap.am.max_short + 1, .count = 1};
+    ck_assert_int_eq(uct_ep_am_short_iov(ep, AM_ID, iov, 1), UCS_ERR_INVALID_PARAM);
+    iov[0].length = a.attr.cap.am.max_short;
+    ck_assert_int_eq(uct_ep_am_short_iov(ep, AM_ID, iov, 1), UCS_OK);
     ck_assert_int_eq(uct_ep_am_short(ep, UCT_AM_ID_MAX, 0, buf, 8), UCS_ERR_INVALID_PARAM);
     arg.len = a.attr.cap.am.max_bcopy + 1;
     ck_assert_int_eq(uct_ep_am_bcopy(ep, AM_ID, pack_cb, &arg, 0), UCS_ERR_INVALID_PARAM);
@@ -347,11 +361,17 @@ static size_t pack_zero(void *dest, void *arg)
 static int pending_calls;
 static uct_ep_h pending_ep;
 static uint64_t pending_seq;
+static ucs_status_t pending_send_status, pending_flush_status;
 
+/* Sends message pending_seq on pending_ep, then flushes the ep from inside the dispatch, as
+ * UCX's gtest am_pending_flush_nb does: that flush covers what went before and must not be
+ * refused because this request is still queued. */
 static ucs_status_t pending_cb(uct_pending_req_t *req)
 {
     pending_calls++;
-    return UCS_OK;
+    pending_send_status  = uct_ep_am_short(pending_ep, AM_ID, pending_seq, NULL, 0);
+    pending_flush_status = uct_ep_flush(pending_ep, 0, NULL);
+    return pending_send_status;
 }
 
 START_TEST(test_uct_ep_pending_and_flush)
@@ -381,26 +401,38 @@ START_TEST(test_uct_ep_pending_and_flush)
     }
     ck_assert(full);
     ck_assert_uint_eq(sent, 4);
+    pending_ep  = ep;
+    pending_seq = sent;
     ck_assert_int_eq(uct_ep_pending_add(ep, &req, 0), UCS_OK);
     ck_assert_int_eq(uct_ep_flush(ep, 0, NULL), UCS_ERR_NO_RESOURCE);
+    /* an iface flush may not say NO_RESOURCE (UCP's worker flush takes it as an error); a
+     * pending request is no operation yet */
+    ck_assert_int_eq(uct_iface_flush(a.iface, 0, NULL), UCS_OK);
     ck_assert_int_eq(pending_calls, 0);
-    /* the receiver consumes: the sender's progress dispatches the pending request */
+    /* the receiver consumes: there is room now, but a new send may not overtake the pending
+     * request (UCX's gtest send_ooo_with_pending) */
     b.expect_seq = 0;
     wait_recv(&b, sent);
+    ck_assert_int_eq(uct_ep_am_short(ep, AM_ID, sent + 1, NULL, 0), UCS_ERR_NO_RESOURCE);
+    ck_assert_int_eq(uct_ep_am_bcopy(ep, AM_ID, pack_zero, NULL, 0), UCS_ERR_NO_RESOURCE);
+    ck_assert_int_eq(pending_calls, 0);
+    /* the sender's progress dispatches it: it sends, and its flush from inside succeeds */
     while (pending_calls == 0) {
         uct_worker_progress(a.worker);
     }
     ck_assert_int_eq(pending_calls, 1);
+    ck_assert_int_eq(pending_send_status, UCS_OK);
+    ck_assert_int_eq(pending_flush_status, UCS_OK);
     ck_assert_int_eq(uct_ep_flush(ep, 0, NULL), UCS_OK);
+    ck_assert_int_eq(uct_ep_am_short(ep, AM_ID, sent + 1, NULL, 0), UCS_OK);
+    wait_recv(&b, sent + 2); /* in order: expect_seq counts them */
+    ck_assert_uint_eq(b.nbad, 0);
     /* with room, pending_add refuses with BUSY (send now instead) */
     ck_assert_int_eq(uct_ep_pending_add(ep, &req, 0), UCS_ERR_BUSY);
-    ck_assert_int_eq(uct_ep_am_bcopy(ep, AM_ID, pack_zero, NULL, 0), 8);
     ck_assert_int_eq(uct_ep_fence(ep, 0), UCS_OK);
     ck_assert_int_eq(uct_iface_flush(a.iface, 0, NULL), UCS_OK);
     /* a purged request is handed back, not run */
     uct_ep_pending_purge(ep, NULL, NULL);
-    (void)pending_ep;
-    (void)pending_seq;
     uct_ep_destroy(ep);
     node_close(&b);
     node_close(&a);
@@ -475,6 +507,101 @@ START_TEST(test_uct_ep_peer_iface_closed)
         uct_worker_progress(a.worker);
     }
     ck_assert_int_eq(a.nerr, 1);
+    uct_ep_destroy(ep);
+    node_close(&a);
+}
+END_TEST
+
+/* uct_iface_open with the AM alignment parameters of UCX's gtest uct_p2p_am_alignment: the
+ * contract of uct.h (am_alignment a power of 2; am_align_offset only with it, and below it). */
+static const struct {
+    uint64_t     fields;     /* UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT / _AM_ALIGN_OFFSET */
+    size_t       alignment, offset;
+    ucs_status_t expect;
+    const char  *logged;     /* part of the error message, "" for none */
+} am_aligns[] = {
+    {UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET, 0, 11, UCS_ERR_INVALID_PARAM, "without am_alignment"},
+    {UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET, 8, 8, UCS_ERR_INVALID_PARAM, "without am_alignment"},
+    {UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT | UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET, 8, 8,
+     UCS_ERR_INVALID_PARAM, "am_align_offset 8 is not below am_alignment 8"},
+    {UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT | UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET, 8, 11,
+     UCS_ERR_INVALID_PARAM, "am_align_offset 11"},
+    {UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT, 0, 0, UCS_ERR_INVALID_PARAM, "am_alignment 0"},
+    {UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT, 3, 1, UCS_ERR_INVALID_PARAM, "am_alignment 3"},
+    {UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT | UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET, 8, 7, UCS_OK,
+     ""},
+    {UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT, 64, 0, UCS_OK, ""},
+};
+
+START_TEST(test_uct_ep_am_alignment_params)
+{
+    uct_iface_params_t params = {
+        .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE |
+                                am_aligns[_i].fields,
+        .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
+        .mode.device.tl_name  = "ringk",
+        .mode.device.dev_name = "memory",
+        .am_alignment         = am_aligns[_i].alignment,
+        .am_align_offset      = am_aligns[_i].offset
+    };
+    uct_iface_config_t *config;
+    ucs_async_context_t *async;
+    uct_worker_h worker;
+    uct_iface_h iface;
+    ucs_status_t status;
+    uct_md_h md = test_ringk_md_open();
+
+    ck_assert_int_eq(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &async), UCS_OK);
+    ck_assert_int_eq(uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker), UCS_OK);
+    ck_assert_int_eq(uct_md_iface_config_read(md, "ringk", NULL, NULL, &config), UCS_OK);
+    test_capture_errors_begin();
+    status = uct_iface_open(md, worker, &params, config, &iface);
+    test_capture_errors_end();
+    ck_assert_int_eq(status, am_aligns[_i].expect);
+    ck_assert_msg(strstr(test_captured, am_aligns[_i].logged) != NULL, "logged '%s'",
+                  test_captured);
+    if (status == UCS_OK) {
+        uct_iface_close(iface);
+    }
+    uct_config_release(config);
+    uct_worker_destroy(worker);
+    ucs_async_context_destroy(async);
+    uct_md_close(md);
+}
+END_TEST
+
+/* UCX's gtest peer_failure: after the peer is gone, a zero-length put (NULL buffer, no key) is
+ * a no-op that succeeds, and the failure reaches the error handler at the next iface flush,
+ * which says INPROGRESS until it did. The handler's status is the one every later operation
+ * on the ep returns: UCP completes requests on a failed lane with ENDPOINT_TIMEOUT. */
+START_TEST(test_uct_ep_peer_failure_at_flush)
+{
+    ucs_status_t status;
+    node_t a, b;
+    uct_ep_h ep;
+    int i;
+
+    node_open(&a, NULL, NULL);
+    node_open(&b, NULL, NULL);
+    ep = node_connect(&a, b.addr, b.dev_addr);
+    ck_assert_int_eq(uct_ep_put_short(ep, NULL, 0, 0, 0), UCS_OK);
+    ck_assert_int_eq(uct_iface_flush(a.iface, 0, NULL), UCS_OK);
+    node_close(&b);
+    ck_assert_int_eq(uct_ep_put_short(ep, NULL, 0, 0, 0), UCS_OK);
+    ck_assert_int_eq(a.nerr, 0);
+    for (i = 0; i < 1000; i++) {
+        status = uct_iface_flush(a.iface, 0, NULL);
+        if (status != UCS_INPROGRESS) {
+            break;
+        }
+        uct_worker_progress(a.worker);
+    }
+    ck_assert_int_eq(status, UCS_OK);
+    ck_assert_int_gt(i, 0); /* it waited for the report */
+    ck_assert_int_eq(a.nerr, 1);
+    ck_assert_int_eq(a.err_status, UCS_ERR_ENDPOINT_TIMEOUT);
+    ck_assert_int_eq(uct_ep_flush(ep, 0, NULL), a.err_status);
+    ck_assert_int_eq(uct_ep_flush(ep, UCT_FLUSH_FLAG_CANCEL, NULL), UCS_OK);
     uct_ep_destroy(ep);
     node_close(&a);
 }
@@ -1077,6 +1204,9 @@ void test_uct_ep_tcases(Suite *s)
     tcase_add_test(tc, test_uct_ep_pending_and_flush);
     tcase_add_test(tc, test_uct_ep_put_get_local);
     tcase_add_test(tc, test_uct_ep_peer_iface_closed);
+    tcase_add_test(tc, test_uct_ep_peer_failure_at_flush);
+    tcase_add_loop_test(tc, test_uct_ep_am_alignment_params, 0,
+                        sizeof(am_aligns) / sizeof(am_aligns[0]));
     tcase_add_loop_test(tc, test_uct_ep_malformed_cells, 0,
                         sizeof(bad_cells) / sizeof(bad_cells[0]));
     tcase_add_test(tc, test_uct_ep_arm_busy_with_message);

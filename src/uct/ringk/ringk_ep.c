@@ -274,6 +274,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
     self->token      = ucs_generate_uuid((uintptr_t)self) | 1;
     self->need_cells = 1;
     self->failed     = 0;
+    self->dispatching = 0;
     self->err_scheduled = 0;
     self->start_time = ucs_sys_get_proc_create_time(addr->pid);
     self->last_check = ucs_get_time();
@@ -362,7 +363,8 @@ static unsigned uct_ringk_ep_err_progress(void *arg)
     uct_ringk_ep_t *ep = arg;
 
     ep->err_scheduled = 0;
-    uct_iface_handle_ep_err(ep->super.super.iface, &ep->super.super, UCS_ERR_CONNECTION_RESET);
+    uct_iface_handle_ep_err(ep->super.super.iface, &ep->super.super,
+                            UCT_RINGK_EP_FAILED_STATUS);
     return 1;
 }
 
@@ -385,6 +387,28 @@ void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep)
     ep->err_scheduled = 1;
     ucs_callbackq_add_safe(&iface->super.worker->super.progress_q, uct_ringk_ep_err_progress,
                            ep, UCS_CALLBACKQ_FLAG_ONESHOT);
+}
+
+int uct_ringk_ep_peer_check(uct_ringk_ep_t *ep)
+{
+    ucs_time_t now;
+
+    if (ep->failed) {
+        return 1;
+    }
+    /* C3: as in uct_ringk_ep_peer_dead(). */
+    if (__atomic_load_n(&ep->ctl->closed, __ATOMIC_ACQUIRE)) {
+        uct_ringk_ep_set_failed(ep);
+        return 1;
+    }
+    now = ucs_get_time();
+    if (now - ep->last_check > ucs_time_from_msec(UCT_RINGK_EP_LIVENESS_INTERVAL_MS)) {
+        ep->last_check = now;
+        if (uct_ringk_ep_peer_dead(ep)) {
+            uct_ringk_ep_set_failed(ep);
+        }
+    }
+    return ep->failed;
 }
 
 ucs_status_t uct_ringk_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
@@ -425,19 +449,30 @@ static UCS_F_ALWAYS_INLINE void uct_ringk_ep_signal(uct_ringk_ep_t *ep)
     }
 }
 
-/* Claims @a ncells cells on the ep's lane; UCS_ERR_NO_RESOURCE when the ring is full. As in
- * UCX's own transports, the caller keeps order with the pending queue. */
+/* Requests in the pending queue go before any new send, so a send that finds room while they
+ * wait is refused (UCT's order rule); the request being dispatched is the exception. */
+static UCS_F_ALWAYS_INLINE int uct_ringk_ep_pending_first(const uct_ringk_ep_t *ep)
+{
+    return ucs_unlikely(!ucs_arbiter_group_is_empty((ucs_arbiter_group_t*)&ep->arb_group)) &&
+           !ep->dispatching;
+}
+
+/* Claims @a ncells cells on the ep's lane; UCS_ERR_NO_RESOURCE when the ring is full or pending
+ * requests wait: the caller adds itself to the pending queue. */
 static UCS_F_ALWAYS_INLINE ucs_status_t uct_ringk_ep_claim(uct_ringk_ep_t *ep, unsigned ncells,
                                                            uint64_t *pos_p)
 {
     int ok;
 
+    if (uct_ringk_ep_pending_first(ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
     ok = (ep->lane != UCT_RINGK_SHARED_LANE) ?
          ringk_ring_sp_claim(&ep->ring, &ep->prod, ncells, pos_p) :
          ringk_ring_mp_claim(&ep->ring, ncells, pos_p);
     if (ucs_unlikely(!ok)) {
         ep->need_cells = ncells;
-        return ep->failed ? UCS_ERR_CONNECTION_RESET : UCS_ERR_NO_RESOURCE;
+        return ep->failed ? UCT_RINGK_EP_FAILED_STATUS : UCS_ERR_NO_RESOURCE;
     }
     return UCS_OK;
 }
@@ -454,7 +489,7 @@ ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     uint8_t *dst;
 
     UCT_CHECK_AM_ID(id);
-    UCT_CHECK_LENGTH(length, 0, iface->max_short, "am_short");
+    UCT_CHECK_LENGTH((size_t)length + sizeof(header), 0, iface->max_short, "am_short");
     ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
     status = uct_ringk_ep_claim(ep, ncells, &pos);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -552,7 +587,7 @@ ucs_status_t uct_ringk_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov
     for (i = 0; i < iovcnt; i++) {
         total += uct_iov_get_length(&iov[i]);
     }
-    UCT_CHECK_LENGTH(total, 0, iface->max_short + sizeof(uint64_t), "am_short_iov");
+    UCT_CHECK_LENGTH(total, 0, iface->max_short, "am_short_iov");
     ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
     status = uct_ringk_ep_claim(ep, ncells, &pos);
     if (ucs_unlikely(status != UCS_OK)) {
@@ -605,6 +640,9 @@ ssize_t uct_ringk_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pa
     void *dst;
 
     UCT_CHECK_AM_ID(id);
+    if (uct_ringk_ep_pending_first(ep)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
     dst = uct_ringk_ep_bcopy_dst(iface, ep);
     if (ucs_likely(dst != NULL)) {
         length = pack_cb(dst, arg);
@@ -711,7 +749,7 @@ static ucs_status_t uct_ringk_ep_cma(uct_ringk_ep_t *ep, struct iovec *local, si
                       remote_addr + done, ep->peer_pid);
             if ((errno == ESRCH) || (errno == EPERM)) {
                 uct_ringk_ep_set_failed(ep);
-                return UCS_ERR_CONNECTION_RESET;
+                return UCT_RINGK_EP_FAILED_STATUS;
             }
             return UCS_ERR_IO_ERROR;
         }
@@ -883,8 +921,11 @@ static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, s
                             (memh->mem_type == UCS_MEMORY_TYPE_CUDA);
         n                += (local[n].iov_len > 0);
     }
+    if (length == 0) {
+        return UCS_OK; /* nothing to move: the key is not looked at */
+    }
     status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, write ? "put" : "get");
-    if ((status != UCS_OK) || (length == 0)) {
+    if (status != UCS_OK) {
         return status;
     }
     if (ucs_unlikely(local_gpu && (key->mem_type == UCS_MEMORY_TYPE_HOST))) {
@@ -907,8 +948,11 @@ ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned
     struct iovec local = {(void*)buffer, length};
     ucs_status_t status;
 
+    if (length == 0) {
+        return UCS_OK; /* nothing to move: the key is not looked at */
+    }
     status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "put_short");
-    if ((status != UCS_OK) || (length == 0)) {
+    if (status != UCS_OK) {
         return status;
     }
     status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 1);
@@ -927,13 +971,13 @@ ssize_t uct_ringk_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void
 
     length = pack_cb(iface->tx_buf, arg);
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "put_bcopy");
-    status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "put_bcopy");
-    if (status != UCS_OK) {
-        return status;
-    }
-    local.iov_base = iface->tx_buf;
-    local.iov_len  = length;
     if (length > 0) {
+        status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "put_bcopy");
+        if (status != UCS_OK) {
+            return status;
+        }
+        local.iov_base = iface->tx_buf;
+        local.iov_len  = length;
         status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 1);
         if (status != UCS_OK) {
             return status;
@@ -962,11 +1006,11 @@ ucs_status_t uct_ringk_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack
     ucs_status_t status;
 
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
-    status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "get_bcopy");
-    if (status != UCS_OK) {
-        return status;
-    }
     if (length > 0) {
+        status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "get_bcopy");
+        if (status != UCS_OK) {
+            return status;
+        }
         status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 0);
         if (status != UCS_OK) {
             return status;
@@ -1041,8 +1085,10 @@ ucs_arbiter_cb_result_t uct_ringk_ep_process_pending(ucs_arbiter_t *arbiter,
         return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
     }
 
-    req = ucs_container_of(elem, uct_pending_req_t, priv);
-    status = req->func(req);
+    req             = ucs_container_of(elem, uct_pending_req_t, priv);
+    ep->dispatching = 1;
+    status          = req->func(req);
+    ep->dispatching = 0;
     ucs_trace_data("ringk ep %p: pending request %p: %s", ep, req, ucs_status_string(status));
     if (status == UCS_OK) {
         (*count)++;
@@ -1083,12 +1129,13 @@ ucs_status_t uct_ringk_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t
 {
     uct_ringk_ep_t *ep = ucs_derived_of(tl_ep, uct_ringk_ep_t);
 
-    if (!ucs_arbiter_group_is_empty(&ep->arb_group)) {
+    /* A flush that a pending request of this ep runs covers what went before it. */
+    if (uct_ringk_ep_pending_first(ep)) {
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
         return UCS_ERR_NO_RESOURCE;
     }
-    if (ep->failed) {
-        return UCS_ERR_CONNECTION_RESET;
+    if (uct_ringk_ep_peer_check(ep) && !(flags & UCT_FLUSH_FLAG_CANCEL)) {
+        return UCT_RINGK_EP_FAILED_STATUS;
     }
     /* Messages are in the peer's ring and RMA is done when posted. */
     ucs_memory_cpu_store_fence();

@@ -43,6 +43,7 @@ struct uct_ringk_ep {
     unsigned long            start_time;  /**< peer process start time, against pid reuse */
     ucs_time_t               last_check;  /**< last liveness check while stuck */
     int                      failed;      /**< the peer was found dead */
+    int                      dispatching; /**< one of our pending requests is being run */
     int                      err_scheduled; /**< the error callback is queued */
     ucs_list_link_t          list;        /**< in the iface's list of endpoints */
     ringk_path_t             path;        /**< the path chosen at creation */
@@ -86,6 +87,13 @@ ucs_status_t uct_ringk_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t
 ucs_status_t uct_ringk_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_t uct_ringk_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp);
 
+/**
+ * The status of every operation on an endpoint whose peer is gone, and the one its error handler
+ * gets: UCP completes a request it posts after the failure with UCS_ERR_ENDPOINT_TIMEOUT (its
+ * failed lane), so the handler and the requests failed before it must say the same.
+ */
+#define UCT_RINGK_EP_FAILED_STATUS UCS_ERR_ENDPOINT_TIMEOUT
+
 /** Tells whether the peer of @a ep is gone (process dead or iface closed). */
 int uct_ringk_ep_peer_dead(uct_ringk_ep_t *ep);
 
@@ -98,5 +106,9 @@ ucs_status_t uct_ringk_ep_path_query(uct_ep_h tl_ep, const char **path_p,
 
 /** Reports the peer's death once, from the worker's progress, to the iface error handler. */
 void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep);
+
+/** Marks @a ep failed if its peer closed its iface (a load from the peer's control line), or if
+ * the peer process is gone, looked at no more than every 100 ms. @return ep->failed. */
+int uct_ringk_ep_peer_check(uct_ringk_ep_t *ep);
 
 #endif

@@ -488,13 +488,24 @@ static ucs_status_t uct_ringk_iface_flush(uct_iface_h tl_iface, unsigned flags,
 {
     uct_ringk_iface_t *iface = ucs_derived_of(tl_iface, uct_ringk_iface_t);
 
+    uct_ringk_ep_t *ep;
+    int reporting = 0;
+
     if (comp != NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    if (!ucs_arbiter_is_empty(&iface->arbiter)) {
-        return UCS_ERR_NO_RESOURCE;
+    /* A peer found gone here is reported before the flush completes: the caller progresses
+     * until the error handler ran. */
+    ucs_list_for_each(ep, &iface->eps, list) {
+        uct_ringk_ep_peer_check(ep);
+        reporting |= ep->err_scheduled;
     }
-    /* Every operation is complete when posted (in the peer's ring or copied by CMA). */
+    if (reporting) {
+        return UCS_INPROGRESS;
+    }
+    /* Every operation is complete when posted (in the peer's ring or copied by CMA); pending
+     * requests are not operations yet (as for UCX's shared-memory transports), so they are not
+     * waited for. */
     ucs_memory_cpu_store_fence();
     UCT_TL_IFACE_STAT_FLUSH(&iface->super);
     return UCS_OK;
@@ -617,6 +628,37 @@ err_close_wake:
 
 static uct_iface_ops_t uct_ringk_iface_ops;
 
+/* The alignment an AM handler asked for (uct.h: am_alignment a power of 2; am_align_offset only
+ * with it, and below it). Defaults: no alignment (1), offset 0. */
+static ucs_status_t uct_ringk_iface_am_align(const uct_iface_params_t *params, size_t *align_p,
+                                             size_t *offset_p)
+{
+    *align_p  = 1;
+    *offset_p = 0;
+    if (!(params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT)) {
+        if (params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) {
+            ucs_error("ringk: am_align_offset %zu given without am_alignment",
+                      params->am_align_offset);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        return UCS_OK;
+    }
+    if (!ucs_is_pow2(params->am_alignment) || (params->am_alignment > UCS_MBYTE)) {
+        ucs_error("ringk: am_alignment %zu is not a power of 2 up to 1m", params->am_alignment);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    *align_p = params->am_alignment;
+    if (params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) {
+        if (params->am_align_offset >= params->am_alignment) {
+            ucs_error("ringk: am_align_offset %zu is not below am_alignment %zu",
+                      params->am_align_offset, params->am_alignment);
+            return UCS_ERR_INVALID_PARAM;
+        }
+        *offset_p = params->am_align_offset;
+    }
+    return UCS_OK;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params,
                            const uct_iface_config_t *tl_config)
@@ -654,8 +696,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     self->max_cells = ringk_ring_cells_for(self->max_bcopy, config->cell_size);
     short_cells     = ucs_min(config->ring_size / 2, 32);
     self->max_short = ucs_min(self->max_bcopy,
-                              ringk_ring_capacity(short_cells, config->cell_size)) -
-                      sizeof(uint64_t);
+                              ringk_ring_capacity(short_cells, config->cell_size));
     ringk_node_id_get(&self->dev_addr);
     if (ringk_policy_from_env(&self->policy, errbuf, sizeof(errbuf)) != 0) {
         ucs_error("ringk: %s", errbuf);
@@ -664,18 +705,9 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
 
     /* A handler that asks for aligned data gets it: messages that are not aligned in the ring
      * are copied to rx_buf, placed so that data + am_align_offset is aligned. */
-    self->am_align        = 1;
-    self->am_align_offset = 0;
-    if (params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGNMENT) {
-        if (!ucs_is_pow2(params->am_alignment) || (params->am_alignment > UCS_MBYTE)) {
-            ucs_error("ringk: am_alignment %zu is not a power of 2 up to 1m",
-                      params->am_alignment);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        self->am_align = params->am_alignment;
-        if (params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) {
-            self->am_align_offset = params->am_align_offset;
-        }
+    status = uct_ringk_iface_am_align(params, &self->am_align, &self->am_align_offset);
+    if (status != UCS_OK) {
+        return status;
     }
     self->rx_buf = ucs_malloc(self->max_bcopy + self->am_align, "ringk_rx_buf");
     if (self->rx_buf != NULL) {

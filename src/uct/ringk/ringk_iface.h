@@ -70,7 +70,7 @@ typedef struct uct_ringk_iface {
     unsigned                 nactive;
     uint64_t                 lane_gen;    /**< ctl->lane_gen when @a active was built */
     unsigned                 max_cells;   /**< most cells one message may span */
-    size_t                   max_short;   /**< am_short payload limit (header included) */
+    size_t                   max_short;   /**< am_short bytes, the 8-byte header included */
     size_t                   max_bcopy;   /**< am_bcopy/am_zcopy payload limit */
     void                    *rx_buf;      /**< messages are copied here to meet am_alignment */
     size_t                   rx_buf_offset; /**< aligned start in rx_buf */
