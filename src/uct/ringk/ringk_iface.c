@@ -142,8 +142,10 @@ static ucs_status_t uct_ringk_iface_query(uct_iface_h tl_iface, uct_iface_attr_t
                             UCT_IFACE_FLAG_GET_ZCOPY | UCT_IFACE_FLAG_PENDING |
                             UCT_IFACE_FLAG_CB_SYNC | UCT_IFACE_FLAG_EP_CHECK |
                             UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE;
-    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_RECV | UCT_IFACE_FLAG_EVENT_RECV_SIG |
-                            UCT_IFACE_FLAG_EVENT_FD;
+    /* Send completion: every operation completes when it is posted, so the only sends that
+     * can be outstanding are pending requests, and arming refuses (BUSY) while there are any. */
+    attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP | UCT_IFACE_FLAG_EVENT_RECV |
+                            UCT_IFACE_FLAG_EVENT_RECV_SIG | UCT_IFACE_FLAG_EVENT_FD;
 
     attr->cap.am.max_short       = iface->max_short;
     attr->cap.am.max_bcopy       = iface->max_bcopy;
@@ -457,6 +459,11 @@ static ucs_status_t uct_ringk_iface_event_arm(uct_iface_h tl_iface, unsigned eve
     char buf[64];
     unsigned i;
 
+    /* Pending sends wait for room that a peer frees without signalling us: they need
+     * progress, not sleep. No other send is ever outstanding. */
+    if ((events & UCT_EVENT_SEND_COMP) && !ucs_arbiter_is_empty(&iface->arbiter)) {
+        return UCS_ERR_BUSY;
+    }
     if (!(events & (UCT_EVENT_RECV | UCT_EVENT_RECV_SIG))) {
         return UCS_OK;
     }
