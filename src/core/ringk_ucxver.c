@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,9 +66,50 @@ int ringk_ucxver_check(const ringk_ucxver_t *built, const ringk_ucxver_t *runnin
 /* Declared by libuct; only its address is taken, to find which libuct is loaded. */
 extern void uct_component_register(void *component);
 
+typedef void (*get_version_func_t)(unsigned *, unsigned *, unsigned *);
+
+/* dl_iterate_phdr callback: copies the path of a loaded libucp.so* into @a arg (PATH_MAX). */
+static int ucxver_find_loaded_ucp(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    const char *name = info->dlpi_name, *base;
+
+    if ((name == NULL) || (*name == '\0')) {
+        return 0;
+    }
+    base = strrchr(name, '/');
+    base = (base != NULL) ? base + 1 : name;
+    if ((strncmp(base, "libucp.so", 9) != 0) || (strlen(name) >= PATH_MAX)) {
+        return 0;
+    }
+    strcpy(arg, name);
+    return 1;
+}
+
+/* The version of the libucp already mapped into this process, wherever it lives (an installed
+ * UCX, a build tree, a prefix of its own): 0, or -ENOENT when no libucp is mapped. */
+static int ucxver_from_loaded_ucp(ringk_ucxver_t *ver_p)
+{
+    char path[PATH_MAX];
+    get_version_func_t get_version;
+    void *ucp;
+
+    if (dl_iterate_phdr(ucxver_find_loaded_ucp, path) == 0) {
+        return -ENOENT;
+    }
+    ucp = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (ucp == NULL) {
+        return -ENOENT;
+    }
+    get_version = (get_version_func_t)dlsym(ucp, "ucp_get_version");
+    if (get_version != NULL) {
+        get_version(&ver_p->major, &ver_p->minor, &ver_p->patch);
+    }
+    dlclose(ucp);
+    return (get_version != NULL) ? 0 : -ENOENT;
+}
+
 int ringk_ucxver_running(ringk_ucxver_t *ver_p, char *why, size_t why_len)
 {
-    typedef void (*get_version_func_t)(unsigned *, unsigned *, unsigned *);
     const char *fake = getenv("RINGK_TEST_FAKE_UCX_VERSION");
     char path[PATH_MAX];
     get_version_func_t get_version;
@@ -84,6 +126,12 @@ int ringk_ucxver_running(ringk_ucxver_t *ver_p, char *why, size_t why_len)
         return 0;
     }
 
+    /* A process that uses UCP has its libucp mapped before any constructor runs, and one
+     * loaded later (by an MPI component) is there when a plugin is dlopen-ed. */
+    if (ucxver_from_loaded_ucp(ver_p) == 0) {
+        return 0;
+    }
+    /* A UCT-only process: the libucp installed next to the loaded libuct. */
     if ((dladdr((void*)uct_component_register, &info) == 0) || (info.dli_fname == NULL)) {
         snprintf(why, why_len, "cannot locate the loaded libuct");
         return -ENOENT;

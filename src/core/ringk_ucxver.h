@@ -28,9 +28,10 @@ int ringk_ucxver_check(const ringk_ucxver_t *built, const ringk_ucxver_t *runnin
                        char *msg, size_t msg_len);
 
 /**
- * Finds the version of the UCX loaded into this process: ucp_get_version() of the libucp that
- * sits next to the loaded libuct. The environment variable RINGK_TEST_FAKE_UCX_VERSION, meant
- * for the test suite only, replaces the answer.
+ * Finds the version of the UCX loaded into this process: ucp_get_version() of the libucp mapped
+ * into it (found among the loaded objects, wherever it lives), or else of the libucp that sits
+ * next to the loaded libuct. The environment variable RINGK_TEST_FAKE_UCX_VERSION, meant for
+ * the test suite only, replaces the answer.
  * @return 0, or a negative errno with a reason in @a why.
  */
 int ringk_ucxver_running(ringk_ucxver_t *ver_p, char *why, size_t why_len);

@@ -333,6 +333,34 @@ START_TEST(test_version_guard_accepts_match)
 }
 END_TEST
 
+/* UCX libraries in the layout of a UCX build tree (libucp and libuct in directories of their
+ * own, as src/ucp/.libs and src/uct/.libs): the plugin still finds the running version and
+ * registers. The layout is made of links to the installed libraries; the loader's log shows
+ * that the links were used. */
+START_TEST(test_version_build_tree_layout)
+{
+    char cmd[4096], out[1 << 16];
+
+    snprintf(cmd, sizeof(cmd),
+             "d=$(mktemp -d) && info=$(command -v %s) && lp= && "
+             "for l in ucs uct ucm ucp; do "
+             "  p=$(ldd \"$info\" | awk -v n=lib$l.so.0 '$1 == n {print $3}') && "
+             "  mkdir -p $d/src/$l/.libs && ln -s \"$p\" $d/src/$l/.libs/lib$l.so.0 && "
+             "  lp=$lp${lp:+:}$d/src/$l/.libs; "
+             "done && "
+             "env -u LD_PRELOAD -u RINGK_TEST_FAKE_UCX_VERSION LD_LIBRARY_PATH=$lp LD_DEBUG=libs "
+             "  %s \"$info\" -d >$d/out 2>&1; "
+             "grep -q \"calling init: $d/src/uct/.libs/libuct.so.0\" $d/out && "
+             "  echo 'layout used'; "
+             "grep -v '^ *[0-9]*:' $d/out; rm -rf $d",
+             ucx_info(), wrapper());
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "layout used") != NULL, "the links were not loaded: %.2000s", out);
+    ck_assert_msg(strstr(out, "cannot tell which UCX") == NULL, "%.2000s", out);
+    ck_assert_msg(strstr(out, "Transport: ringk") != NULL, "ringk not listed: %.2000s", out);
+}
+END_TEST
+
 START_TEST(test_without_wrapper_unaffected)
 {
     char cmd[2048], out[1 << 16];
@@ -368,6 +396,7 @@ int main(void)
     tcase_add_test(tc, test_version_running_matches);
     tcase_add_test(tc, test_version_guard_refuses_mismatch);
     tcase_add_test(tc, test_version_guard_accepts_match);
+    tcase_add_test(tc, test_version_build_tree_layout);
     tcase_add_test(tc, test_without_wrapper_unaffected);
     suite_add_tcase(s, tc);
 
