@@ -241,7 +241,9 @@ static void send_msg(node_t *n, uct_ep_h ep, send_mode_t mode, uint64_t seq, siz
             }
             break;
         default:
-            iov = (uct_iov_t){.buffer = buf + 8, .length = len - 8, .count = 1};
+            /* a memh that is not ringk's, as UCP passes when the md needs none */
+            iov = (uct_iov_t){.buffer = buf + 8, .length = len - 8, .count = 1,
+                              .memh = (uct_mem_h)(uintptr_t)0xdead00000000beefull};
             status = uct_ep_am_zcopy(ep, AM_ID, buf, 8, &iov, 1, 0, NULL);
             break;
         }
@@ -461,7 +463,11 @@ START_TEST(test_uct_ep_put_get_local)
     ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), packed, &rkey), UCS_OK);
     for (len = 1; len <= sizeof(target) / 2; len *= 4) {
         fill_msg(src, len, len < 8 ? 8 : len);
-        iov = (uct_iov_t){.buffer = src, .length = len, .count = 1};
+        /* The md does not ask for local memory handles (no UCT_MD_FLAG_NEED_MEMH), so UCP
+         * leaves whatever its request held in memh: it must not be looked at. */
+        ck_assert(!(md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH));
+        iov = (uct_iov_t){.buffer = src, .length = len, .count = 1,
+                          .memh = (uct_mem_h)(uintptr_t)0xdead00000000beefull};
         ck_assert_int_eq(uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)target + 3, rkey.rkey, NULL),
                          UCS_OK);
         ck_assert_mem_eq(target + 3, src, len);

@@ -512,14 +512,20 @@ ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     return UCS_OK;
 }
 
-/* Copies a header and an iov list into a claimed message. */
+/* Tells whether a local buffer is CUDA device memory. The iov's memh is never looked at: the
+ * md does not advertise UCT_MD_FLAG_NEED_MEMH, so UCP passes whatever its request holds there,
+ * not a handle of ours. Without a usable CUDA this calls nothing (ringk_cuda_ptr_is_device). */
+static UCS_F_ALWAYS_INLINE int uct_ringk_local_is_gpu(const void *buffer)
+{
+    return ringk_cuda_ptr_is_device(buffer, NULL, 0);
+}
+
 /* Copies the header and the iovecs into the claimed message at @a pos (contiguous in the ring);
- * a registered CUDA buffer is copied by CUDA, never read by the CPU. */
+ * a CUDA buffer is copied by CUDA, never read by the CPU. */
 static ucs_status_t uct_ringk_ep_write_iov(uct_ringk_ep_t *ep, uint64_t pos, const void *header,
                                            unsigned header_length, const uct_iov_t *iov,
                                            size_t iovcnt)
 {
-    const uct_ringk_memh_t *memh;
     uint64_t off = 0;
     size_t i, len;
     char why[256];
@@ -529,13 +535,11 @@ static ucs_status_t uct_ringk_ep_write_iov(uct_ringk_ep_t *ep, uint64_t pos, con
         off = header_length;
     }
     for (i = 0; i < iovcnt; i++) {
-        len  = uct_iov_get_length(&iov[i]);
-        memh = iov[i].memh;
+        len = uct_iov_get_length(&iov[i]);
         if (len == 0) {
             continue;
         }
-        if (ucs_unlikely((memh != UCT_MEM_HANDLE_NULL) &&
-                         (memh->mem_type == UCS_MEMORY_TYPE_CUDA))) {
+        if (ucs_unlikely(uct_ringk_local_is_gpu(iov[i].buffer))) {
             if (ringk_cuda_copy((uint8_t*)ringk_ring_payload(&ep->ring, pos) + off,
                                 iov[i].buffer, len, why, sizeof(why)) != 0) {
                 ucs_error("ringk ep %p: am_zcopy from CUDA memory: %s", ep, why);
@@ -904,7 +908,6 @@ static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, s
     const uct_ringk_rkey_t *key = (const uct_ringk_rkey_t*)rkey;
     struct iovec local[IOV_MAX];
     size_t i, n = 0, length = 0;
-    const uct_ringk_memh_t *memh;
     ucs_status_t status;
     int local_gpu = 0;
 
@@ -916,10 +919,10 @@ static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, s
         local[n].iov_base = iov[i].buffer;
         local[n].iov_len  = uct_iov_get_length(&iov[i]);
         length           += local[n].iov_len;
-        memh              = iov[i].memh;
-        local_gpu        |= (memh != UCT_MEM_HANDLE_NULL) && (local[n].iov_len > 0) &&
-                            (memh->mem_type == UCS_MEMORY_TYPE_CUDA);
-        n                += (local[n].iov_len > 0);
+        if (local[n].iov_len > 0) {
+            local_gpu |= uct_ringk_local_is_gpu(local[n].iov_base);
+            n++;
+        }
     }
     if (length == 0) {
         return UCS_OK; /* nothing to move: the key is not looked at */
@@ -931,7 +934,7 @@ static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, s
     if (ucs_unlikely(local_gpu && (key->mem_type == UCS_MEMORY_TYPE_HOST))) {
         /* CMA cannot reach device memory: stage each GPU buffer, in order */
         for (i = 0; (i < n) && (status == UCS_OK); remote_addr += local[i].iov_len, i++) {
-            status = ringk_cuda_ptr_is_device(local[i].iov_base, NULL, 0) ?
+            status = uct_ringk_local_is_gpu(local[i].iov_base) ?
                      uct_ringk_ep_cma_from_gpu(ep, local[i].iov_base, local[i].iov_len,
                                                remote_addr, write) :
                      uct_ringk_ep_cma(ep, &local[i], 1, remote_addr, local[i].iov_len, write);
