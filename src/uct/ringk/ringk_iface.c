@@ -635,8 +635,9 @@ err_close_wake:
 
 static uct_iface_ops_t uct_ringk_iface_ops;
 
-/* The alignment an AM handler asked for (uct.h: am_alignment a power of 2; am_align_offset only
- * with it, and below it). Defaults: no alignment (1), offset 0. */
+/* The alignment an AM handler asked for: am_alignment a power of 2, am_align_offset only with
+ * it. UCP gives offsets past the alignment (its header size): only offset % alignment matters.
+ * Defaults: no alignment (1), offset 0. */
 static ucs_status_t uct_ringk_iface_am_align(const uct_iface_params_t *params, size_t *align_p,
                                              size_t *offset_p)
 {
@@ -656,12 +657,7 @@ static ucs_status_t uct_ringk_iface_am_align(const uct_iface_params_t *params, s
     }
     *align_p = params->am_alignment;
     if (params->field_mask & UCT_IFACE_PARAM_FIELD_AM_ALIGN_OFFSET) {
-        if (params->am_align_offset >= params->am_alignment) {
-            ucs_error("ringk: am_align_offset %zu is not below am_alignment %zu",
-                      params->am_align_offset, params->am_alignment);
-            return UCS_ERR_INVALID_PARAM;
-        }
-        *offset_p = params->am_align_offset;
+        *offset_p = params->am_align_offset & (params->am_alignment - 1);
     }
     return UCS_OK;
 }
