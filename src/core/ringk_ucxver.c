@@ -108,12 +108,17 @@ static int ucxver_from_loaded_ucp(ringk_ucxver_t *ver_p)
     return (get_version != NULL) ? 0 : -ENOENT;
 }
 
+/* Where a libucp may sit relative to the directory of the loaded libuct: an installation
+ * (both in one directory) and a UCX build tree (src/uct/.libs and src/ucp/.libs). */
+static const char *const ucxver_ucp_places[] = {"libucp.so.0", "../../ucp/.libs/libucp.so.0"};
+
 int ringk_ucxver_running(ringk_ucxver_t *ver_p, char *why, size_t why_len)
 {
     const char *fake = getenv("RINGK_TEST_FAKE_UCX_VERSION");
-    char path[PATH_MAX];
+    char path[PATH_MAX], dir[PATH_MAX];
     get_version_func_t get_version;
     Dl_info info;
+    size_t i, off = 0;
     char *slash;
     void *ucp;
 
@@ -131,40 +136,51 @@ int ringk_ucxver_running(ringk_ucxver_t *ver_p, char *why, size_t why_len)
     if (ucxver_from_loaded_ucp(ver_p) == 0) {
         return 0;
     }
-    /* A UCT-only process: the libucp installed next to the loaded libuct. */
+    /* A process without UCP (a UCT program, or any program the preload reaches): the libucp
+     * of the same UCX, found from where the loaded libuct is. */
     if ((dladdr((void*)uct_component_register, &info) == 0) || (info.dli_fname == NULL)) {
         snprintf(why, why_len, "cannot locate the loaded libuct");
         return -ENOENT;
     }
-    if (snprintf(path, sizeof(path), "%s", info.dli_fname) >= (int)sizeof(path)) {
+    if (snprintf(dir, sizeof(dir), "%s", info.dli_fname) >= (int)sizeof(dir)) {
         snprintf(why, why_len, "libuct path too long");
         return -ENAMETOOLONG;
     }
-    slash = strrchr(path, '/');
+    slash = strrchr(dir, '/');
     if (slash == NULL) {
         snprintf(why, why_len, "libuct path '%s' has no directory", info.dli_fname);
         return -ENOENT;
     }
-    snprintf(slash + 1, sizeof(path) - (slash + 1 - path), "libucp.so.0");
-
-    /* libucp may be mapped but not yet initialised (we run in a constructor); ucp_get_version
-     * only returns constants, so that is fine. If it is not loaded, load it for good
-     * (RTLD_NODELETE): its constructors register config tables that must not dangle. */
-    ucp = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-    if (ucp == NULL) {
-        ucp = dlopen(path, RTLD_LAZY | RTLD_NODELETE);
-    }
-    if (ucp == NULL) {
-        snprintf(why, why_len, "cannot open %s: %s", path, dlerror());
-        return -ENOENT;
-    }
-    get_version = (get_version_func_t)dlsym(ucp, "ucp_get_version");
-    if (get_version == NULL) {
-        snprintf(why, why_len, "%s has no ucp_get_version", path);
+    *slash = '\0';
+    why[0] = '\0';
+    for (i = 0; i < sizeof(ucxver_ucp_places) / sizeof(ucxver_ucp_places[0]); i++) {
+        if (snprintf(path, sizeof(path), "%s/%s", dir, ucxver_ucp_places[i]) >=
+            (int)sizeof(path)) {
+            continue;
+        }
+        /* libucp may be mapped but not yet initialised (we run in a constructor);
+         * ucp_get_version only returns constants, so that is fine. If it is not loaded, load
+         * it for good (RTLD_NODELETE): its constructors register config tables that must not
+         * dangle. */
+        ucp = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+        if (ucp == NULL) {
+            ucp = dlopen(path, RTLD_LAZY | RTLD_NODELETE);
+        }
+        if (ucp == NULL) {
+            off += snprintf(why + off, (off < why_len) ? why_len - off : 0, "%scannot open %s",
+                            (off > 0) ? "; " : "", path);
+            continue;
+        }
+        get_version = (get_version_func_t)dlsym(ucp, "ucp_get_version");
+        if (get_version != NULL) {
+            get_version(&ver_p->major, &ver_p->minor, &ver_p->patch);
+        }
         dlclose(ucp);
-        return -ENOENT;
+        if (get_version != NULL) {
+            return 0;
+        }
+        off += snprintf(why + off, (off < why_len) ? why_len - off : 0,
+                        "%s%s has no ucp_get_version", (off > 0) ? "; " : "", path);
     }
-    get_version(&ver_p->major, &ver_p->minor, &ver_p->patch);
-    dlclose(ucp);
-    return 0;
+    return -ENOENT;
 }

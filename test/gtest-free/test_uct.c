@@ -335,8 +335,8 @@ END_TEST
 
 /* UCX libraries in the layout of a UCX build tree (libucp and libuct in directories of their
  * own, as src/ucp/.libs and src/uct/.libs): the plugin still finds the running version and
- * registers. The layout is made of links to the installed libraries; the loader's log shows
- * that the links were used. */
+ * registers, and a program without libucp that the preload reaches logs no error. The layout
+ * is made of links to the installed libraries; the loader's log shows that they were used. */
 START_TEST(test_version_build_tree_layout)
 {
     char cmd[4096], out[1 << 16];
@@ -352,12 +352,18 @@ START_TEST(test_version_build_tree_layout)
              "  %s \"$info\" -d >$d/out 2>&1; "
              "grep -q \"calling init: $d/src/uct/.libs/libuct.so.0\" $d/out && "
              "  echo 'layout used'; "
-             "grep -v '^ *[0-9]*:' $d/out; rm -rf $d",
-             ucx_info(), wrapper());
+             "grep -v '^ *[0-9]*:' $d/out; "
+             /* a program without libucp that the preload reaches (a shell, a tool): the
+              * libucp of the build tree is found from libuct's place */
+             "env -u LD_PRELOAD -u RINGK_TEST_FAKE_UCX_VERSION LD_LIBRARY_PATH=$lp "
+             "  %s sh -c 'echo no-ucp program ran' 2>&1; "
+             "rm -rf $d",
+             ucx_info(), wrapper(), wrapper());
     ck_assert_int_eq(run_cmd(cmd, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "layout used") != NULL, "the links were not loaded: %.2000s", out);
     ck_assert_msg(strstr(out, "cannot tell which UCX") == NULL, "%.2000s", out);
     ck_assert_msg(strstr(out, "Transport: ringk") != NULL, "ringk not listed: %.2000s", out);
+    ck_assert_msg(strstr(out, "no-ucp program ran") != NULL, "%.2000s", out);
 }
 END_TEST
 
