@@ -492,6 +492,49 @@ START_TEST(test_uct_ep_put_get_local)
 }
 END_TEST
 
+static void unpack_cb(void *arg, const void *data, size_t length)
+{
+    memcpy(arg, data, length);
+}
+
+/* put/get bcopy up to the advertised limit when UCX_RINGK_SEG_SIZE is larger than half a ring
+ * holds (am_bcopy's limit): the staging buffer must hold the RMA limit (ASan sees an overrun). */
+START_TEST(test_uct_ep_rma_bcopy_seg_size)
+{
+    static uint8_t target[1 << 17], src[1 << 17], dst[1 << 17];
+    pack_arg_t arg = {src, 0};
+    uct_rkey_bundle_t rkey;
+    uint8_t packed[256];
+    uct_mem_h memh;
+    node_t a, b;
+    uct_ep_h ep;
+
+    node_open(&a, "SEG_SIZE", "64k");
+    node_open(&b, NULL, NULL);
+    ck_assert_uint_eq(a.attr.cap.put.max_bcopy, 65536);
+    ck_assert_uint_eq(a.attr.cap.get.max_bcopy, 65536);
+    ck_assert_uint_lt(a.attr.cap.am.max_bcopy, 65536);
+    ep = node_connect(&a, b.addr, b.dev_addr);
+    ck_assert_int_eq(uct_md_mem_reg(b.md, target, sizeof(target), UCT_MD_MEM_ACCESS_ALL, &memh),
+                     UCS_OK);
+    ck_assert_int_eq(uct_md_mkey_pack(b.md, memh, packed), UCS_OK);
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), packed, &rkey), UCS_OK);
+    fill_msg(src, 7, 65536);
+    arg.len = 65536;
+    ck_assert_int_eq(uct_ep_put_bcopy(ep, pack_cb, &arg, (uintptr_t)target + 1, rkey.rkey),
+                     65536);
+    ck_assert_mem_eq(target + 1, src, 65536);
+    ck_assert_int_eq(uct_ep_get_bcopy(ep, unpack_cb, dst, 65536, (uintptr_t)target + 1,
+                                      rkey.rkey, NULL), UCS_OK);
+    ck_assert_mem_eq(dst, src, 65536);
+    uct_rkey_release(test_ringk_component(), &rkey);
+    uct_md_mem_dereg(b.md, memh);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
 START_TEST(test_uct_ep_peer_iface_closed)
 {
     node_t a, b;
@@ -1210,6 +1253,7 @@ void test_uct_ep_tcases(Suite *s)
     tcase_add_test(tc, test_uct_ep_am_length_checks);
     tcase_add_test(tc, test_uct_ep_pending_and_flush);
     tcase_add_test(tc, test_uct_ep_put_get_local);
+    tcase_add_test(tc, test_uct_ep_rma_bcopy_seg_size);
     tcase_add_test(tc, test_uct_ep_peer_iface_closed);
     tcase_add_test(tc, test_uct_ep_peer_failure_at_flush);
     tcase_add_loop_test(tc, test_uct_ep_am_alignment_params, 0,

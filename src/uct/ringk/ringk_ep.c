@@ -330,6 +330,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_ringk_ep_t)
     if (self->err_scheduled) {
         ucs_callbackq_remove_if(&iface->super.worker->super.progress_q,
                                 uct_ringk_ep_err_cb_match, self);
+        iface->nerr_scheduled--;
     }
     if (self->lane != UCT_RINGK_SHARED_LANE) {
         lane = uct_ringk_seg_lane(self->seg, self->lane);
@@ -360,9 +361,11 @@ int uct_ringk_ep_peer_dead(uct_ringk_ep_t *ep)
 
 static unsigned uct_ringk_ep_err_progress(void *arg)
 {
-    uct_ringk_ep_t *ep = arg;
+    uct_ringk_ep_t *ep       = arg;
+    uct_ringk_iface_t *iface = ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t);
 
     ep->err_scheduled = 0;
+    iface->nerr_scheduled--;
     uct_iface_handle_ep_err(ep->super.super.iface, &ep->super.super,
                             UCT_RINGK_EP_FAILED_STATUS);
     return 1;
@@ -385,28 +388,16 @@ void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep)
     ucs_debug("ringk ep %p: peer pid %u iface 0x%" PRIx64 " is gone", ep, ep->peer_pid,
               ep->peer_id);
     ep->err_scheduled = 1;
+    iface->nerr_scheduled++;
     ucs_callbackq_add_safe(&iface->super.worker->super.progress_q, uct_ringk_ep_err_progress,
                            ep, UCS_CALLBACKQ_FLAG_ONESHOT);
 }
 
-int uct_ringk_ep_peer_check(uct_ringk_ep_t *ep)
+int uct_ringk_ep_peer_closed(uct_ringk_ep_t *ep)
 {
-    ucs_time_t now;
-
-    if (ep->failed) {
-        return 1;
-    }
     /* C3: as in uct_ringk_ep_peer_dead(). */
-    if (__atomic_load_n(&ep->ctl->closed, __ATOMIC_ACQUIRE)) {
+    if (!ep->failed && __atomic_load_n(&ep->ctl->closed, __ATOMIC_ACQUIRE)) {
         uct_ringk_ep_set_failed(ep);
-        return 1;
-    }
-    now = ucs_get_time();
-    if (now - ep->last_check > ucs_time_from_msec(UCT_RINGK_EP_LIVENESS_INTERVAL_MS)) {
-        ep->last_check = now;
-        if (uct_ringk_ep_peer_dead(ep)) {
-            uct_ringk_ep_set_failed(ep);
-        }
     }
     return ep->failed;
 }
@@ -1137,7 +1128,7 @@ ucs_status_t uct_ringk_ep_flush(uct_ep_h tl_ep, unsigned flags, uct_completion_t
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
         return UCS_ERR_NO_RESOURCE;
     }
-    if (uct_ringk_ep_peer_check(ep) && !(flags & UCT_FLUSH_FLAG_CANCEL)) {
+    if (ep->failed && !(flags & UCT_FLUSH_FLAG_CANCEL)) {
         return UCT_RINGK_EP_FAILED_STATUS;
     }
     /* Messages are in the peer's ring and RMA is done when posted. */

@@ -107,8 +107,8 @@ ucs_status_t uct_ringk_ep_path_query(uct_ep_h tl_ep, const char **path_p,
 /** Reports the peer's death once, from the worker's progress, to the iface error handler. */
 void uct_ringk_ep_set_failed(uct_ringk_ep_t *ep);
 
-/** Marks @a ep failed if its peer closed its iface (a load from the peer's control line), or if
- * the peer process is gone, looked at no more than every 100 ms. @return ep->failed. */
-int uct_ringk_ep_peer_check(uct_ringk_ep_t *ep);
+/** Marks @a ep failed if its peer closed its iface: one load from the peer's control line, no
+ * system call (a dead process is found by the liveness check and ep_check). @return ep->failed. */
+int uct_ringk_ep_peer_closed(uct_ringk_ep_t *ep);
 
 #endif

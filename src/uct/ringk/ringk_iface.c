@@ -464,6 +464,10 @@ static ucs_status_t uct_ringk_iface_event_arm(uct_iface_h tl_iface, unsigned eve
     if ((events & UCT_EVENT_SEND_COMP) && !ucs_arbiter_is_empty(&iface->arbiter)) {
         return UCS_ERR_BUSY;
     }
+    /* A failure waits in the progress queue to be reported. */
+    if (iface->nerr_scheduled > 0) {
+        return UCS_ERR_BUSY;
+    }
     if (!(events & (UCT_EVENT_RECV | UCT_EVENT_RECV_SIG))) {
         return UCS_OK;
     }
@@ -496,18 +500,16 @@ static ucs_status_t uct_ringk_iface_flush(uct_iface_h tl_iface, unsigned flags,
     uct_ringk_iface_t *iface = ucs_derived_of(tl_iface, uct_ringk_iface_t);
 
     uct_ringk_ep_t *ep;
-    int reporting = 0;
 
     if (comp != NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    /* A peer found gone here is reported before the flush completes: the caller progresses
-     * until the error handler ran. */
+    /* A failure found (here: a peer iface that closed) is reported before the flush
+     * completes: the caller progresses until the error handler ran. */
     ucs_list_for_each(ep, &iface->eps, list) {
-        uct_ringk_ep_peer_check(ep);
-        reporting |= ep->err_scheduled;
+        uct_ringk_ep_peer_closed(ep);
     }
-    if (reporting) {
+    if (iface->nerr_scheduled > 0) {
         return UCS_INPROGRESS;
     }
     /* Every operation is complete when posted (in the peer's ring or copied by CMA); pending
@@ -687,6 +689,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     self->config.gpu = NULL; /* the string goes with the configuration: resolved below */
     self->id         = ucs_generate_uuid((uintptr_t)self);
     self->neps       = 0; /* UCS classes are not zeroed: valgrind saw this read uninitialised */
+    self->nerr_scheduled = 0;
     self->topo       = NULL;
     self->gpu_bounce = NULL;
     self->topo_err[0] = '\0';
@@ -718,7 +721,10 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
                                                   self->am_align_offset) % self->am_align)) %
                               self->am_align;
     }
-    self->tx_buf = ucs_malloc(self->max_bcopy + sizeof(uint64_t), "ringk_tx_buf");
+    /* am_bcopy packs up to max_bcopy (+ the header); put/get bcopy go up to seg_size, which
+     * may be more than half a ring holds */
+    self->tx_buf = ucs_malloc(ucs_max(self->max_bcopy + sizeof(uint64_t), config->seg_size),
+                              "ringk_tx_buf");
     if ((self->rx_buf == NULL) || (self->tx_buf == NULL)) {
         ucs_error("ringk: cannot allocate bounce buffers of %zu bytes", self->max_bcopy);
         status = UCS_ERR_NO_MEMORY;

@@ -88,6 +88,7 @@ typedef struct uct_ringk_iface {
     char                     topo_err[256]; /**< why @a topo could not be loaded */
     void                    *gpu_bounce;  /**< pinned staging buffer for GPU memory */
     unsigned                 neps;        /**< endpoints created on this iface */
+    unsigned                 nerr_scheduled; /**< failures found, not yet reported */
     ucs_list_link_t          eps;         /**< the endpoints, for the liveness check */
     unsigned                 progress_count; /**< progress calls, to pace the liveness check */
     ucs_time_t               next_liveness;  /**< when peers are checked next */
