@@ -3,7 +3,8 @@
 # The whole test suite on a fresh Debian 12 machine: installs what is needed, builds ringk with
 # CUDA (when the toolkit is there) and without it, runs 'make check' in both, runs
 # 'make distcheck', runs UCX's own gtest suite over ringk (contrib/ucx-gtest.sh) against the
-# installed UCX and a UCX build tree (contrib/ucx-build.sh), runs the test suite (GPU self-test
+# installed UCX and a UCX build tree (contrib/ucx-build.sh), makes the offline bundle and runs
+# it without network (contrib/bundle.sh, contrib/bundle-check.sh), runs the test suite (GPU self-test
 # aside) under ASan+UBSan and the ring and runtime tests under TSan (contrib/sanitize.sh), the
 # unit tests under valgrind (contrib/valgrind.sh), fuzzes the parsers for 30 s each
 # (contrib/fuzz.sh), runs the fault suite (contrib/faults.sh) and a 60 s soak of 4 processes
@@ -103,6 +104,32 @@ if ucxb=$(bash contrib/ucx-build.sh _build-ucx); then
 else
     echo "FAIL: UCX build (contrib/ucx-build.sh)"
     failed=$((failed + 1))
+fi
+
+# The offline bundle for GPU nodes (contrib/bundle.sh), run as such a node would run it
+# (contrib/bundle-check.sh): a fresh directory, no network, the tree that made it and the
+# system's UCX/hwloc/Check headers, pkg-config and CUDA hidden. It must build host-only, run
+# every host test on the bundle's own libraries, report the GPU tests skipped, and exit 0.
+echo "=== offline bundle (contrib/bundle.sh + contrib/bundle-check.sh)"
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIP: offline bundle check (needs root for its namespaces)"
+    skipped=$((skipped + 1))
+else
+    bwork=$(mktemp -d "${TMPDIR:-/tmp}/ringk-bundle-check.XXXXXX")
+    if bash contrib/bundle.sh _build/bundle >_build/bundle.out 2>&1 &&
+       bash contrib/bundle-check.sh _build/bundle "$bwork" >_build/bundle-check.out 2>&1 &&
+       grep -q 'SKIP.test/gtest-free/test_kernels' "$bwork/report/report.txt"; then
+        grep '^bundle:' _build/bundle.out
+        sed -n '/^steps:/,$p' "$bwork/report/report.txt"
+        echo "PASS: offline bundle builds and passes its host tests without network"
+        passed=$((passed + 1))
+    else
+        tail -n 30 _build/bundle.out _build/bundle-check.out
+        [ -f "$bwork/report/report.txt" ] && cat "$bwork/report/report.txt"
+        echo "FAIL: offline bundle"
+        failed=$((failed + 1))
+    fi
+    rm -rf "$bwork"
 fi
 
 # Sanitizers: AddressSanitizer + UBSan over every test but the GPU self-test (programs that are

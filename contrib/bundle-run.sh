@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run.sh REPORTDIR (in a bundle written by contrib/bundle.sh): builds ringk on this machine from
+# the bundle alone -- no network, nothing installed system-wide -- and runs its tests, then writes
+# REPORTDIR/report.txt and REPORTDIR/report.json. Needs an x86-64 Linux with glibc >= 2.36, a C
+# compiler and make; with a CUDA toolkit (nvcc on PATH, CUDA_HOME, or /usr/local/cuda) and an
+# NVIDIA driver the GPU parts are built and tested too. Exits 1 when a step failed.
+#   RINGK_BUNDLE_TESTS   the tests of 'make check' to run (default: all of them)
+#   RINGK_BUNDLE_WORK    where to unpack and build (default: REPORTDIR/work)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -eq 1 ] || { echo "usage: run.sh REPORTDIR" >&2; exit 2; }
+mkdir -p "$1" || exit 2
+report=$(cd "$1" && pwd)
+work=${RINGK_BUNDLE_WORK:-$report/work}
+prefix=$work/prefix
+log=$report/run.log
+: >"$log"
+steps=()     # "name<TAB>status<TAB>seconds<TAB>detail"
+failed=0
+
+say() { echo "run.sh: $*" | tee -a "$log"; }
+
+# step NAME LIMIT_S CMD...: runs CMD with a time limit, output to the log; records the result.
+step() {
+    local name=$1 limit=$2 t0=$SECONDS rc st
+    shift 2
+    say "== $name"
+    timeout -k 10 "$limit" "$@" >>"$log" 2>&1
+    rc=$?
+    case $rc in
+        0) st=pass ;;
+        77) st=skip ;;
+        124|137) st=fail; rc="timeout after $limit s" ;;
+        *) st=fail ;;
+    esac
+    [ "$st" = fail ] && failed=$((failed + 1))
+    steps+=("$name"$'\t'"$st"$'\t'"$((SECONDS - t0))"$'\t'"exit $rc")
+    say "   $st ($((SECONDS - t0)) s)"
+    [ "$st" != fail ]
+}
+
+# Unpacks a .deb into the prefix: dpkg-deb where there is one, else ar and tar.
+unpack_deb() {
+    local deb=$1 tmp
+    if command -v dpkg-deb >/dev/null; then
+        dpkg-deb -x "$deb" "$prefix"
+        return
+    fi
+    tmp=$(mktemp -d) || return 1
+    (cd "$tmp" && ar x "$deb" && tar -xf data.tar.* -C "$prefix") || { rm -rf "$tmp"; return 1; }
+    rm -rf "$tmp"
+}
+
+unpack() {
+    local d pc
+    rm -rf "$work"
+    mkdir -p "$prefix" || return 1
+    for d in "$here"/debs/*.deb; do
+        unpack_deb "$d" || { echo "cannot unpack $d"; return 1; }
+    done
+    # The packages' pkg-config files name /usr: point them at the prefix ('prefix=/usr',
+    # 'prefix = /usr', 'libdir=/usr/lib/...').
+    for pc in "$prefix"/usr/lib/*/pkgconfig/*.pc "$prefix"/usr/share/pkgconfig/*.pc; do
+        [ -f "$pc" ] || continue
+        sed -E -i "s#^([A-Za-z_]+ *= *)/usr(/| |\$)#\1$prefix/usr\2#" "$pc"
+    done
+    tar -C "$work" -xzf "$here"/ringk-*.tar.gz &&
+    tar -C "$work" -xJf "$here/ucx-src.tar.xz"
+}
+
+# The built programs must run on the bundle's UCX and hwloc, not on any the system has.
+uses_prefix() {
+    local libs bad
+    libs=$(ldd "$1" | grep -E 'lib(ucp|uct|ucs|ucm|hwloc)\.so')
+    echo "$libs"
+    [ -n "$libs" ] || { echo "$1 links no UCX"; return 1; }
+    bad=$(grep -v "=> $prefix/" <<<"$libs" || true)
+    [ -z "$bad" ] || { echo "not from the bundle: $bad"; return 1; }
+}
+
+# The CUDA toolkit, if any: the first of nvcc on PATH, CUDA_HOME, /usr/local/cuda whose nvcc
+# runs and which has cuda_runtime.h.
+find_cuda() {
+    local nvcc d
+    nvcc=$(command -v nvcc 2>/dev/null)
+    for d in ${nvcc:+"$(dirname "$(dirname "$(readlink -f "$nvcc")")")"} ${CUDA_HOME:+"$CUDA_HOME"} \
+             /usr/local/cuda; do
+        if [ -f "$d/include/cuda_runtime.h" ] && "$d/bin/nvcc" --version >/dev/null 2>&1; then
+            echo "$d"
+            return
+        fi
+    done
+}
+
+say "bundle $here, report in $report"
+unpack_ok=0
+export here work prefix
+export -f unpack unpack_deb uses_prefix
+step "unpack the bundle into $work" 300 bash -c unpack && unpack_ok=1
+first() { [ -e "$1" ] && echo "${1%/}"; }
+libdir=$(first "$prefix"/usr/lib/*-linux-gnu)
+libdir=${libdir:-$prefix/usr/lib}
+export PATH="$prefix/usr/bin:$PATH"
+export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PKG_CONFIG_PATH="$libdir/pkgconfig:$prefix/usr/share/pkgconfig"
+export CPATH="$prefix/usr/include${CPATH:+:$CPATH}"
+export LIBRARY_PATH="$libdir${LIBRARY_PATH:+:$LIBRARY_PATH}"
+
+# What this machine is.
+cuda=$(find_cuda)
+{
+    echo "host: $(uname -srm), $(nproc) cores, $(ldd --version 2>&1 | head -n1)"
+    echo "compiler: $(${CC:-cc} --version 2>&1 | head -n1)"
+    if [ -n "$cuda" ]; then
+        echo "CUDA: $cuda ($("$cuda/bin/nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+    else
+        echo "CUDA: none (no nvcc on PATH, in CUDA_HOME or /usr/local/cuda): host-only build"
+    fi
+    if command -v nvidia-smi >/dev/null; then
+        nvidia-smi --query-gpu=index,name,driver_version,compute_cap,pci.bus_id --format=csv,noheader 2>&1 |
+            sed 's/^/GPU: /'
+        nvidia-smi topo -m 2>&1 | sed 's/^/topo: /'
+    else
+        echo "GPU: none (no nvidia-smi)"
+    fi
+    echo "UCX: $(pkg-config --modversion ucx 2>&1) from $libdir"
+} > "$report/machine.txt"
+sed 's/^/  /' "$report/machine.txt" | tee -a "$log"
+
+src=$(first "$work"/ringk-*/)
+ucx_src=$(first "$work"/ucx-*/)
+build=$work/build
+cfg=(--with-ucx-src="$ucx_src" --with-ucx-config="$here/ucx-config.h" --without-mpi)
+if [ -n "$cuda" ]; then cfg+=(--with-cuda="$cuda"); else cfg+=(--without-cuda); fi
+built=0
+if [ $unpack_ok = 1 ]; then
+    mkdir -p "$build"
+    # shellcheck disable=SC2016 # the inner shell expands them
+    step "configure ${cfg[*]}" 300 sh -c 'cd "$1" && shift && "$@"' _ "$build" \
+        "$src/configure" "${cfg[@]}" &&
+    step "make -j$(nproc)" 1200 make -C "$build" -j"$(nproc)" && built=1
+fi
+
+tests=()
+if [ $built = 1 ]; then
+    info_bin=$build/src/tools/.libs/ringk_info
+    [ -x "$info_bin" ] || info_bin=$build/src/tools/ringk_info
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    step "ringk_info runs on the bundle's UCX and hwloc" 60 bash -c 'uses_prefix "$1"' _ "$info_bin"
+
+    step "ringk_info" 60 "$build/src/tools/ringk_info"
+    "$build/src/tools/ringk_info" > "$report/ringk_info.txt" 2>&1
+    step "ringk_info --json" 60 "$build/src/tools/ringk_info" --json
+    "$build/src/tools/ringk_info" --json > "$report/ringk_info.json" 2>&1
+    step "make check${RINGK_BUNDLE_TESTS:+ TESTS=$RINGK_BUNDLE_TESTS}" 1800 \
+        make -C "$build" -j"$(nproc)" check ${RINGK_BUNDLE_TESTS:+TESTS="$RINGK_BUNDLE_TESTS"}
+    # every test case: the test drivers' .trs files say PASS/FAIL/SKIP per case
+    while IFS= read -r line; do
+        tests+=("$line")
+    done < <(cat "$build"/test/gtest-free/*.log 2>/dev/null |
+             sed -n 's/^\(PASS\|FAIL\|SKIP\|ERROR\|XFAIL\|XPASS\): *\(.*\)$/\1\t\2/p')
+    cp "$build/test-suite.log" "$report/" 2>/dev/null
+fi
+
+# The report: plain text and JSON.
+json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1" 2>/dev/null ||
+             printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/\t/ /g')"; }
+{
+    echo "ringk bundle run on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    cat "$report/machine.txt"
+    echo
+    echo "steps:"
+    for s in "${steps[@]}"; do
+        IFS=$'\t' read -r n st t d <<<"$s"
+        printf '  %-5s %5ss  %s (%s)\n' "$st" "$t" "$n" "$d"
+    done
+    echo
+    echo "tests: $(printf '%s\n' "${tests[@]}" | grep -c '^PASS') passed," \
+         "$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)') failed," \
+         "$(printf '%s\n' "${tests[@]}" | grep -c '^SKIP') skipped"
+    printf '%s\n' "${tests[@]}" | grep -v '^PASS' | sed 's/^/  /'
+} > "$report/report.txt"
+{
+    echo "{"
+    echo "  \"machine\": $(json_str "$(cat "$report/machine.txt")"),"
+    echo "  \"steps\": ["
+    i=0
+    for s in "${steps[@]}"; do
+        IFS=$'\t' read -r n st t d <<<"$s"
+        i=$((i + 1))
+        printf '    {"name": %s, "status": "%s", "seconds": %s, "detail": %s}%s\n' \
+            "$(json_str "$n")" "$st" "$t" "$(json_str "$d")" "$([ $i -lt ${#steps[@]} ] && echo ,)"
+    done
+    echo "  ],"
+    echo "  \"tests\": ["
+    i=0
+    for t in "${tests[@]}"; do
+        i=$((i + 1))
+        printf '    {"status": "%s", "name": %s}%s\n' "${t%%$'\t'*}" "$(json_str "${t#*$'\t'}")" \
+            "$([ $i -lt ${#tests[@]} ] && echo ,)"
+    done
+    echo "  ]"
+    echo "}"
+} > "$report/report.json"
+cat "$report/report.txt"
+nfail=$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)')
+[ $failed -eq 0 ] && [ "$nfail" -eq 0 ]
