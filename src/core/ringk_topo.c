@@ -577,8 +577,9 @@ static const struct {
     {"SYS", RINGK_CLASS_CROSS_SOCKET},
 };
 
-int ringk_policy_parse(const char *p2p_level, const char *path, ringk_policy_t *policy_p,
-                       char *err, size_t err_len)
+int ringk_policy_parse_named(const char *p2p_level, const char *level_name, const char *path,
+                             const char *path_name, ringk_policy_t *policy_p, char *err,
+                             size_t err_len)
 {
     ringk_policy_t pol = {.p2p_level = RINGK_CLASS_PCIE_SWITCH, .forced = 0};
     unsigned i;
@@ -590,12 +591,13 @@ int ringk_policy_parse(const char *p2p_level, const char *path, ringk_policy_t *
             }
         }
         if (i == sizeof(level_names) / sizeof(level_names[0])) {
-            snprintf(err, err_len, "RINGK_P2P_LEVEL '%s' is not one of SAME_DEVICE (LOC), "
+            snprintf(err, err_len, "%s '%s' is not one of SAME_DEVICE (LOC), "
                      "NVLINK (NVL), PCIE_SWITCH (PIX, PXB), HOST_BRIDGE (PHB), "
-                     "CROSS_SOCKET (SYS)", p2p_level);
+                     "CROSS_SOCKET (SYS)", level_name, p2p_level);
             return -EINVAL;
         }
-        pol.p2p_level = level_names[i].cls;
+        pol.p2p_level  = level_names[i].cls;
+        pol.level_name = level_name;
     }
     if ((path != NULL) && (*path != '\0')) {
         for (i = 0; i < RINGK_PATH_COUNT; i++) {
@@ -604,15 +606,23 @@ int ringk_policy_parse(const char *p2p_level, const char *path, ringk_policy_t *
             }
         }
         if (i == RINGK_PATH_COUNT) {
-            snprintf(err, err_len, "RINGK_PATH '%s' is not one of P2P_NVLINK, P2P_PCIE, "
-                     "CUDA_IPC, HOST_STAGED", path);
+            snprintf(err, err_len, "%s '%s' is not one of P2P_NVLINK, P2P_PCIE, "
+                     "CUDA_IPC, HOST_STAGED", path_name, path);
             return -EINVAL;
         }
-        pol.forced = 1;
-        pol.path   = (ringk_path_t)i;
+        pol.forced    = 1;
+        pol.path      = (ringk_path_t)i;
+        pol.path_name = path_name;
     }
     *policy_p = pol;
     return 0;
+}
+
+int ringk_policy_parse(const char *p2p_level, const char *path, ringk_policy_t *policy_p,
+                       char *err, size_t err_len)
+{
+    return ringk_policy_parse_named(p2p_level, "RINGK_P2P_LEVEL", path, "RINGK_PATH", policy_p,
+                                    err, err_len);
 }
 
 int ringk_policy_from_env(ringk_policy_t *policy_p, char *err, size_t err_len)
@@ -668,19 +678,22 @@ int ringk_topo_find_gpu(const ringk_topo_t *topo, const char *busid)
 int ringk_policy_apply(const ringk_policy_t *pol, const ringk_topo_pair_t *pair, char *reason,
                        size_t reason_len)
 {
-    const char *cls = ringk_path_class_name(pair->cls);
-    const char *lvl = ringk_path_class_name(pol->p2p_level);
+    const char *cls        = ringk_path_class_name(pair->cls);
+    const char *lvl        = ringk_path_class_name(pol->p2p_level);
+    const char *level_name = pol->level_name ? pol->level_name : "RINGK_P2P_LEVEL";
 
     if (pol->forced) {
         if (((pol->path == RINGK_PATH_P2P_NVLINK) && (pair->cls != RINGK_CLASS_NVLINK)) ||
             (((pol->path == RINGK_PATH_P2P_PCIE) || (pol->path == RINGK_PATH_CUDA_IPC)) &&
              (pair->cls == RINGK_CLASS_NONE))) {
-            snprintf(reason, reason_len, "RINGK_PATH=%s cannot serve a %s pair (%s)",
+            snprintf(reason, reason_len, "%s=%s cannot serve a %s pair (%s)",
+                     pol->path_name ? pol->path_name : "RINGK_PATH",
                      ringk_path_name(pol->path), cls, pair->reason);
             return -EINVAL;
         }
-        snprintf(reason, reason_len, "forced by RINGK_PATH=%s (%s: %s)",
-                 ringk_path_name(pol->path), cls, pair->reason);
+        snprintf(reason, reason_len, "forced by %s=%s (%s: %s)",
+                 pol->path_name ? pol->path_name : "RINGK_PATH", ringk_path_name(pol->path),
+                 cls, pair->reason);
         return pol->path;
     }
     switch (pair->cls) {
@@ -694,15 +707,15 @@ int ringk_policy_apply(const ringk_policy_t *pol, const ringk_topo_pair_t *pair,
         break;
     }
     if (pair->cls > pol->p2p_level) {
-        snprintf(reason, reason_len, "%s is beyond RINGK_P2P_LEVEL=%s (%s): staged through host "
-                 "memory", cls, lvl, pair->reason);
+        snprintf(reason, reason_len, "%s is beyond %s=%s (%s): staged through host memory",
+                 cls, level_name, lvl, pair->reason);
         return RINGK_PATH_HOST_STAGED;
     }
     if (pair->cls == RINGK_CLASS_NVLINK) {
         snprintf(reason, reason_len, "%s", pair->reason);
         return RINGK_PATH_P2P_NVLINK;
     }
-    snprintf(reason, reason_len, "%s within RINGK_P2P_LEVEL=%s (%s)", cls, lvl, pair->reason);
+    snprintf(reason, reason_len, "%s within %s=%s (%s)", cls, level_name, lvl, pair->reason);
     return RINGK_PATH_P2P_PCIE;
 }
 

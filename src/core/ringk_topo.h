@@ -79,6 +79,8 @@ typedef struct ringk_policy {
     ringk_path_class_t p2p_level;    /**< P2P is used for classes up to this one */
     int                forced;       /**< 1: @a path is forced */
     ringk_path_t       path;
+    const char        *path_name;    /**< the setting that forced it, for reasons given */
+    const char        *level_name;   /**< the setting that gave @a p2p_level, NULL: default */
 } ringk_policy_t;
 
 /**
@@ -98,9 +100,15 @@ void ringk_topo_classify_numa(const ringk_topo_t *topo, unsigned gpu, int numa,
                               ringk_topo_pair_t *pair_p);
 
 /**
- * Reads the overrides RINGK_P2P_LEVEL and RINGK_PATH from the given strings (NULL: unset).
+ * Reads the overrides RINGK_P2P_LEVEL and RINGK_PATH from the given strings (NULL or empty:
+ * unset); an error names the setting as @a level_name / @a path_name.
  * @return 0, or -EINVAL with the bad value and the accepted ones in @a err.
  */
+int ringk_policy_parse_named(const char *p2p_level, const char *level_name, const char *path,
+                             const char *path_name, ringk_policy_t *policy_p, char *err,
+                             size_t err_len);
+
+/** ringk_policy_parse_named() with the names RINGK_P2P_LEVEL and RINGK_PATH. */
 int ringk_policy_parse(const char *p2p_level, const char *path, ringk_policy_t *policy_p,
                        char *err, size_t err_len);
 

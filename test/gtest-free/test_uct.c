@@ -195,6 +195,9 @@ static const struct {
     {"LIVENESS_INTERVAL", "5000s", "UCX_RINGK_LIVENESS_INTERVAL 5000.000s is out of range 0..3600s"},
     {"GPU", "gpu0", "UCX_RINGK_GPU 'gpu0' is not auto, none or a PCI bus id such as 0000:07:00.0"},
     {"GPU", "0000:07:00.9", "UCX_RINGK_GPU '0000:07:00.9' is not auto, none or a PCI bus id"},
+    {"PATH", "fast", "UCX_RINGK_PATH 'fast' is not one of P2P_NVLINK, P2P_PCIE, CUDA_IPC, "
+     "HOST_STAGED"},
+    {"P2P_LEVEL", "far", "UCX_RINGK_P2P_LEVEL 'far' is not one of SAME_DEVICE (LOC)"},
 };
 
 START_TEST(test_iface_config_errors)

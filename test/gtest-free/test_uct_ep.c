@@ -1186,6 +1186,62 @@ START_TEST(test_uct_ep_gpu_path)
 }
 END_TEST
 
+/* The transport's UCX_RINGK_TOPO_FILE / UCX_RINGK_PATH / UCX_RINGK_P2P_LEVEL are used, and win
+ * over the plain RINGK_* names of the environment (set here to values that would fail). */
+START_TEST(test_uct_ep_gpu_path_ucx_config)
+{
+    static const struct {
+        const char *level, *force, *path, *why;
+    } cases[] = {
+        {NULL, "CUDA_IPC", "CUDA_IPC", "forced by UCX_RINGK_PATH=CUDA_IPC"},
+        {"HOST_BRIDGE", NULL, "P2P_PCIE", "HOST_BRIDGE within UCX_RINGK_P2P_LEVEL=HOST_BRIDGE"},
+    };
+    ucs_status_t (*query)(uct_ep_h, const char**, const char**);
+    const char *src = getenv("RINGK_TOP_SRCDIR"), *path, *reason;
+    uct_ep_params_t params;
+    char file[1024];
+    node_t a, b;
+    uct_ep_h ep;
+
+    *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
+    ck_assert_ptr_nonnull(query);
+    snprintf(file, sizeof(file), "%s/test/gtest-free/topo/pcie-4gpu.xml", src ? src : "..");
+    setenv("UCX_RINGK_TOPO_FILE", file, 1);
+    setenv("RINGK_TOPO_FILE", "/nonexistent/topology.xml", 1);
+    setenv("RINGK_PATH", "P2P_NVLINK", 1);       /* no NVLink in the file: unreachable */
+    setenv("RINGK_P2P_LEVEL", "SAME_DEVICE", 1); /* P2P for no pair of two GPUs */
+    if (cases[_i].force != NULL) {
+        setenv("UCX_RINGK_PATH", cases[_i].force, 1);
+    } else {
+        /* an empty UCX setting leaves the plain one in force: overridden here by the level */
+        unsetenv("RINGK_PATH");
+        setenv("UCX_RINGK_P2P_LEVEL", cases[_i].level, 1);
+    }
+    node_open(&a, "GPU", "0000:04:00.0");
+    node_open(&b, "GPU", "0000:07:00.0");
+    unsetenv("UCX_RINGK_TOPO_FILE");
+    unsetenv("UCX_RINGK_PATH");
+    unsetenv("UCX_RINGK_P2P_LEVEL");
+    unsetenv("RINGK_TOPO_FILE");
+    unsetenv("RINGK_PATH");
+    unsetenv("RINGK_P2P_LEVEL");
+    params = (uct_ep_params_t){
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = a.iface,
+        .dev_addr   = (const uct_device_addr_t*)b.dev_addr,
+        .iface_addr = (const uct_iface_addr_t*)b.addr
+    };
+    ck_assert_int_eq(uct_ep_create(&params, &ep), UCS_OK);
+    ck_assert_int_eq(query(ep, &path, &reason), UCS_OK);
+    ck_assert_msg(!strcmp(path, cases[_i].path) && (strstr(reason, cases[_i].why) != NULL),
+                  "path %s, reason '%s'", path, reason);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
 /* Without a usable CUDA driver the md registers host memory only, detects host pointers as host,
  * and a peer's CUDA remote key is unreachable, never mapped (a key of this process is used in
  * place); a CUDA key whose range leaves its allocation is refused before any CUDA call. */
@@ -1263,6 +1319,7 @@ void test_uct_ep_tcases(Suite *s)
     tcase_add_test(tc, test_uct_ep_arm_busy_with_message);
     tcase_add_test(tc, test_uct_ep_many_peers);
     tcase_add_loop_test(tc, test_uct_ep_gpu_path, 0, sizeof(gpu_paths) / sizeof(gpu_paths[0]));
+    tcase_add_loop_test(tc, test_uct_ep_gpu_path_ucx_config, 0, 2);
     tcase_add_test(tc, test_uct_ep_cuda_rkey_without_gpu);
     suite_add_tcase(s, tc);
 

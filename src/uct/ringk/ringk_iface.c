@@ -72,11 +72,32 @@ static ucs_config_field_t uct_ringk_iface_config_table[] = {
      "topology (RINGK_TOPO_FILE or this machine) and RINGK_P2P_LEVEL / RINGK_PATH.",
      ucs_offsetof(uct_ringk_iface_config_t, gpu), UCS_CONFIG_TYPE_STRING},
 
+    {"P2P_LEVEL", "",
+     "The farthest GPU pair that still uses a P2P path for GPU memory: SAME_DEVICE (LOC),\n"
+     "NVLINK (NVL), PCIE_SWITCH (PIX, PXB), HOST_BRIDGE (PHB) or CROSS_SOCKET (SYS); farther\n"
+     "pairs are staged through the host. Empty: RINGK_P2P_LEVEL from the environment, else\n"
+     "PCIE_SWITCH.",
+     ucs_offsetof(uct_ringk_iface_config_t, p2p_level), UCS_CONFIG_TYPE_STRING},
+
+    {"PATH", "",
+     "Forces every endpoint's path for GPU memory: P2P_NVLINK, P2P_PCIE, CUDA_IPC or\n"
+     "HOST_STAGED (a P2P path the pair does not have is refused: the endpoint is\n"
+     "unreachable). Empty: RINGK_PATH from the environment, else the topology decides.",
+     ucs_offsetof(uct_ringk_iface_config_t, path), UCS_CONFIG_TYPE_STRING},
+
+    {"TOPO_FILE", "",
+     "An hwloc XML file to read the machine's topology from instead of probing it (for VMs\n"
+     "and containers that hide the PCI tree); see ringk_info. Empty: RINGK_TOPO_FILE from the\n"
+     "environment, else this machine.",
+     ucs_offsetof(uct_ringk_iface_config_t, topo_file), UCS_CONFIG_TYPE_STRING},
+
     {NULL}
 };
 
 ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config)
 {
+    ringk_policy_t policy;
+
     if (!ucs_is_pow2(config->ring_size) || (config->ring_size < UCT_RINGK_RING_SIZE_MIN) ||
         (config->ring_size > UCT_RINGK_RING_SIZE_MAX)) {
         ucs_error("UCX_RINGK_RING_SIZE %u is not a power of 2 between %u and %u",
@@ -114,6 +135,36 @@ ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config
     if ((config->poll_batch < 1) || (config->poll_batch > UCT_RINGK_POLL_BATCH_MAX)) {
         ucs_error("UCX_RINGK_POLL_BATCH %u is out of range 1..%u", config->poll_batch,
                   UCT_RINGK_POLL_BATCH_MAX);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    return uct_ringk_iface_policy(config, &policy);
+}
+
+/* A UCX_RINGK_* string setting, or when it is empty the plain variable of the environment;
+ * @a name_p gets the name of the one that was used. */
+static const char *uct_ringk_setting(const char *value, const char *ucx_name, const char *plain,
+                                     const char **name_p)
+{
+    if ((value != NULL) && (value[0] != '\0')) {
+        *name_p = ucx_name;
+        return value;
+    }
+    *name_p = plain;
+    return getenv(plain);
+}
+
+ucs_status_t uct_ringk_iface_policy(const uct_ringk_iface_config_t *config,
+                                    ringk_policy_t *policy_p)
+{
+    const char *level_name, *path_name, *level, *path;
+    char err[256];
+
+    level = uct_ringk_setting(config->p2p_level, "UCX_RINGK_P2P_LEVEL", "RINGK_P2P_LEVEL",
+                              &level_name);
+    path  = uct_ringk_setting(config->path, "UCX_RINGK_PATH", "RINGK_PATH", &path_name);
+    if (ringk_policy_parse_named(level, level_name, path, path_name, policy_p, err,
+                                 sizeof(err)) != 0) {
+        ucs_error("ringk: %s", err);
         return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
@@ -212,16 +263,14 @@ static void uct_ringk_iface_gpu_init(uct_ringk_iface_t *iface, const char *value
 
 const ringk_topo_t *uct_ringk_iface_topo(uct_ringk_iface_t *iface)
 {
-    const char *file = getenv("RINGK_TOPO_FILE");
-
     if ((iface->topo != NULL) || (iface->topo_err[0] != '\0')) {
         return iface->topo;
     }
     iface->topo = ucs_calloc(1, sizeof(*iface->topo), "ringk_topo");
     if (iface->topo == NULL) {
         snprintf(iface->topo_err, sizeof(iface->topo_err), "out of memory");
-    } else if (ringk_topo_load(iface->topo, ((file != NULL) && (file[0] != '\0')) ? file : NULL,
-                               iface->topo_err, sizeof(iface->topo_err)) != 0) {
+    } else if (ringk_topo_load(iface->topo, iface->topo_file, iface->topo_err,
+                               sizeof(iface->topo_err)) != 0) {
         ucs_error("ringk: %s", iface->topo_err);
         ucs_free(iface->topo);
         iface->topo = NULL;
@@ -670,9 +719,9 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
 {
     const uct_ringk_iface_config_t *config = ucs_derived_of(tl_config,
                                                             uct_ringk_iface_config_t);
+    const char *topo_file, *topo_name;
     unsigned short_cells;
     ucs_status_t status;
-    char errbuf[256];
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_ringk_iface_ops,
                               &uct_base_iface_internal_ops, md, worker, params,
@@ -686,13 +735,18 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
         return status;
     }
     self->config     = *config;
-    self->config.gpu = NULL; /* the string goes with the configuration: resolved below */
+    /* the strings go with the configuration: resolved below */
+    self->config.gpu       = NULL;
+    self->config.p2p_level = NULL;
+    self->config.path      = NULL;
+    self->config.topo_file = NULL;
     self->id         = ucs_generate_uuid((uintptr_t)self);
     self->neps       = 0; /* UCS classes are not zeroed: valgrind saw this read uninitialised */
     self->nerr_scheduled = 0;
     self->topo       = NULL;
     self->gpu_bounce = NULL;
     self->topo_err[0] = '\0';
+    self->topo_file  = NULL;
     uct_ringk_iface_gpu_init(self, config->gpu);
 
     /* A message may take at most half the ring, so that it can always be placed without
@@ -704,16 +758,26 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     self->max_short = ucs_min(self->max_bcopy,
                               ringk_ring_capacity(short_cells, config->cell_size));
     ringk_node_id_get(&self->dev_addr);
-    if (ringk_policy_from_env(&self->policy, errbuf, sizeof(errbuf)) != 0) {
-        ucs_error("ringk: %s", errbuf);
-        return UCS_ERR_INVALID_PARAM;
+    status = uct_ringk_iface_policy(config, &self->policy);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* the file is read when the first endpoint between GPUs needs it */
+    topo_file = uct_ringk_setting(config->topo_file, "UCX_RINGK_TOPO_FILE", "RINGK_TOPO_FILE",
+                                  &topo_name);
+    if ((topo_file != NULL) && (topo_file[0] != '\0')) {
+        self->topo_file = ucs_strdup(topo_file, "ringk_topo_file");
+        if (self->topo_file == NULL) {
+            ucs_error("ringk: cannot copy %s", topo_name);
+            return UCS_ERR_NO_MEMORY;
+        }
     }
 
     /* A handler that asks for aligned data gets it: messages that are not aligned in the ring
      * are copied to rx_buf, placed so that data + am_align_offset is aligned. */
     status = uct_ringk_iface_am_align(params, &self->am_align, &self->am_align_offset);
     if (status != UCS_OK) {
-        return status;
+        goto err_free_topo_file;
     }
     self->rx_buf = ucs_malloc(self->max_bcopy + self->am_align, "ringk_rx_buf");
     if (self->rx_buf != NULL) {
@@ -753,6 +817,8 @@ err_seg_destroy:
 err_free_bufs:
     ucs_free(self->tx_buf);
     ucs_free(self->rx_buf);
+err_free_topo_file:
+    ucs_free(self->topo_file);
     return status;
 }
 
@@ -769,6 +835,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_ringk_iface_t)
     ucs_free(self->tx_buf);
     ucs_free(self->rx_buf);
     ucs_free(self->topo);
+    ucs_free(self->topo_file);
     if (self->gpu_bounce != NULL) {
         ringk_cuda_host_free(self->gpu_bounce);
     }

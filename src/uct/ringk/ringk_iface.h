@@ -34,6 +34,9 @@ typedef struct uct_ringk_iface_config {
     unsigned           poll_batch;  /**< messages consumed per lane per progress call */
     double             liveness;    /**< seconds between checks that peers live; 0: never */
     char              *gpu;         /**< "auto", "none" or the PCI bus id of this process's GPU */
+    char              *p2p_level;   /**< UCX_RINGK_P2P_LEVEL; "": RINGK_P2P_LEVEL or default */
+    char              *path;        /**< UCX_RINGK_PATH; "": RINGK_PATH or the topology's */
+    char              *topo_file;   /**< UCX_RINGK_TOPO_FILE; "": RINGK_TOPO_FILE or probe */
 } uct_ringk_iface_config_t;
 
 /** What a peer needs to reach this iface: where its receive segment is. */
@@ -81,7 +84,8 @@ typedef struct uct_ringk_iface {
     int                      signal_fd;   /**< unbound datagram socket to wake peers */
     ucs_arbiter_t            arbiter;     /**< endpoints with pending requests */
     uct_ringk_dev_addr_t     dev_addr;
-    ringk_policy_t           policy;      /**< RINGK_P2P_LEVEL / RINGK_PATH at open */
+    ringk_policy_t           policy;      /**< UCX_RINGK_P2P_LEVEL / UCX_RINGK_PATH at open */
+    char                    *topo_file;   /**< topology file to load, NULL: this machine */
     uint64_t                 gpu;         /**< packed bus id of this process's GPU, 0: none */
     char                     gpu_why[160]; /**< where @a gpu came from */
     ringk_topo_t            *topo;        /**< loaded for the first endpoint between GPUs */
@@ -98,6 +102,14 @@ typedef struct uct_ringk_iface {
 #define UCT_RINGK_GPU_BOUNCE_SIZE (1024 * 1024)
 
 ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config);
+
+/**
+ * The GPU path policy of @a config: UCX_RINGK_P2P_LEVEL / UCX_RINGK_PATH, each falling back to
+ * the plain RINGK_P2P_LEVEL / RINGK_PATH of the environment (which libringk and ringk_info
+ * read) when empty. An error names the variable it came from.
+ */
+ucs_status_t uct_ringk_iface_policy(const uct_ringk_iface_config_t *config,
+                                    ringk_policy_t *policy_p);
 
 /** The node's topology (RINGK_TOPO_FILE or this machine), loaded once; NULL with topo_err. */
 const ringk_topo_t *uct_ringk_iface_topo(uct_ringk_iface_t *iface);
