@@ -101,6 +101,23 @@ static int ringk_cuda_range_fn(char *why, size_t why_len)
     return 0;
 }
 
+int ringk_cuda_ptr_range(const void *ptr, uint64_t *base_p, uint64_t *size_p, char *busid,
+                         size_t len)
+{
+    unsigned long long base;
+    char why[128];
+    size_t size;
+
+    if (!ringk_cuda_ptr_is_device(ptr, busid, len) ||
+        (ringk_cuda_range_fn(why, sizeof(why)) != 0) ||
+        (ringk_cu_range(&base, &size, (unsigned long long)(uintptr_t)ptr) != 0)) {
+        return 0;
+    }
+    *base_p = base;
+    *size_p = size;
+    return 1;
+}
+
 int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
                           char *why, size_t why_len)
 {
@@ -316,6 +333,12 @@ int ringk_cuda_current_busid(char *busid, size_t len, char *why, size_t why_len)
 }
 
 int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
+{
+    return 0;
+}
+
+int ringk_cuda_ptr_range(const void *ptr, uint64_t *base_p, uint64_t *size_p, char *busid,
+                         size_t len)
 {
     return 0;
 }

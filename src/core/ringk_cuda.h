@@ -40,6 +40,14 @@ int ringk_cuda_current_busid(char *busid, size_t len, char *why, size_t why_len)
 int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len);
 
 /**
+ * The CUDA allocation containing @a ptr: its base and size, and the bus id of its device in
+ * @a busid (may be NULL). Returns 1 for device memory, 0 for anything else (host memory, no
+ * usable CUDA), without calling CUDA when ringk_cuda_usable() says no.
+ */
+int ringk_cuda_ptr_range(const void *ptr, uint64_t *base_p, uint64_t *size_p, char *busid,
+                         size_t len);
+
+/**
  * Exports the device allocation containing @a ptr for CUDA IPC: its handle, base and size.
  * @return 0, or -EINVAL / -ENODEV, or -EOPNOTSUPP for memory CUDA IPC cannot export (stream-
  *         ordered pools, cuMemCreate), with the reason in @a why.

@@ -24,6 +24,8 @@
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <string.h>
+#include <poll.h>
+#include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
 
 static const struct {
@@ -323,6 +325,222 @@ START_TEST(test_kernels_gpu_rma)
 }
 END_TEST
 
+/* ---- CUDA memory through UCP over ringk ---------------------------------------------------- */
+
+/* A UCP context and worker on ringk alone: no other transport can move device memory here
+ * (the installed UCX has no CUDA transports), so data that arrives went along ringk's GPU path.
+ * Protocols v2 (UCX_PROTO_ENABLE) honour the memory type: CUDA memory goes by zcopy only. */
+static void gpu_ucp_open(ucp_context_h *ctx, ucp_worker_h *worker)
+{
+    ucp_params_t params = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_RMA};
+    ucp_worker_params_t wparams = {
+        .field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+        .thread_mode = UCS_THREAD_MODE_SINGLE
+    };
+    ucp_config_t *config;
+
+    ck_assert_int_eq(ucp_config_read(NULL, NULL, &config), UCS_OK);
+    ck_assert_int_eq(ucp_config_modify(config, "TLS", "ringk"), UCS_OK);
+    ck_assert_int_eq(ucp_config_modify(config, "PROTO_ENABLE", "y"), UCS_OK);
+    ck_assert_int_eq(ucp_init(&params, config, ctx), UCS_OK);
+    ucp_config_release(config);
+    ck_assert_int_eq(ucp_worker_create(*ctx, &wparams, worker), UCS_OK);
+}
+
+static ucs_status_t gpu_ucp_wait(ucp_worker_h worker, void *req)
+{
+    ucs_status_t status;
+
+    if (!UCS_PTR_IS_PTR(req)) {
+        return UCS_PTR_STATUS(req);
+    }
+    while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        ucp_worker_progress(worker);
+    }
+    ucp_request_free(req);
+    return status;
+}
+
+/* The UCP peer: device memory mapped with ucp_mem_map; its worker address, rkey and address go
+ * to the parent, then it progresses until asked for the content ('c') or told to quit. */
+static void gpu_ucp_peer(int dev, int wfd, int rfd)
+{
+    static uint8_t back[GPU_BYTES];
+    ucp_mem_map_params_t mparams;
+    struct pollfd pfd = {.fd = rfd, .events = POLLIN};
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    size_t addr_len, rkey_len;
+    void *target, *rkey;
+    uint64_t where;
+    ucp_mem_h memh;
+    char cmd;
+
+    if ((cudaSetDevice(dev) != cudaSuccess) || (cudaMalloc(&target, GPU_BYTES) != cudaSuccess) ||
+        (cudaMemset(target, 0, GPU_BYTES) != cudaSuccess)) {
+        _exit(2);
+    }
+    gpu_ucp_open(&ctx, &worker);
+    mparams = (ucp_mem_map_params_t){
+        .field_mask  = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                       UCP_MEM_MAP_PARAM_FIELD_MEMORY_TYPE,
+        .address     = target,
+        .length      = GPU_BYTES,
+        .memory_type = UCS_MEMORY_TYPE_CUDA
+    };
+    where = (uintptr_t)target;
+    if ((ucp_mem_map(ctx, &mparams, &memh) != UCS_OK) ||
+        (ucp_rkey_pack(ctx, memh, &rkey, &rkey_len) != UCS_OK) ||
+        (ucp_worker_get_address(worker, &addr, &addr_len) != UCS_OK) ||
+        (write(wfd, &addr_len, sizeof(addr_len)) != sizeof(addr_len)) ||
+        (write(wfd, addr, addr_len) != (ssize_t)addr_len) ||
+        (write(wfd, &rkey_len, sizeof(rkey_len)) != sizeof(rkey_len)) ||
+        (write(wfd, rkey, rkey_len) != (ssize_t)rkey_len) ||
+        (write(wfd, &where, sizeof(where)) != sizeof(where))) {
+        _exit(3);
+    }
+    for (;;) {
+        ucp_worker_progress(worker);
+        if (poll(&pfd, 1, 0) == 0) {
+            continue;
+        }
+        if ((read(rfd, &cmd, 1) != 1) || (cmd != 'c')) {
+            break;
+        }
+        cudaMemcpy(back, target, GPU_BYTES, cudaMemcpyDeviceToHost);
+        if (write(wfd, back, sizeof(back)) != sizeof(back)) {
+            _exit(5);
+        }
+    }
+    ucp_worker_release_address(worker, addr);
+    ucp_rkey_buffer_release(rkey);
+    ucp_mem_unmap(ctx, memh);
+    ucp_worker_destroy(worker);
+    ucp_cleanup(ctx);
+    cudaFree(target);
+    _exit(0);
+}
+
+static void *gpu_read_blob(int fd, size_t *len_p)
+{
+    void *blob;
+
+    ck_assert_int_eq(read(fd, len_p, sizeof(*len_p)), sizeof(*len_p));
+    ck_assert_uint_lt(*len_p, 1 << 16);
+    blob = malloc(*len_p);
+    ck_assert_ptr_nonnull(blob);
+    ck_assert_int_eq(read(fd, blob, *len_p), (ssize_t)*len_p);
+    return blob;
+}
+
+/* Device memory -> peer device memory by ucp_put_nbx and back by ucp_get_nbx, from 8 bytes to
+ * 1 MiB: case 0 names the memory type in each call; case 1 leaves it to UCP's detection, which
+ * knows the buffers from their ucp_mem_map (ringk's registration tells UCX's memory-type cache,
+ * since UCX without CUDA never sees cudaMalloc). */
+START_TEST(test_kernels_gpu_ucp_rma)
+{
+    static const size_t lens[] = {8, 4096, 65536, GPU_BYTES};
+    static uint8_t host[GPU_BYTES], back[GPU_BYTES];
+    int p2c[2], c2p[2], status, ndev = 0;
+    ucp_mem_map_params_t mparams;
+    ucp_request_param_t param;
+    ucp_ep_params_t ep_params;
+    ucp_mem_h src_memh = NULL, dst_memh = NULL;
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    void *paddr, *prkey, *src, *dst;
+    size_t plen, rkey_len, len, i;
+    uint64_t target;
+    ucp_rkey_h rkey;
+    ucp_ep_h ep;
+    pid_t pid;
+
+    if ((getenv("CK_FORK") != NULL) && !strcmp(getenv("CK_FORK"), "no")) {
+        printf("# CK_FORK=no: the two-process GPU test is not run\n");
+        return;
+    }
+    ck_assert_int_eq(pipe(p2c), 0);
+    ck_assert_int_eq(pipe(c2p), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(c2p[0]);
+        close(p2c[1]);
+        gpu_ucp_peer(0, c2p[1], p2c[0]);
+    }
+    close(c2p[1]);
+    close(p2c[0]);
+    ck_assert_int_eq(cudaGetDeviceCount(&ndev), cudaSuccess);
+    ck_assert_int_gt(ndev, 0);
+    ck_assert_int_eq(cudaSetDevice(0), cudaSuccess);
+    gpu_ucp_open(&ctx, &worker);
+    paddr = gpu_read_blob(c2p[0], &plen);
+    prkey = gpu_read_blob(c2p[0], &rkey_len);
+    ck_assert_int_eq(read(c2p[0], &target, sizeof(target)), sizeof(target));
+    ep_params = (ucp_ep_params_t){.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
+                                  .address    = paddr};
+    ck_assert_int_eq(ucp_ep_create(worker, &ep_params, &ep), UCS_OK);
+    ck_assert_int_eq(ucp_ep_rkey_unpack(ep, prkey, &rkey), UCS_OK);
+
+    for (i = 0; i < GPU_BYTES; i++) {
+        host[i] = gpu_pat(i + (size_t)_i);
+    }
+    ck_assert_int_eq(cudaMalloc(&src, GPU_BYTES), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&dst, GPU_BYTES), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(src, host, GPU_BYTES, cudaMemcpyHostToDevice), cudaSuccess);
+    param = (ucp_request_param_t){.op_attr_mask = 0};
+    if (_i == 0) {
+        param.op_attr_mask = UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        param.memory_type  = UCS_MEMORY_TYPE_CUDA;
+    } else {
+        mparams = (ucp_mem_map_params_t){
+            .field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+            .address    = src,
+            .length     = GPU_BYTES
+        };
+        ck_assert_int_eq(ucp_mem_map(ctx, &mparams, &src_memh), UCS_OK);
+        mparams.address = dst;
+        ck_assert_int_eq(ucp_mem_map(ctx, &mparams, &dst_memh), UCS_OK);
+    }
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        len = lens[i];
+        ck_assert_int_eq(cudaMemset(dst, 0, len), cudaSuccess);
+        ck_assert_int_eq(gpu_ucp_wait(worker, ucp_put_nbx(ep, src, len, target, rkey, &param)),
+                         UCS_OK);
+        ck_assert_int_eq(gpu_ucp_wait(worker, ucp_ep_flush_nbx(ep, &param)), UCS_OK);
+        ck_assert_int_eq(gpu_ucp_wait(worker, ucp_get_nbx(ep, dst, len, target, rkey, &param)),
+                         UCS_OK);
+        ck_assert_int_eq(cudaMemcpy(back, dst, len, cudaMemcpyDeviceToHost), cudaSuccess);
+        ck_assert_msg(!memcmp(back, host, len), "%zu bytes: the device memory read back differs",
+                      len);
+    }
+    /* the peer's own copy of its memory agrees */
+    ck_assert_int_eq(write(p2c[1], "c", 1), 1);
+    for (len = 0; len < sizeof(back); len += (size_t)status) {
+        status = (int)read(c2p[0], back + len, sizeof(back) - len);
+        ck_assert_int_gt(status, 0);
+    }
+    ck_assert_mem_eq(back, host, GPU_BYTES);
+
+    ucp_rkey_destroy(rkey);
+    gpu_ucp_wait(worker, ucp_ep_close_nbx(ep, &(ucp_request_param_t){.op_attr_mask = 0}));
+    if (src_memh != NULL) {
+        ucp_mem_unmap(ctx, src_memh);
+        ucp_mem_unmap(ctx, dst_memh);
+    }
+    ck_assert_int_eq(write(p2c[1], "q", 1), 1);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0), "peer status 0x%x", status);
+    ucp_worker_destroy(worker);
+    ucp_cleanup(ctx);
+    free(paddr);
+    free(prkey);
+    cudaFree(src);
+    cudaFree(dst);
+}
+END_TEST
+
 /* The device count, asked in a child so that this process never starts CUDA before the test
  * processes fork from it. */
 static int device_count_in_child(char *why, size_t why_len)
@@ -378,6 +596,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, test_kernels_gpu_rma, 0,
                         sizeof(gpu_rma_cases) / sizeof(gpu_rma_cases[0]));
+    tcase_add_loop_test(tc, test_kernels_gpu_ucp_rma, 0, 2);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -12,6 +12,8 @@
 #include <core/ringk_topo.h>
 #include <core/ringk_ucxver.h>
 #include <ucs/debug/log.h>
+#include <ucs/memory/memtype_cache.h>
+#include <ucs/sys/topo/base/topo.h>
 #include <ucs/sys/compiler.h>
 #include <ucs/sys/stubs.h>
 
@@ -37,9 +39,9 @@ static ucs_status_t uct_ringk_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
                                  (md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0);
     attr->cap.alloc_mem_types  = 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    /* UCP 1.13 finds memory types through mem_query, not this md: claiming detection would
-     * only add a memory-type cache lookup to every send */
-    attr->cap.detect_mem_types = 0;
+    /* UCP asks the mds that detect a memory type (through mem_query) when its memory-type
+     * cache does not know an address: a UCX built without CUDA has no other md that can */
+    attr->cap.detect_mem_types = md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0;
     attr->cap.max_alloc        = 0;
     attr->cap.max_reg          = ULONG_MAX;
     attr->rkey_packed_size     = sizeof(uct_ringk_packed_rkey_t);
@@ -56,6 +58,56 @@ static ucs_status_t uct_ringk_detect_memory_type(uct_md_h tl_md, const void *add
 
     *mem_type_p = (md->cuda && ringk_cuda_ptr_is_device(address, NULL, 0)) ?
                   UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+    return UCS_OK;
+}
+
+/* The system device of a CUDA device by its bus id ("0000:07:00.0"); unknown if UCX's
+ * topology does not list it. */
+static ucs_sys_device_t uct_ringk_sys_dev(const char *busid)
+{
+    ucs_sys_device_t sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+    unsigned domain, bus, slot, function;
+    ucs_sys_bus_id_t id;
+
+    if (sscanf(busid, "%x:%x:%x.%x", &domain, &bus, &slot, &function) == 4) {
+        id = (ucs_sys_bus_id_t){.domain = (uint16_t)domain, .bus = (uint8_t)bus,
+                                .slot = (uint8_t)slot, .function = (uint8_t)function};
+        if (ucs_topo_find_device_by_bus_id(&id, &sys_dev) != UCS_OK) {
+            sys_dev = UCS_SYS_DEVICE_ID_UNKNOWN;
+        }
+    }
+    return sys_dev;
+}
+
+/* CUDA memory: its type, device, and the allocation it lies in, which also goes to UCX's
+ * memory-type cache (UCM of a UCX built without CUDA never sees cudaMalloc, so the cache
+ * learns of device memory only from here and from registration). Host memory is not this
+ * md's to describe: UCS_ERR_INVALID_ADDR, and UCP takes it as host memory. */
+static ucs_status_t uct_ringk_mem_query(uct_md_h tl_md, const void *address, size_t length,
+                                        uct_md_mem_attr_t *mem_attr)
+{
+    uct_ringk_md_t *md = ucs_derived_of(tl_md, uct_ringk_md_t);
+    ucs_sys_device_t sys_dev;
+    uint64_t base, size;
+    char busid[16] = "";
+
+    if (!md->cuda || !ringk_cuda_ptr_range(address, &base, &size, busid, sizeof(busid))) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    sys_dev = uct_ringk_sys_dev(busid);
+    ucs_memtype_cache_update((void*)(uintptr_t)base, size, UCS_MEMORY_TYPE_CUDA, sys_dev);
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
+        mem_attr->mem_type = UCS_MEMORY_TYPE_CUDA;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_SYS_DEV) {
+        mem_attr->sys_dev = sys_dev;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_BASE_ADDRESS) {
+        mem_attr->base_address = (void*)(uintptr_t)base;
+    }
+    if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_ALLOC_LENGTH) {
+        mem_attr->alloc_length = size;
+    }
     return UCS_OK;
 }
 
@@ -90,6 +142,9 @@ static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t leng
         } else {
             memh->ipc_valid = 1;
         }
+        /* from now on UCP's memory-type cache tells sends from this allocation as CUDA */
+        ucs_memtype_cache_update((void*)(uintptr_t)memh->alloc_base, memh->alloc_size,
+                                 UCS_MEMORY_TYPE_CUDA, uct_ringk_sys_dev(busid));
     }
     *memh_p = memh;
     return UCS_OK;
@@ -211,7 +266,7 @@ static uct_md_ops_t uct_ringk_md_ops = {
     .mem_advise             = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported,
     .mem_reg                = uct_ringk_mem_reg,
     .mem_dereg              = uct_ringk_mem_dereg,
-    .mem_query              = (uct_md_mem_query_func_t)ucs_empty_function_return_unsupported,
+    .mem_query              = uct_ringk_mem_query,
     .mkey_pack              = uct_ringk_mkey_pack,
     .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int,
     .detect_memory_type     = uct_ringk_detect_memory_type
