@@ -40,6 +40,12 @@ step() {
     [ "$st" != fail ]
 }
 
+# skipped NAME REASON: records a step that was not run.
+skipped() {
+    steps+=("$1"$'\t'skip$'\t'0$'\t'"$2")
+    say "== $1: skipped ($2)"
+}
+
 # Unpacks a .deb into the prefix: dpkg-deb where there is one, else ar and tar.
 unpack_deb() {
     local deb=$1 tmp
@@ -161,6 +167,14 @@ if [ $built = 1 ]; then
     done < <(cat "$build"/test/gtest-free/*.log 2>/dev/null |
              sed -n 's/^\(PASS\|FAIL\|SKIP\|ERROR\|XFAIL\|XPASS\): *\(.*\)$/\1\t\2/p')
     cp "$build/test-suite.log" "$report/" 2>/dev/null
+    # the GPU benchmark: GPU memory through ringk between two processes against cudaMemcpy
+    if [ -x "$build/bench/gpu_rma" ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "GPU benchmark (bench/gpu_rma)" 600 bash -c '"$1" "$2" > "$3"' _ \
+            "$build/contrib/ringk-run" "$build/bench/gpu_rma" "$report/gpu_rma.txt"
+    else
+        skipped "GPU benchmark (bench/gpu_rma)" "built without CUDA"
+    fi
 fi
 
 # The report: plain text and JSON.
@@ -180,6 +194,11 @@ json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1" 2
          "$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)') failed," \
          "$(printf '%s\n' "${tests[@]}" | grep -c '^SKIP') skipped"
     printf '%s\n' "${tests[@]}" | grep -v '^PASS' | sed 's/^/  /'
+    if [ -s "$report/gpu_rma.txt" ]; then
+        echo
+        echo "GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower):"
+        grep -v '^RESULT' "$report/gpu_rma.txt" | sed 's/^/  /'
+    fi
 } > "$report/report.txt"
 {
     echo "{"
@@ -200,6 +219,12 @@ json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1" 2
         printf '    {"status": "%s", "name": %s}%s\n' "${t%%$'\t'*}" "$(json_str "${t#*$'\t'}")" \
             "$([ $i -lt ${#tests[@]} ] && echo ,)"
     done
+    echo "  ],"
+    echo "  \"benchmarks\": ["
+    [ -s "$report/gpu_rma.txt" ] && grep '^RESULT ' "$report/gpu_rma.txt" |
+        awk '{printf "%s    {\"bench\": \"gpu_rma\", \"method\": \"%s\", \"bytes\": %s, " \
+                     "\"usec\": %s, \"GBps\": %s, \"x_d2d\": %s, \"x_staged\": %s}", \
+                     (NR > 1 ? ",\n" : ""), $2, $3, $4, $5, $6, $7} END {if (NR) print ""}'
     echo "  ]"
     echo "}"
 } > "$report/report.json"
