@@ -54,7 +54,8 @@
 #define RINGK_CELL_HDR_BYTES    16u         /* header of a message's first cell */
 #define RINGK_CELL_FLAG_SKIP    0x80u       /* flags bit: padding to the ring's end */
 #define RINGK_CELL_FLAG_CLEAR   0x40u       /* flags bit: clear continuation cells on release */
-#define RINGK_CELL_FLAGS_USER   0x3fu       /* flags bits left to the user */
+#define RINGK_CELL_FLAG_CANCEL  0x20u       /* flags bit: claimed cells given up, no message */
+#define RINGK_CELL_FLAGS_USER   0x1fu       /* flags bits left to the user */
 #define RINGK_RING_CELL_MIN     64u
 #define RINGK_RING_CELL_MAX     4096u
 #define RINGK_RING_LOG2_MAX     20u         /* at most 1M cells */
@@ -139,7 +140,7 @@ typedef struct ringk_cell_hdr {
     uint32_t len;     /**< payload bytes of the whole message */
     uint16_t ncells;  /**< cells the message spans, >= 1 */
     uint8_t  id;      /**< user message type (UCT: the AM id) */
-    uint8_t  flags;   /**< user flags (RINGK_CELL_FLAGS_USER) and RINGK_CELL_FLAG_SKIP */
+    uint8_t  flags;   /**< user flags (RINGK_CELL_FLAGS_USER) and RINGK_CELL_FLAG_* */
 } ringk_cell_hdr_t;
 
 #if !defined(__cplusplus)
@@ -305,6 +306,24 @@ RINGK_HD void ringk_ring_publish_skip(const ringk_ring_t *r, uint64_t pos, uint3
 }
 
 /**
+ * Gives up the @a ncells cells claimed at @a pos (a copy into them failed, or the consumer went
+ * away): publishes a cancel cell in place of a message, which ringk_ring_peek() passes over like
+ * padding, so the messages claimed after it still arrive. The only way to give cells back:
+ * a producer never rolls a position back, and a claim's cells must all be published once.
+ */
+RINGK_HD void ringk_ring_cancel(const ringk_ring_t *r, uint64_t pos, uint32_t ncells)
+{
+    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+
+    cell->len    = 0;
+    cell->ncells = (uint16_t)ncells;
+    cell->id     = 0;
+    cell->flags  = RINGK_CELL_FLAG_CANCEL;
+    /* P1: as in ringk_ring_publish(). */
+    ringk_store_release_u64(&cell->seq, pos + 1);
+}
+
+/**
  * Tells whether a producer at @a prod->pos could write @a need cells, reloading its copy of the
  * consumer's head only when the cached one says the ring is full.
  */
@@ -433,15 +452,15 @@ RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t l
 
 /**
  * Finishes with the @a ncells cells of the message at @a pos whose header flags are @a flags:
- * clears continuation cells when the producer asked for it (or for a skip, or for a message that
- * failed its check: 0xff). The cells go back to the producers with the next
- * ringk_ring_release_to() past them.
+ * clears continuation cells when the producer asked for it (or for a skip or cancel cell, whose
+ * other cells were never written, or for a message that failed its check: 0xff). The cells go
+ * back to the producers with the next ringk_ring_release_to() past them.
  */
 RINGK_HD void ringk_ring_done(const ringk_ring_t *r, uint64_t pos, uint32_t ncells, uint8_t flags)
 {
     uint32_t i;
 
-    if (flags & (RINGK_CELL_FLAG_CLEAR | RINGK_CELL_FLAG_SKIP)) {
+    if (flags & (RINGK_CELL_FLAG_CLEAR | RINGK_CELL_FLAG_SKIP | RINGK_CELL_FLAG_CANCEL)) {
         for (i = 1; i < ncells; i++) {
             ringk_store_relaxed_u64(&ringk_ring_cell(r, pos + i)->seq, 0);
         }
@@ -469,16 +488,19 @@ RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t n
 }
 
 /**
- * Returns the message at *@a pos_p if one is published, else NULL. Skip cells at *@a pos_p
- * are released and passed over (*@a pos_p moves past them). The header is a producer's writing:
- * the caller validates it with ringk_ring_msg_check() before using it. A skip cell whose size
- * does not reach the ring's end exactly is returned like a message, for that check to refuse.
+ * Returns the message at *@a pos_p if one is published, else NULL. Skip cells (padding to the
+ * ring's end) and cancel cells (cells given up, not crossing the ring's end) at *@a pos_p are
+ * released and passed over (*@a pos_p moves past them). The header is a producer's writing: the
+ * caller validates it with ringk_ring_msg_check() before using it. A skip cell whose size does
+ * not reach the ring's end exactly, or a cancel cell of no cells or crossing the end, is
+ * returned like a message, for that check to refuse.
  */
 RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t *pos_p)
 {
     const ringk_cell_hdr_t *cell;
     uint64_t pos = *pos_p;
-    uint32_t skip;
+    uint32_t skip, to_end;
+    uint8_t flags;
 
     for (;;) {
         cell = ringk_ring_cell(r, pos);
@@ -487,28 +509,33 @@ RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t
             *pos_p = pos;
             return NULL;
         }
-        skip = cell->ncells;
-        if (!(cell->flags & RINGK_CELL_FLAG_SKIP) ||
-            (skip != r->ncells - (uint32_t)(pos & r->mask))) {
+        /* the header is a producer's writing: read once, then judged */
+        skip   = cell->ncells;
+        flags  = cell->flags;
+        to_end = r->ncells - (uint32_t)(pos & r->mask);
+        if (!(((flags & RINGK_CELL_FLAG_SKIP) && (skip == to_end)) ||
+              ((flags & RINGK_CELL_FLAG_CANCEL) && !(flags & RINGK_CELL_FLAG_SKIP) &&
+               (skip >= 1) && (skip <= to_end)))) {
             *pos_p = pos;
             return cell;
         }
-        /* the cell belongs to the producers again once released: use the copy */
-        ringk_ring_release(r, pos, skip, RINGK_CELL_FLAG_SKIP);
+        /* the cell belongs to the producers again once released: use the copies */
+        ringk_ring_release(r, pos, skip, flags);
         pos += skip;
     }
 }
 
 /**
  * Validates a published header (copied out by the caller) against the ring and the caller's
- * limit: not a skip cell, cell count within the ring, within @a max_cells and not crossing the
- * ring's end from @a pos, length within what the cells hold.
+ * limit: not a skip or cancel cell, cell count within the ring, within @a max_cells and not
+ * crossing the ring's end from @a pos, length within what the cells hold.
  * @return 0, or RINGK_RING_EPROTO for a malformed message.
  */
 RINGK_HD int ringk_ring_msg_check(const ringk_ring_t *r, uint64_t pos, uint32_t len,
                                   uint32_t ncells, uint8_t flags, uint32_t max_cells)
 {
-    if ((flags & RINGK_CELL_FLAG_SKIP) || (ncells == 0) || (ncells > max_cells) ||
+    if ((flags & (RINGK_CELL_FLAG_SKIP | RINGK_CELL_FLAG_CANCEL)) || (ncells == 0) ||
+        (ncells > max_cells) ||
         ((pos & r->mask) + ncells > r->ncells) ||
         (len > ringk_ring_capacity(ncells, r->cell_size))) {
         return RINGK_RING_EPROTO;

@@ -115,7 +115,6 @@ typedef struct {
 
 #define RINGK_LAT_SAMPLE 64        /* one message in 64 carries an enqueue time */
 #define RINGK_RELEASE_BATCH 32     /* a dispatch loop hands cells back to senders 32 at a time */
-#define RINGK_CELL_CANCELLED 0xff  /* cell id of cells a sender claimed, then gave up */
 
 struct ringk_kernel {
     ringk_ctx_t          *ctx;

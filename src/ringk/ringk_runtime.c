@@ -421,14 +421,6 @@ static unsigned kernel_iteration(ringk_kernel_t *k)
         len    = cell->len;
         ncells = cell->ncells;
         flags  = cell->flags;
-        if ((cell->id == RINGK_CELL_CANCELLED) &&
-            (ringk_ring_msg_check(&k->inbox, head, len, ncells, flags, k->inbox.ncells) == 0)) {
-            /* a sender claimed these cells, found the kernel terminating and gave up */
-            ringk_ring_release(&k->inbox, head, ncells, flags);
-            head += ncells;
-            __atomic_store_n(&k->head, head, __ATOMIC_RELAXED);
-            continue;
-        }
         if ((ringk_ring_msg_check(&k->inbox, head, len, ncells, flags, k->inbox.ncells) != 0) ||
             ((len < sizeof(ringk_msg_t)) && (cell->id != RINGK_CELL_BATCH))) {
             /* Only this process writes inboxes: a bad cell is a bug, reported, never used. */
@@ -959,10 +951,11 @@ inbox_claim(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_
     *sleeper_p = sleeping_seen(to);
     /* T1: the claim (a compare-and-swap on the tail) comes before this read of the state;
      * pairs with T2 in kernel_try_finish(), which reads the state, then the tail. A sender that
-     * finds the kernel terminating here fills its cells with a cancelled cell and is told. */
+     * finds the kernel terminating here gives its cells up (the consumer passes over them)
+     * and is told. */
     state = __atomic_load_n(&to->state, __ATOMIC_SEQ_CST);
     if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
-        ringk_ring_publish(&to->inbox, *pos_p, 0, ncells, RINGK_CELL_CANCELLED, 0);
+        ringk_ring_cancel(&to->inbox, *pos_p, ncells);
         return -EPIPE;
     }
     return 0;

@@ -244,6 +244,73 @@ START_TEST(test_ring_bad_skip_refused)
 }
 END_TEST
 
+/* Cells given up with ringk_ring_cancel() are passed over, mid-ring and up to the ring's end,
+ * and the messages claimed after them arrive; their unwritten cells are cleared, so a stale
+ * word cannot read as a later lap's message. A cancel cell of no cells or crossing the ring's
+ * end is handed to the consumer, whose check refuses it. */
+START_TEST(test_ring_cancel_passed)
+{
+    uint64_t bytes, cons = 0, pos, v;
+    void *mem = ring_alloc(16, 64, &bytes);
+    ringk_ring_prod_t prod = {0, 0};
+    const ringk_cell_hdr_t *h;
+    ringk_ring_t r;
+
+    ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 16, 64), 0);
+    /* 3 cells at 0 given up, a 2-cell message at 3 */
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 3, &pos));
+    ck_assert_uint_eq(pos, 0);
+    v = 1 + 16 + 1; /* cell 1's first word reads as "published" for position 17 */
+    memcpy(ringk_ring_cell(&r, 1), &v, 8);
+    ringk_ring_cancel(&r, pos, 3);
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 2, &pos));
+    ck_assert_uint_eq(pos, 3);
+    ringk_ring_publish(&r, pos, 70, 2, 5, 0);
+    h = ringk_ring_peek(&r, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(cons, 3);
+    ck_assert_uint_eq(h->id, 5);
+    ck_assert_int_eq(ringk_ring_msg_check(&r, cons, h->len, h->ncells, h->flags, 16), 0);
+    ck_assert_uint_eq(ringk_ring_cell(&r, 1)->seq, 0);
+    ringk_ring_release(&r, cons, 2, h->flags);
+    cons += 2;
+    /* the 11 cells up to the ring's end given up, then a message at the ring's start */
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 11, &pos));
+    ck_assert_uint_eq(pos, 5);
+    ringk_ring_cancel(&r, pos, 11);
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 1, &pos));
+    ck_assert_uint_eq(pos, 16);
+    ringk_ring_publish(&r, pos, 8, 1, 6, 0);
+    h = ringk_ring_peek(&r, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(cons, 16);
+    ck_assert_uint_eq(h->id, 6);
+    ringk_ring_release(&r, cons, 1, h->flags);
+    cons++;
+    ck_assert_uint_eq(r.cons->pos, 17);
+    /* malformed: a cancel of 0 cells, and one crossing the ring's end (at 30, 4 cells) */
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 1, &pos));
+    ringk_ring_cancel(&r, pos, 0);
+    h = ringk_ring_peek(&r, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_int_eq(ringk_ring_msg_check(&r, cons, h->len, h->ncells, h->flags, 16), -EPROTO);
+    ringk_ring_release(&r, cons, 1, 0xff);
+    cons++;
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 12, &pos));
+    ringk_ring_release(&r, cons, 12, 0); /* as if a 12-cell message had been consumed */
+    cons += 12;
+    ck_assert_uint_eq(cons, 30);
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 1, &pos));
+    ck_assert_uint_eq(pos, 30);
+    ringk_ring_cancel(&r, pos, 4);
+    h = ringk_ring_peek(&r, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(cons, 30);
+    ck_assert_int_eq(ringk_ring_msg_check(&r, cons, h->len, h->ncells, h->flags, 16), -EPROTO);
+    free(mem);
+}
+END_TEST
+
 START_TEST(test_ring_oversized_claim_refused)
 {
     uint64_t bytes, pos;
@@ -413,6 +480,7 @@ int main(void)
     tcase_add_test(tc, test_ring_multicell_wraps);
     tcase_add_test(tc, test_ring_oversized_claim_refused);
     tcase_add_test(tc, test_ring_bad_skip_refused);
+    tcase_add_test(tc, test_ring_cancel_passed);
     tcase_add_test(tc, test_ring_stale_word_cleared);
     tcase_add_loop_test(tc, test_ring_msg_check_malformed, 0,
                         sizeof(check_cases) / sizeof(check_cases[0]));

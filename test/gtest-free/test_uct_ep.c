@@ -735,6 +735,44 @@ START_TEST(test_uct_ep_malformed_cells)
 }
 END_TEST
 
+/* Cells a sender claimed and gave up (as am_zcopy does when copying its data fails) are passed
+ * over: the messages sent after them on the same lane arrive, and nothing is logged. With one
+ * lane, the test's writer and the endpoint share lane 0. */
+START_TEST(test_uct_ep_cancelled_cells_passed)
+{
+    node_t a, b;
+    uct_ep_h ep;
+    uint64_t bytes, pos;
+    uct_ringk_seg_shm_t *hdr;
+    ringk_ring_t ring;
+    void *seg;
+
+    node_open(&a, "LANES", "1");
+    node_open(&b, "LANES", "1");
+    ep  = node_connect(&a, b.addr, b.dev_addr);
+    seg = map_segment(&b, &bytes);
+    hdr = seg;
+    ck_assert_int_eq(ringk_ring_attach(&ring, (char*)seg + hdr->rings_offset, hdr->lane_stride),
+                     0);
+    test_capture_errors_begin();
+    send_msg(&a, ep, SEND_SHORT, 0, 64, &b);
+    wait_recv(&b, 1);
+    ck_assert(ringk_ring_mp_claim(&ring, 3, &pos));
+    ringk_ring_cancel(&ring, pos, 3);
+    send_msg(&a, ep, SEND_SHORT, 1, 64, &b);
+    send_msg(&a, ep, SEND_BCOPY, 2, 3000, &b);
+    wait_recv(&b, 3);
+    test_capture_errors_end();
+    ck_assert_msg(test_captured[0] == '\0', "logged: %s", test_captured);
+    ck_assert_uint_eq(b.nrecv, 3);
+    ck_assert_uint_eq(b.nbad, 0);
+    munmap(seg, bytes);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
 /* ---- two processes ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -1314,6 +1352,7 @@ void test_uct_ep_tcases(Suite *s)
     tcase_add_test(tc, test_uct_ep_peer_failure_at_flush);
     tcase_add_loop_test(tc, test_uct_ep_am_alignment_params, 0,
                         sizeof(am_aligns) / sizeof(am_aligns[0]));
+    tcase_add_test(tc, test_uct_ep_cancelled_cells_passed);
     tcase_add_loop_test(tc, test_uct_ep_malformed_cells, 0,
                         sizeof(bad_cells) / sizeof(bad_cells[0]));
     tcase_add_test(tc, test_uct_ep_arm_busy_with_message);

@@ -691,8 +691,8 @@ ucs_status_t uct_ringk_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *heade
     /* The data is in the peer's ring when this returns: the operation is complete. */
     status = uct_ringk_ep_write_iov(ep, pos, header, header_length, iov, iovcnt);
     if (ucs_unlikely(status != UCS_OK)) {
-        /* the claimed cells become a skip cell: the receiver passes over them */
-        ringk_ring_publish_skip(&ep->ring, pos, ncells);
+        /* the claimed cells are given up: the receiver passes over them */
+        ringk_ring_cancel(&ep->ring, pos, ncells);
         uct_ringk_ep_signal(ep);
         return status;
     }
