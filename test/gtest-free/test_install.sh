@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The installed tree as a user gets it, as TAP: 'make install DESTDIR=...' puts the headers,
+# libringk, the plugin, the tools, ringk.pc and the man pages in place, and examples/hello.c
+# builds with nothing but 'pkg-config --cflags --libs ringk' on the installed tree and runs.
+set -u
+top=${RINGK_TOP_BUILDDIR:?}
+src=${RINGK_TOP_SRCDIR:?}
+dest=$(mktemp -d "${TMPDIR:-/tmp}/ringk-install.XXXXXX")
+trap 'rm -rf "$dest"' EXIT
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 20; fails=$((fails + 1)); }
+var() { sed -n "s|^$1=||p" "$top/ringk.pc"; }
+echo "1..4"
+if out=$(make -s -C "$top" install DESTDIR="$dest" 2>&1); then
+    ok "make install DESTDIR"
+else
+    nok "make install DESTDIR" "$out"
+fi
+# the .pc file's variables name each other: expand them as pkg-config does
+eval "prefix=$(var prefix); exec_prefix=$(var exec_prefix); libdir=$(var libdir)"
+eval "includedir=$(var includedir)"
+: "$prefix" "$exec_prefix"
+missing=""
+for f in "$includedir/ringk/api/ringk.h" "$libdir/libringk.so" "$libdir/pkgconfig/ringk.pc"; do
+    [ -e "$dest$f" ] || missing="$missing $f"
+done
+for f in bin/ringk_info bin/ringk-run man/man7/ringk.7 man/man1/ringk_info.1 \
+         man/man1/ringk-run.1; do
+    [ -n "$(find "$dest" -path "*/$f")" ] || missing="$missing */$f"
+done
+if [ -z "$missing" ]; then ok "installed files"; else nok "installed files" "missing:$missing"; fi
+flags=$(PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
+        pkg-config --cflags --libs ringk 2>&1)
+# shellcheck disable=SC2086 # the flags are words
+if out=$(${CC:-cc} -o "$dest/hello" "$src/examples/hello.c" $flags 2>&1); then
+    ok "examples/hello.c builds with pkg-config ringk ($flags)"
+else
+    nok "examples/hello.c builds with pkg-config ringk ($flags)" "$out"
+fi
+out=$(LD_LIBRARY_PATH="$dest$libdir" timeout 60 "$dest/hello" 2>&1)
+if [ $? -eq 0 ] && [ "$(grep -c '^greeter got "' <<<"$out")" = 3 ] &&
+   LD_LIBRARY_PATH="$dest$libdir" ldd "$dest/hello" | grep -q "$dest$libdir/libringk.so"; then
+    ok "hello runs on the installed libringk"
+else
+    nok "hello runs on the installed libringk" "$out"
+fi
+[ $fails -eq 0 ]
