@@ -36,7 +36,6 @@ typedef struct {
     double v[];
 } row_msg_t;
 
-static ringk_ctx_t *ctx;
 static int rows = 256, cols = 256, steps = 100, nstrips = 4, rows_in;
 static strip_t strips[MAX_STRIPS];
 static double *grid; /* rank 0: the rows collected from the strips */
@@ -79,12 +78,13 @@ static int send_halos(ringk_kernel_t *k, strip_t *s)
     if (s->up[0]) { /* our top row is the row below the upper neighbour */
         h->from_up = 0;
         memcpy(h->row, &s->cur[1 * cols], cols * sizeof(double));
-        ret = ringk_send(ctx, k, s->up, RINGK_MSG_DATA, h, len, RINGK_WAIT_FOREVER);
+        ret = ringk_send(ringk_kernel_ctx(k), k, s->up, RINGK_MSG_DATA, h, len, RINGK_WAIT_FOREVER);
     }
     if ((ret == 0) && s->down[0]) {
         h->from_up = 1;
         memcpy(h->row, &s->cur[s->nrows * cols], cols * sizeof(double));
-        ret = ringk_send(ctx, k, s->down, RINGK_MSG_DATA, h, len, RINGK_WAIT_FOREVER);
+        ret = ringk_send(ringk_kernel_ctx(k), k, s->down, RINGK_MSG_DATA, h, len,
+                         RINGK_WAIT_FOREVER);
     }
     free(h);
     return ret;
@@ -130,7 +130,8 @@ static int advance(ringk_kernel_t *k, strip_t *s)
         for (r = 0; (r < s->nrows) && (ret == 0); r++) {
             m->row = s->r0 + r;
             memcpy(m->v, &s->cur[(r + 1) * cols], cols * sizeof(double));
-            ret = ringk_send(ctx, k, "collector", RINGK_MSG_DATA, m, len, RINGK_WAIT_FOREVER);
+            ret = ringk_send(ringk_kernel_ctx(k), k, "collector", RINGK_MSG_DATA, m, len,
+                             RINGK_WAIT_FOREVER);
         }
         free(m);
         return ret;
@@ -175,6 +176,7 @@ static int strip_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 
 int main(int argc, char **argv)
 {
+    ringk_ctx_t *ctx;
     ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = example_log};
     ringk_kernel_t *mine[MAX_STRIPS], *kc;
     const char *all[MAX_STRIPS + 1];

@@ -45,7 +45,6 @@ typedef struct {
     unsigned nlocal;
 } part_t;
 
-static ringk_ctx_t *ctx;
 static unsigned nv = 20000, steps = 20, nparts = 4;
 static part_t parts[MAX_PARTS];
 static char names[MAX_PARTS][16];
@@ -61,7 +60,7 @@ static uint32_t edge(uint32_t v, int e)
 static int send_batch(ringk_kernel_t *k, const char *to, batch_t *b, int last)
 {
     b->last = last;
-    return ringk_send(ctx, k, to, RINGK_MSG_DATA, b,
+    return ringk_send(ringk_kernel_ctx(k), k, to, RINGK_MSG_DATA, b,
                       sizeof(*b) + (size_t)b->count * sizeof(contrib_t), RINGK_WAIT_FOREVER);
 }
 
@@ -193,6 +192,7 @@ static int collector(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 
 int main(int argc, char **argv)
 {
+    ringk_ctx_t *ctx;
     ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = example_log};
     ringk_kernel_t *mine[MAX_PARTS], *kc = NULL;
     const char *routes[MAX_PARTS + 2];

@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static ringk_ctx_t *ctx;
 static uint64_t rounds = 200000, done, errors, pong_seen;
 static struct timespec t_last; /* when ping got the last ball back (rank 0 / one process) */
 
@@ -27,13 +26,15 @@ static int ping(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
         /* the clock stops here, not when main() next looks (example_idle) */
         clock_gettime(CLOCK_MONOTONIC, &t_last);
         /* pong may live in another process: tell it to stop once it drained */
-        ringk_send(ctx, k, "pong", RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
+        ringk_send(ringk_kernel_ctx(k), k, "pong", RINGK_MSG_TERMINATE, NULL, 0,
+                   RINGK_WAIT_FOREVER);
         __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
         example_notify();
         return 0;
     }
     v++;
-    return ringk_send(ctx, k, "pong", RINGK_MSG_DATA, &v, sizeof(v), RINGK_WAIT_FOREVER);
+    return ringk_send(ringk_kernel_ctx(k), k, "pong", RINGK_MSG_DATA, &v, sizeof(v),
+                      RINGK_WAIT_FOREVER);
 }
 
 static int pong(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -44,11 +45,13 @@ static int pong(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     if (v != ++pong_seen) { /* pong's n-th message carries n: nothing lost or reordered */
         errors++;
     }
-    return ringk_send(ctx, k, "ping", RINGK_MSG_DATA, &v, sizeof(v), RINGK_WAIT_FOREVER);
+    return ringk_send(ringk_kernel_ctx(k), k, "ping", RINGK_MSG_DATA, &v, sizeof(v),
+                      RINGK_WAIT_FOREVER);
 }
 
 int main(int argc, char **argv)
 {
+    ringk_ctx_t *ctx;
     static const char *to_pong[] = {"pong", NULL}, *to_ping[] = {"ping", NULL};
     ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = example_log};
     ringk_kernel_params_t p = {

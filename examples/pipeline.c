@@ -15,7 +15,6 @@
 
 #define MAX_WORKERS 16
 
-static ringk_ctx_t *ctx;
 static uint64_t n = 200000, sum, got, done;
 static unsigned workers = 4;
 static char worker_names[MAX_WORKERS][16];
@@ -31,8 +30,8 @@ static int producer(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     int ret;
 
     for (x = 1; x <= n; x++) {
-        ret = ringk_send(ctx, k, worker_names[x % workers], RINGK_MSG_DATA, &x, sizeof(x),
-                         RINGK_WAIT_FOREVER);
+        ret = ringk_send(ringk_kernel_ctx(k), k, worker_names[x % workers], RINGK_MSG_DATA, &x,
+                         sizeof(x), RINGK_WAIT_FOREVER);
         if (ret != 0) {
             return ret;
         }
@@ -46,7 +45,8 @@ static int worker(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 
     memcpy(&x, ringk_msg_payload(msg), sizeof(x));
     x = work(x);
-    return ringk_send(ctx, k, "aggregator", RINGK_MSG_DATA, &x, sizeof(x), RINGK_WAIT_FOREVER);
+    return ringk_send(ringk_kernel_ctx(k), k, "aggregator", RINGK_MSG_DATA, &x, sizeof(x),
+                      RINGK_WAIT_FOREVER);
 }
 
 static int aggregator(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -59,7 +59,8 @@ static int aggregator(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     if (++got == n) {
         /* the workers may run in other processes: stop them */
         for (i = 0; i < workers; i++) {
-            ringk_send(ctx, k, worker_names[i], RINGK_MSG_TERMINATE, NULL, 0, RINGK_WAIT_FOREVER);
+            ringk_send(ringk_kernel_ctx(k), k, worker_names[i], RINGK_MSG_TERMINATE, NULL, 0,
+                       RINGK_WAIT_FOREVER);
         }
         __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
         example_notify();
@@ -69,6 +70,7 @@ static int aggregator(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 
 int main(int argc, char **argv)
 {
+    ringk_ctx_t *ctx;
     static const char *to_agg[] = {"aggregator", NULL};
     const char *to_workers[MAX_WORKERS + 1];
     ringk_kernel_t *mine[MAX_WORKERS];

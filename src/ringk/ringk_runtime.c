@@ -2405,6 +2405,11 @@ uint32_t ringk_kernel_id(const ringk_kernel_t *k)
     return k->id;
 }
 
+ringk_ctx_t *ringk_kernel_ctx(const ringk_kernel_t *k)
+{
+    return k->ctx;
+}
+
 const char *ringk_kernel_name(const ringk_kernel_t *k)
 {
     return k->name;

@@ -204,6 +204,55 @@ static int sink_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
+/* A handler finds its context through its kernel and sends with it: "relay" forwards to
+ * "end", which records the context it was run in. */
+static ringk_ctx_t *seen_ctx;
+static uint64_t relayed;
+
+static int relay_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    return ringk_send(ringk_kernel_ctx(k), k, "end", RINGK_MSG_DATA, ringk_msg_payload(msg),
+                      msg->length, RINGK_WAIT_FOREVER);
+}
+
+static int end_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_store_n(&seen_ctx, ringk_kernel_ctx(k), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&relayed, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_kernel_ctx)
+{
+    static const char *const to_end[] = {"end", NULL};
+    ringk_kernel_params_t p = {
+        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                        RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+        .name         = "relay",
+        .handler      = relay_handler,
+        .publishes_to = to_end
+    };
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_t *relay, *end;
+    uint64_t v = 42;
+
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &relay), 0);
+    p = (ringk_kernel_params_t){
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
+        .name       = "end",
+        .handler    = end_handler
+    };
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &end), 0);
+    ck_assert_int_eq(ringk_ctx_start(ctx), 0);
+    ck_assert_ptr_eq(ringk_kernel_ctx(relay), ctx);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "relay", RINGK_MSG_DATA, &v, sizeof(v),
+                                RINGK_WAIT_FOREVER), 0);
+    wait_for(&relayed, 1);
+    ck_assert_ptr_eq(__atomic_load_n(&seen_ctx, __ATOMIC_RELAXED), ctx);
+    ck_assert_int_eq(ringk_ctx_destroy(ctx), 0);
+}
+END_TEST
+
 static ringk_ctx_t *fifo_ctx;
 
 static int source_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -1806,6 +1855,7 @@ int main(void)
     tcase_add_loop_test(tc, test_runtime_batch_order_fairness, 0, 3);
     tcase_add_test(tc, test_runtime_batch_no_wait_holding);
     tcase_add_test(tc, test_runtime_batch_terminate);
+    tcase_add_test(tc, test_runtime_kernel_ctx);
     tcase_add_test(tc, test_runtime_route_lookup);
     tcase_add_test(tc, test_runtime_route_name_edge);
     tcase_add_test(tc, test_runtime_route_name_words);

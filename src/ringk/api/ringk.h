@@ -316,6 +316,8 @@ int ringk_kernel_terminate(ringk_kernel_t *kernel);
 
 /** The kernel's id (1.. in creation order) and name. */
 uint32_t ringk_kernel_id(const ringk_kernel_t *kernel);
+/** The context the kernel belongs to: a handler sends with ringk_kernel_ctx(kernel). */
+ringk_ctx_t *ringk_kernel_ctx(const ringk_kernel_t *kernel);
 const char *ringk_kernel_name(const ringk_kernel_t *kernel);
 
 typedef enum ringk_kernel_state {
