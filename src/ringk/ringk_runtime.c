@@ -1975,10 +1975,17 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
     pthread_mutex_init(&ctx->pool_mu, NULL);
     pthread_cond_init(&ctx->pool_cv, NULL);
     ringk_hlc_init(&ctx->clock);
-    if (ctx->pin && ((hwloc_topology_init(&ctx->topo) != 0) ||
-                     (hwloc_topology_load(ctx->topo) != 0))) {
-        ringk_log_msg(ctx, RINGK_LOG_WARN, "hwloc cannot load the topology: threads are not pinned");
-        ctx->topo = NULL;
+    if (ctx->pin) {
+        if (hwloc_topology_init(&ctx->topo) != 0) {
+            ctx->topo = NULL;
+        } else if (hwloc_topology_load(ctx->topo) != 0) {
+            hwloc_topology_destroy(ctx->topo); /* initialised: its memory is ours to free */
+            ctx->topo = NULL;
+        }
+        if (ctx->topo == NULL) {
+            ringk_log_msg(ctx, RINGK_LOG_WARN, "hwloc cannot load the topology: threads are "
+                          "not pinned");
+        }
     }
     for (i = 0; i < ctx->npool; i++) {
         if (pthread_create(&ctx->pool[i], NULL, pool_main, ctx) != 0) {
