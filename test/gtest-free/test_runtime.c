@@ -204,6 +204,27 @@ static int sink_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
+/* A topology hwloc cannot load (no discovery component at all) leaves the threads unpinned,
+ * says so, and leaks nothing (the sanitizer runs check that). */
+START_TEST(test_runtime_ctx_hwloc_unloadable)
+{
+    ringk_ctx_params_t p = {
+        .field_mask = RINGK_CTX_PARAM_FIELD_LOG | RINGK_CTX_PARAM_FIELD_PIN,
+        .log        = log_hook,
+        .pin        = 1
+    };
+    ringk_ctx_t *ctx;
+
+    logbuf[0] = '\0';
+    setenv("HWLOC_COMPONENTS", "stop", 1);
+    ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
+    unsetenv("HWLOC_COMPONENTS");
+    ck_assert_msg(strstr(logbuf, "hwloc cannot load the topology") != NULL, "log: %s", logbuf);
+    ck_assert_int_eq(ringk_ctx_start(ctx), 0);
+    ck_assert_int_eq(ringk_ctx_destroy(ctx), 0);
+}
+END_TEST
+
 /* A handler finds its context through its kernel and sends with it: "relay" forwards to
  * "end", which records the context it was run in. */
 static ringk_ctx_t *seen_ctx;
@@ -1856,6 +1877,7 @@ int main(void)
     tcase_add_test(tc, test_runtime_batch_no_wait_holding);
     tcase_add_test(tc, test_runtime_batch_terminate);
     tcase_add_test(tc, test_runtime_kernel_ctx);
+    tcase_add_test(tc, test_runtime_ctx_hwloc_unloadable);
     tcase_add_test(tc, test_runtime_route_lookup);
     tcase_add_test(tc, test_runtime_route_name_edge);
     tcase_add_test(tc, test_runtime_route_name_words);
