@@ -3,7 +3,9 @@
  * strip; every step each kernel sends its edge rows to its neighbours (halo exchange), waits for
  * theirs, and updates its strip (Jacobi). At the end every strip sends its rows to a collector
  * kernel in rank 0, which compares the grid bit for bit with a sequential computation. In a job,
- * strip i runs in rank i % size. Usage: heat [ROWS COLS STEPS STRIPS] */
+ * strip i runs in rank i % size. Each process ends with one line "RESULT heat rank=R size=N
+ * ok=0|1 key=value ..." for scripts; in rank 0, ok=1 (exit 0) when no cell differs.
+ * Usage: heat [ROWS COLS STEPS STRIPS] */
 #include "example_job.h"
 
 #include <ringk/api/ringk.h>
@@ -274,6 +276,7 @@ int main(int argc, char **argv)
             }
         }
         printf("heat [rank %d of %d]: %d strip kernel(s) done\n", rank, size, nmine);
+        printf("RESULT heat rank=%d size=%d ok=1 kernels=%d\n", rank, size, nmine);
         example_job_end();
         return 0;
     }
@@ -318,6 +321,9 @@ int main(int argc, char **argv)
            "%d of %d cells differ from the sequential result (max diff %g): %s\n",
            (size > 1) ? " [rank 0]" : "", rows, cols, steps, nstrips, size, mismatches,
            rows * cols, maxdiff, mismatches ? "MISMATCH" : "OK");
+    printf("RESULT heat rank=0 size=%d ok=%d kernels=%d rows=%d cols=%d steps=%d strips=%d "
+           "cells=%d differ=%d match=%d\n", size, mismatches == 0, nmine, rows, cols, steps,
+           nstrips, rows * cols, mismatches, mismatches == 0);
     for (i = 0; i < nstrips; i++) {
         free(strips[i].cur);
         free(strips[i].next);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Ping-pong between two ring kernels: "ping" and "pong" bounce a counter ROUNDS times over K2K
  * routes; the result is checked and the round-trip time printed. In one process, or in a job
- * of two (RINGK_ROOT=host:port RINGK_RANK=0|1 RINGK_SIZE=2): rank 0 runs ping, rank 1 pong. */
+ * of two (RINGK_ROOT=host:port RINGK_RANK=0|1 RINGK_SIZE=2): rank 0 runs ping, rank 1 pong.
+ * Each process ends with one line "RESULT pingpong rank=R size=N ok=0|1 key=value ..." for
+ * scripts; ok=1 (exit 0) when no value came back wrong. */
 #include "example_job.h"
 
 #include <ringk/api/ringk.h>
@@ -138,6 +140,12 @@ int main(int argc, char **argv)
                (unsigned long long)st.msgs_in, (unsigned long long)st.direct_in,
                (unsigned long long)st.inline_in);
     }
+    /* the machine-readable line the tests check; handled/direct/inline are ping's (rank 0) or
+     * pong's (rank 1) */
+    printf("RESULT pingpong rank=%d size=%d ok=%d rounds=%llu errors=%llu handled=%llu direct=%llu "
+           "inline=%llu\n", rank, size, errors == 0, (unsigned long long)rounds,
+           (unsigned long long)errors, (unsigned long long)st.msgs_in,
+           (unsigned long long)st.direct_in, (unsigned long long)st.inline_in);
     example_job_end();
     return errors ? 1 : 0;
 }

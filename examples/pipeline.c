@@ -2,7 +2,9 @@
 /* Pipeline of ring kernels: a producer deals N work items round-robin to W worker kernels, the
  * workers transform them and send the results to an aggregator, which sums them. The sum is
  * compared with a sequential computation. In a job, the producer and aggregator run in rank 0
- * and worker i in rank i % size. Usage: pipeline [N [W]] */
+ * and worker i in rank i % size. Each process ends with one line "RESULT pipeline rank=R size=N
+ * ok=0|1 key=value ..." for scripts; in rank 0, ok=1 (exit 0) when the sum matches.
+ * Usage: pipeline [N [W]] */
 #include "example_job.h"
 
 #include <ringk/api/ringk.h>
@@ -141,6 +143,7 @@ int main(int argc, char **argv)
             return 1;
         }
         printf("pipeline [rank %d of %d]: %u worker kernel(s) done\n", rank, size, nmine);
+        printf("RESULT pipeline rank=%d size=%d ok=1 kernels=%u\n", rank, size, nmine);
         example_job_end();
         return 0;
     }
@@ -160,6 +163,9 @@ int main(int argc, char **argv)
     printf("pipeline%s: %llu items through %u workers in %d process(es), sum %llu, sequential "
            "%llu: %s\n", (size > 1) ? " [rank 0]" : "", (unsigned long long)n, workers, size,
            (unsigned long long)sum, (unsigned long long)expect, (sum == expect) ? "OK" : "MISMATCH");
+    printf("RESULT pipeline rank=0 size=%d ok=%d kernels=%u items=%llu workers=%u sum=%llu "
+           "sequential=%llu match=%d\n", size, sum == expect, nmine, (unsigned long long)n,
+           workers, (unsigned long long)sum, (unsigned long long)expect, sum == expect);
     example_job_end();
     return (sum == expect) ? 0 : 1;
 }

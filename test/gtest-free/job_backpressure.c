@@ -10,7 +10,8 @@
  *     may be on their way to a process (W of them in the inbox, the rest in the backlog; the
  *     first W's credits come back only in batches of TW / 4), so TW to TW + W are accepted.
  * While rank 0's timed send waits, RINGK_WAIT_WARN_MS = 50 makes it warn that it waits (named
- * receiver) through the log hook. Prints one line per rank ending in OK or FAIL. */
+ * receiver) through the log hook. Prints one line per rank ending in OK or FAIL, then one for the
+ * script: "RESULT job_backpressure rank=R size=2 ok=0|1 key=value ..." (ok=1: exit 0). */
 #include "test_log.h"
 
 #include <ringk/api/ringk.h>
@@ -145,6 +146,9 @@ int main(int argc, char **argv)
         printf("backpressure [rank 1 of 2]: sink got %llu of %llu, %llu out of order: %s\n",
                (unsigned long long)got, (unsigned long long)m, (unsigned long long)bad,
                ok ? "OK" : "FAIL");
+        printf("RESULT job_backpressure rank=1 size=2 ok=%d got=%llu expected=%llu "
+               "out_of_order=%llu\n", ok, (unsigned long long)got, (unsigned long long)m,
+               (unsigned long long)bad);
         return ok ? 0 : 1;
     }
     /* 1. without waiting, until refused for 300 ms in a row (credits come back meanwhile) */
@@ -200,5 +204,13 @@ int main(int argc, char **argv)
            (tret == 0) ? "accepted" : strerror(-tret), waited,
            warned ? "warned that it waited" : "no warning", (unsigned long long)i,
            ok ? "OK" : "FAIL");
+    /* accepted: before the first -EAGAIN, expected lo..hi; timed_out: the timed send returned
+     * -ETIMEDOUT, after waited_ms (whole ms); warned: the log said it waited; total: sent in
+     * all; error: the errno that stopped step 3, or 0 */
+    printf("RESULT job_backpressure rank=0 size=2 ok=%d publish=%d inbox=%d accepted=%llu lo=%llu "
+           "hi=%llu timed_out=%d waited_ms=%lld warned=%d total=%llu expected=%llu error=%d\n",
+           ok, publish_mode, W, (unsigned long long)accepted, (unsigned long long)lo,
+           (unsigned long long)hi, tret == -ETIMEDOUT, (long long)waited, warned,
+           (unsigned long long)i, (unsigned long long)m, -ret);
     return ok ? 0 : 1;
 }

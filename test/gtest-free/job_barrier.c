@@ -5,7 +5,9 @@
  * kernel passes round r before all kernels of all ranks arrived at round r.
  *   job_barrier left|lost: rank 1's kernels never arrive, and after 300 ms rank 1 leaves the
  *   job (ringk_ctx_destroy) or exits without leaving; rank 0's kernels, waiting at the barrier
- *   without a timeout, must each get -EPIPE instead of waiting for ever. */
+ *   without a timeout, must each get -EPIPE instead of waiting for ever.
+ * Every process ends with one line for the script, "RESULT job_barrier rank=R size=N ok=0|1
+ * key=value ..." (ok=1: exit 0); rank 1 of lost prints it just before it exits. */
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -77,10 +79,13 @@ static int gone_main(int rank, int size, int die, const char *const *names)
     if (rank != 0) {
         usleep(300000);
         if (die) {
+            printf("RESULT job_barrier rank=%d size=%d ok=1 left=0\n", rank, size);
+            fflush(stdout);
             _exit(0); /* without leaving: the others must count this process lost */
         }
         ringk_ctx_destroy(ctx);
         printf("barrier %s [rank %d of %d]: left\n", die ? "lost" : "left", rank, size);
+        printf("RESULT job_barrier rank=%d size=%d ok=1 left=1\n", rank, size);
         return 0;
     }
     for (j = 0; j < PER_RANK; j++) {
@@ -95,6 +100,9 @@ static int gone_main(int rank, int size, int die, const char *const *names)
     printf("barrier %s [rank 0 of %d]: %d of %d kernels left the barrier with EPIPE (%d other) "
            "after %.2f s: %s\n", die ? "lost" : "left", size, gone_epipe, PER_RANK, gone_other,
            waited, ok ? "OK" : "FAIL");
+    /* epipe, other: the kernels' waits that ended with -EPIPE, with anything else */
+    printf("RESULT job_barrier rank=0 size=%d ok=%d kernels=%d epipe=%d other=%d waited_ms=%d\n",
+           size, ok, PER_RANK, gone_epipe, gone_other, (int)(waited * 1000));
     if (ok) {
         ringk_ctx_destroy(ctx);
     }
@@ -127,7 +135,7 @@ int main(int argc, char **argv)
     char names[64][16];
     ringk_kernel_t *k[PER_RANK], *kc = NULL;
     ringk_kernel_stats_t st;
-    int rank, size, r, j, fails = 0;
+    int rank, size, r, j, fails = 0, handler_errors = 0;
 
     if (ringk_ctx_create(NULL, &ctx) != 0) {
         return 1;
@@ -188,11 +196,17 @@ int main(int argc, char **argv)
             usleep(1000);
             ringk_kernel_stats_query(k[j], &st);
         } while (st.state != RINGK_KERNEL_TERMINATED);
-        fails += (st.handler_errors != 0);
+        handler_errors += (int)st.handler_errors;
+        fails          += (st.handler_errors != 0);
     }
     fails += errors;
     ringk_ctx_destroy(ctx);
     printf("barrier [rank %d of %d]: %d kernels x %d rounds, %d passed early: %s\n", rank, size,
            PER_RANK, ROUNDS, early, fails ? "FAIL" : "OK");
+    /* early: kernels that passed a round before all arrived (counted in rank 0); wait_errors:
+     * sends or barrier waits that failed */
+    printf("RESULT job_barrier rank=%d size=%d ok=%d kernels=%d rounds=%d early=%d "
+           "handler_errors=%d wait_errors=%d\n", rank, size, fails == 0, PER_RANK, ROUNDS, early,
+           handler_errors, errors);
     return fails ? 1 : 0;
 }

@@ -16,7 +16,8 @@
  * message, one that is timed: after such a call in the callback, tail's messages must be
  * handled from its loop (logged once; fewer than half in the callback). With
  * RINGK_RECV_INLINE=0 nothing runs in the callback. Prints one line per rank ending in OK or
- * FAIL. */
+ * FAIL, then one for the script: "RESULT job_defer rank=R size=2 ok=0|1 key=value ..." (ok=1:
+ * exit 0). */
 #include <ringk/api/ringk.h>
 
 #include <stdint.h>
@@ -159,6 +160,14 @@ int main(int argc, char **argv)
                (unsigned long long)sink.bad, (unsigned long long)tail.got,
                (unsigned long long)tail.bad, (unsigned long long)st.inline_in,
                (unsigned long long)stops, fails ? "FAIL" : "OK");
+        /* tail_inline: tail's messages handled in the receive callback; stops: how often it
+         * was logged to be handled from its loop from then on */
+        printf("RESULT job_defer rank=0 size=2 ok=%d recv_inline=%d expected=%llu sink_got=%llu "
+               "sink_out_of_order=%llu tail_got=%llu tail_out_of_order=%llu tail_inline=%llu "
+               "stops=%llu\n", fails == 0, inl, (unsigned long long)(n * B),
+               (unsigned long long)sink.got, (unsigned long long)sink.bad,
+               (unsigned long long)tail.got, (unsigned long long)tail.bad,
+               (unsigned long long)st.inline_in, (unsigned long long)stops);
     } else {
         fails += wait_got(&near, n * B);
         ringk_kernel_stats_query(k, &st);
@@ -171,6 +180,15 @@ int main(int argc, char **argv)
                (unsigned long long)near.bad, (unsigned long long)st.msgs_in,
                (unsigned long long)st.inline_in, (unsigned long long)st.deferred,
                (unsigned long long)st.deferred_failed, fails ? "FAIL" : "OK");
+        /* relay's statistics: triggers handled, of them in the receive callback, sends deferred
+         * and of them failed, handler errors */
+        printf("RESULT job_defer rank=1 size=2 ok=%d recv_inline=%d expected=%llu near_got=%llu "
+               "near_out_of_order=%llu triggers=%llu relay_inline=%llu deferred=%llu "
+               "deferred_failed=%llu handler_errors=%llu\n", fails == 0, inl,
+               (unsigned long long)(n * B), (unsigned long long)near.got,
+               (unsigned long long)near.bad, (unsigned long long)st.msgs_in,
+               (unsigned long long)st.inline_in, (unsigned long long)st.deferred,
+               (unsigned long long)st.deferred_failed, (unsigned long long)st.handler_errors);
     }
     ringk_ctx_destroy(ctx);
     return fails ? 1 : 0;

@@ -7,7 +7,12 @@
  * peer_events gets exactly one RINGK_PEER_LEFT event for rank 0.
  * With "die" after M, rank 0 exits without leaving (as a crash would): the others must count it
  * lost and their watch kernels get one RINGK_PEER_LOST event for rank 0 within 30 s.
- * Prints one line per rank ending in OK or FAIL. */
+ * Prints one line per rank ending in OK or FAIL, then one for the scripts: "RESULT job_leave
+ * rank=R size=N ok=0|1 key=value ..." (ok=1: exit 0). In the other ranks, peers_lost is
+ * ringk_ctx_peers_lost() once rank 0 died, or the sum of its readings while rank 0 leaves;
+ * events counts the watch kernel's events about rank 0, event_left / event_lost / event_rank
+ * describe the last one (event_rank -1: none); sends_epipe says a send to rank 0 failed with
+ * -EPIPE. */
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -79,7 +84,7 @@ int main(int argc, char **argv)
     ringk_kernel_t *k;
     ringk_kernel_stats_t st;
     ringk_ctx_t *ctx;
-    int rank, size, r, ret = 0, lost = 0, waited, epipe;
+    int rank, size, r, ret = 0, lost = 0, waited, epipe, ok;
     uint64_t i;
 
     if (ringk_ctx_create(NULL, &ctx) != 0) {
@@ -141,6 +146,8 @@ int main(int argc, char **argv)
             printf("leave [rank 0 of %d]: sent %llu to each of %d sinks, exiting without "
                    "leaving: %s\n", size, (unsigned long long)m, size - 1,
                    (ret == 0) ? "OK" : "FAIL");
+            printf("RESULT job_leave rank=0 size=%d ok=%d sent=%llu sinks=%d left=0\n", size,
+                   ret == 0, (unsigned long long)m, size - 1);
             fflush(stdout);
             _exit((ret == 0) ? 0 : 1);
         }
@@ -150,6 +157,8 @@ int main(int argc, char **argv)
         ringk_ctx_destroy(ctx); /* at once: the sinks may still be busy */
         printf("leave [rank 0 of %d]: sent %llu to each of %d sinks and left: %s\n", size,
                (unsigned long long)m, size - 1, (ret == 0) ? "OK" : "FAIL");
+        printf("RESULT job_leave rank=0 size=%d ok=%d sent=%llu sinks=%d left=1\n", size,
+               ret == 0, (unsigned long long)m, size - 1);
         return (ret == 0) ? 0 : 1;
     }
     if (die) {
@@ -158,14 +167,17 @@ int main(int argc, char **argv)
         lost = ringk_ctx_peers_lost(ctx);
         ret  = ringk_send(ctx, k, "source", RINGK_MSG_DATA, &got, sizeof(got), 0);
         ringk_ctx_destroy(ctx);
+        epipe = (ret == -EPIPE);
+        ok    = (lost == 1) && (nevents == 1) && (ev_kind == RINGK_PEER_LOST) &&
+                (ev_rank == 0) && epipe;
         printf("leave [rank %d of %d]: rank 0 died; peers lost %d, %d event(s), last %s for rank "
                "%d, sends %s: %s\n", rank, size, lost, nevents,
                (ev_kind == RINGK_PEER_LOST) ? "LOST" : (ev_kind == RINGK_PEER_LEFT) ? "LEFT" :
-               "none", ev_rank, (ret == -EPIPE) ? "fail" : "still succeed",
-               ((lost == 1) && (nevents == 1) && (ev_kind == RINGK_PEER_LOST) &&
-                (ev_rank == 0) && (ret == -EPIPE)) ? "OK" : "FAIL");
-        return ((lost == 1) && (nevents == 1) && (ev_kind == RINGK_PEER_LOST) &&
-                (ev_rank == 0) && (ret == -EPIPE)) ? 0 : 1;
+               "none", ev_rank, epipe ? "fail" : "still succeed", ok ? "OK" : "FAIL");
+        printf("RESULT job_leave rank=%d size=%d ok=%d peers_lost=%d events=%d event_left=%d "
+               "event_lost=%d event_rank=%d sends_epipe=%d\n", rank, size, ok, lost, nevents,
+               ev_kind == RINGK_PEER_LEFT, ev_kind == RINGK_PEER_LOST, ev_rank, epipe);
+        return ok ? 0 : 1;
     }
     /* the sink terminates after all M: anything lost in rank 0's leaving would hang it here,
      * until test_job.sh's timeout */
@@ -199,5 +211,10 @@ int main(int argc, char **argv)
            epipe ? "sends fail" : "sends still succeed", lost, nevents,
            (ev_kind == RINGK_PEER_LEFT) ? "LEFT" : (ev_kind == RINGK_PEER_LOST) ? "LOST" : "none",
            ev_rank, (ret == 0) ? "OK" : "FAIL");
+    printf("RESULT job_leave rank=%d size=%d ok=%d got=%llu expected=%llu out_of_order=%llu "
+           "peers_lost=%d events=%d event_left=%d event_lost=%d event_rank=%d sends_epipe=%d\n",
+           rank, size, ret == 0, (unsigned long long)got, (unsigned long long)m,
+           (unsigned long long)bad, lost, nevents, ev_kind == RINGK_PEER_LEFT,
+           ev_kind == RINGK_PEER_LOST, ev_rank, epipe);
     return ret;
 }

@@ -2,7 +2,8 @@
 /* subscribes_to across processes (driven by test_job.sh): in rank 1, kernel "sink" subscribes
  * to "a" only; in rank 0, kernels "a" and "b" both publish to it and send N messages each,
  * interleaved, then "a" terminates it. The sink must get a's N in order and none of b's, and
- * rank 1 must log each of b's as refused. Prints one line per rank ending in OK or FAIL. */
+ * rank 1 must log each of b's as refused. Prints one line per rank ending in OK or FAIL, then one
+ * for the script: "RESULT job_subscribe rank=R size=2 ok=0|1 key=value ..." (ok=1: exit 0). */
 #include <ringk/api/ringk.h>
 
 #include <stdint.h>
@@ -95,11 +96,18 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("subscribe [rank 0 of 2]: sent %llu from a and %llu from b: %s\n",
                (unsigned long long)n, (unsigned long long)n, fails ? "FAIL" : "OK");
+        printf("RESULT job_subscribe rank=0 size=2 ok=%d sent_a=%llu sent_b=%llu "
+               "send_failures=%d\n", fails == 0, (unsigned long long)n, (unsigned long long)n,
+               fails);
     } else {
         printf("subscribe [rank 1 of 2]: sink got %llu of %llu from a (%llu out of order), %llu "
                "from b, %llu refused and logged: %s\n", (unsigned long long)from_a,
                (unsigned long long)n, (unsigned long long)bad, (unsigned long long)from_b,
                (unsigned long long)refused, fails ? "FAIL" : "OK");
+        printf("RESULT job_subscribe rank=1 size=2 ok=%d from_a=%llu expected=%llu "
+               "out_of_order=%llu from_b=%llu refused=%llu\n", fails == 0,
+               (unsigned long long)from_a, (unsigned long long)n, (unsigned long long)bad,
+               (unsigned long long)from_b, (unsigned long long)refused);
     }
     return fails ? 1 : 0;
 }
