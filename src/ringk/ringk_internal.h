@@ -8,6 +8,8 @@
 
 #include <hwloc.h>
 #include <pthread.h>
+#include <string.h>
+#include <time.h>
 #include <ucp/api/ucp.h>
 
 #define RINGK_RANK_SHIFT 20        /* sender ids: rank << 20 | local kernel id */
@@ -200,7 +202,8 @@ typedef struct {
 
 typedef struct {
     ringk_name_t name;
-    unsigned     expected, arrived;
+    unsigned     expected, arrived; /* participants in this process, and how many arrived */
+    unsigned     procs_arrived;     /* rank 0: processes arrived at this generation */
     uint64_t     generation;
 } barrier_t;
 
@@ -282,6 +285,55 @@ static inline uint64_t ringk_kernel_next_seq(ringk_kernel_t *from)
 void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---- small helpers ---- */
+
+/* The job's connections, published by ringk_ctx_start() with a release store once complete;
+ * kernel threads may look before that. */
+static inline ringk_remote_t *ringk_remote_of(const ringk_ctx_t *ctx)
+{
+    return __atomic_load_n(&ctx->remote, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t ringk_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+/* @a ts: CLOCK_REALTIME @a ms from now, for pthread_cond_timedwait. */
+static inline void ringk_timespec_in_ms(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec  += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static inline int ringk_list_has(const name_list_t *l, const char *name)
+{
+    unsigned i;
+
+    for (i = 0; i < l->count; i++) {
+        if (!strcmp(l->names[i], name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- barrier.c ---- */
+
+/** Adds kernel @a k to the barriers it takes part in; under ctx->lock. 0 or -ENOSPC. */
+int ringk_barrier_join(ringk_ctx_t *ctx, const ringk_kernel_t *k);
+/** From the network layer: an arrival at (@a release 0; rank 0 only) or the release of
+ *  generation @a gen of barrier @a name. Takes ctx->lock itself. */
+void ringk_barrier_deliver(ringk_ctx_t *ctx, const char *name, uint64_t gen, int release);
+
 /* ---- remote.c ---- */
 
 /** Connects to the job's other processes (collective): UCP worker, endpoints, directory. */
@@ -300,13 +352,19 @@ int ringk_remote_lost(const ringk_ctx_t *ctx);
  *  not consumed), or -EPIPE (some process unreachable). */
 int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
                          const void *payload, size_t length, int timeout_ms, unsigned *reached_p);
-/** 1 when participants of barrier @a name live in more than one process. */
-int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name);
+/** How many processes of the job have participants in barrier @a name (from the directory
+ *  exchanged at start). */
+unsigned ringk_remote_barrier_processes(ringk_ctx_t *ctx, const char *name);
 /** A process that takes part in barrier @a name and is gone (left the job or lost): its rank,
  *  or -1 while all are there. */
 int ringk_remote_barrier_gone(ringk_ctx_t *ctx, const char *name);
-/** This process's participants all arrived at generation @a gen (called without ctx->lock). */
-int ringk_remote_barrier_arrive(ringk_ctx_t *ctx, const char *name, uint64_t gen);
+/** Sends an arrival of this process at generation @a gen of barrier @a name to process
+ *  @a rank (@a release 0, waiting until it is sent), called without ctx->lock. 0 or -EPIPE. */
+int ringk_remote_barrier_send(ringk_ctx_t *ctx, int rank, const char *name, uint64_t gen,
+                              int release);
+/** Sends the release of generation @a gen to every other process that takes part, without
+ *  waiting (it may run in a receive callback); called without ctx->lock. */
+void ringk_remote_barrier_release(ringk_ctx_t *ctx, const char *name, uint64_t gen);
 /** Finds a kernel of another process by name: rank and its local id. */
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
 /** Sends one message to kernel @a id of process @a rank as one active message, once it has a

@@ -66,7 +66,6 @@ struct ringk_remote {
     dir_entry_t    *dir;          /* size x RINGK_DIR_ENTRIES */
     topic_entry_t  *topics;       /* size x RINGK_MAX_TOPICS */
     topic_entry_t  *barriers;     /* size x RINGK_MAX_BARRIERS: name, local participants */
-    unsigned        barrier_arrived[RINGK_MAX_BARRIERS]; /* rank 0: processes arrived */
     pthread_t       progress;
     int             stop;
     int             efd;
@@ -733,8 +732,9 @@ static void remote_msg_init(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_msg_t 
 }
 
 /* The processes that take part in barrier @a name (have local participants). */
-static unsigned barrier_processes(ringk_remote_t *r, const char *name)
+unsigned ringk_remote_barrier_processes(ringk_ctx_t *ctx, const char *name)
 {
+    ringk_remote_t *r = ctx->remote;
     unsigned n = 0, i;
     int rank;
 
@@ -749,42 +749,22 @@ static unsigned barrier_processes(ringk_remote_t *r, const char *name)
     return n;
 }
 
-/* Rank 0 counts a process's arrival (under ctx->lock); when all are in it releases its own
- * participants and returns 1: the caller then sends the releases, after unlocking (a send may
- * need the progress thread, which may need ctx->lock). */
-static int barrier_count(ringk_remote_t *r, const char *name, uint64_t gen)
+static void barrier_msg_init(barrier_msg_t *m, const char *name, uint64_t gen, int release)
 {
-    ringk_ctx_t *ctx = r->ctx;
-    unsigned i;
-
-    for (i = 0; (i < ctx->nbarriers) && strcmp(ctx->barriers[i].name, name); i++) {
-    }
-    if ((i == ctx->nbarriers) || (gen != ctx->barriers[i].generation)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "unexpected arrival at barrier '%s' generation %llu",
-                      name, (unsigned long long)gen);
-        return 0;
-    }
-    if (++r->barrier_arrived[i] < barrier_processes(r, name)) {
-        return 0;
-    }
-    r->barrier_arrived[i]       = 0;
-    ctx->barriers[i].arrived    = 0;
-    ctx->barriers[i].generation++;
-    pthread_cond_broadcast(&ctx->barrier_cv);
-    return 1;
+    memset(m, 0, sizeof(*m));
+    snprintf(m->name, sizeof(m->name), "%s", name);
+    m->generation = gen;
+    m->release    = (uint32_t)release;
 }
 
-/* Rank 0: tells every other process that takes part that generation @a gen is complete. */
-static void barrier_release(ringk_remote_t *r, const char *name, uint64_t gen)
+void ringk_remote_barrier_release(ringk_ctx_t *ctx, const char *name, uint64_t gen)
 {
+    ringk_remote_t *r = ctx->remote;
     barrier_msg_t rel;
     unsigned j;
     int rank;
 
-    memset(&rel, 0, sizeof(rel));
-    snprintf(rel.name, sizeof(rel.name), "%s", name);
-    rel.generation = gen;
-    rel.release    = 1;
+    barrier_msg_init(&rel, name, gen, 1);
     for (rank = 1; rank < r->size; rank++) {
         for (j = 0; j < RINGK_MAX_BARRIERS; j++) {
             const topic_entry_t *b = &r->barriers[(size_t)rank * RINGK_MAX_BARRIERS + j];
@@ -797,45 +777,29 @@ static void barrier_release(ringk_remote_t *r, const char *name, uint64_t gen)
     }
 }
 
+int ringk_remote_barrier_send(ringk_ctx_t *ctx, int rank, const char *name, uint64_t gen,
+                              int release)
+{
+    barrier_msg_t m;
+
+    barrier_msg_init(&m, name, gen, release);
+    return control_send(ctx->remote, rank, RINGK_AM_BARRIER, &m, sizeof(m));
+}
+
+/* Arrivals and releases go up to the barrier state machine (ringk_barrier.c). */
 static ucs_status_t am_barrier_recv(void *arg, const void *header, size_t header_length,
                                     void *data, size_t length, const ucp_am_recv_param_t *param)
 {
     ringk_remote_t *r = arg;
-    ringk_ctx_t *ctx  = r->ctx;
     barrier_msg_t m;
-    unsigned i;
 
     if (ringk_wire_barrier_parse(header, header_length, &m) != 0) {
-        ringk_log_msg(ctx, RINGK_LOG_WARN, "dropped a malformed barrier message (%zu bytes)",
+        ringk_log_msg(r->ctx, RINGK_LOG_WARN, "dropped a malformed barrier message (%zu bytes)",
                       header_length);
         return UCS_OK;
     }
-    pthread_mutex_lock(&ctx->lock);
-    if (!m.release && (ctx->job.rank == 0)) {
-        int all = barrier_count(r, m.name, m.generation);
-
-        pthread_mutex_unlock(&ctx->lock);
-        if (all) {
-            barrier_release(r, m.name, m.generation);
-        }
-        return UCS_OK;
-    } else if (m.release) {
-        for (i = 0; i < ctx->nbarriers; i++) {
-            if (!strcmp(ctx->barriers[i].name, m.name) &&
-                (ctx->barriers[i].generation == m.generation)) {
-                ctx->barriers[i].arrived = 0;
-                ctx->barriers[i].generation++;
-                pthread_cond_broadcast(&ctx->barrier_cv);
-            }
-        }
-    }
-    pthread_mutex_unlock(&ctx->lock);
+    ringk_barrier_deliver(r->ctx, m.name, m.generation, m.release);
     return UCS_OK;
-}
-
-int ringk_remote_barrier_global(ringk_ctx_t *ctx, const char *name)
-{
-    return barrier_processes(ctx->remote, name) > 1;
 }
 
 int ringk_remote_barrier_gone(ringk_ctx_t *ctx, const char *name)
@@ -856,29 +820,6 @@ int ringk_remote_barrier_gone(ringk_ctx_t *ctx, const char *name)
         }
     }
     return -1;
-}
-
-/* All local participants arrived: tell rank 0 (or count ourselves there). Called without
- * ctx->lock; the release comes back through am_barrier_recv. */
-int ringk_remote_barrier_arrive(ringk_ctx_t *ctx, const char *name, uint64_t gen)
-{
-    ringk_remote_t *r = ctx->remote;
-    barrier_msg_t m;
-    int all;
-
-    if (ctx->job.rank == 0) {
-        pthread_mutex_lock(&ctx->lock);
-        all = barrier_count(r, name, gen);
-        pthread_mutex_unlock(&ctx->lock);
-        if (all) {
-            barrier_release(r, name, gen);
-        }
-        return 0;
-    }
-    memset(&m, 0, sizeof(m));
-    snprintf(m.name, sizeof(m.name), "%s", name);
-    m.generation = gen;
-    return control_send(r, 0, RINGK_AM_BARRIER, &m, sizeof(m));
 }
 
 /* ---- sending --------------------------------------------------------------------------------- */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libringk runtime, CPU executor: contexts, ring kernels with inboxes on the core ring protocol,
- * K2K sends with routes and backpressure, lifecycle, topics, named barriers and statistics. */
+ * K2K sends with routes and backpressure, lifecycle, topics and statistics (named barriers:
+ * ringk_barrier.c). */
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
@@ -34,21 +35,6 @@ void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
     ctx->log(ctx->log_arg, level, buf);
 }
 
-/* The job's connections, published by ringk_ctx_start() with a release store once complete;
- * kernel threads may look before that. */
-static inline ringk_remote_t *remote_of(const ringk_ctx_t *ctx)
-{
-    return __atomic_load_n(&ctx->remote, __ATOMIC_ACQUIRE);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
-}
-
 static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -64,17 +50,6 @@ static int load_i(const int *p)
 static void add_u64(uint64_t *p, uint64_t v)
 {
     __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-}
-
-static void timespec_in_ms(struct timespec *ts, long ms)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec  += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
 }
 
 static int copy_list(ringk_ctx_t *ctx, const char *kernel, const char *what,
@@ -202,18 +177,6 @@ static inline int name_eq(const char *a, const char *b)
     return 0;
 }
 
-static int list_has(const name_list_t *l, const char *name)
-{
-    unsigned i;
-
-    for (i = 0; i < l->count; i++) {
-        if (!strcmp(l->names[i], name)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* ---- the consumer side: one iteration of a kernel's dispatch loop ------------------------- */
 
 static int inbox_empty(ringk_kernel_t *k)
@@ -272,7 +235,7 @@ void ringk_wait_prepare(void)
 /* Counts a sampled message, enqueued at @a enq_ns, in the latency histogram. */
 static void lat_record(ringk_kernel_t *k, uint64_t enq_ns)
 {
-    uint64_t lat    = now_ns() - enq_ns;
+    uint64_t lat    = ringk_now_ns() - enq_ns;
     unsigned bucket = (lat == 0) ? 0 : (63 - __builtin_clzll(lat));
 
     add_u64(&k->latency_hist[bucket > 31 ? 31 : bucket], 1);
@@ -509,7 +472,7 @@ int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *pa
     msg->length    = (uint32_t)len;
     msg->seq       = w->seq;
     msg->timestamp = w->timestamp;
-    msg->enq_ns    = ((w->seq % RINGK_LAT_SAMPLE) == 0) ? now_ns() : 0;
+    msg->enq_ns    = ((w->seq % RINGK_LAT_SAMPLE) == 0) ? ringk_now_ns() : 0;
     if ((len >= 8) && (len <= 16)) {
         /* the usual small message: two 8-byte copies (overlapping below 16), no call */
         memcpy(to->direct.payload, payload, 8);
@@ -539,8 +502,8 @@ int ringk_deliver_direct(ringk_kernel_t *to, const wire_msg_t *w, const void *pa
     }
     tls_running      = NULL;
     ringk_tls_inline = NULL;
-    if ((t0 != 0) && (now_ns() - t0 > RINGK_INLINE_MAX_NS)) {
-        inline_stop(to, now_ns() - t0);
+    if ((t0 != 0) && (ringk_now_ns() - t0 > RINGK_INLINE_MAX_NS)) {
+        inline_stop(to, ringk_now_ns() - t0);
     }
     return 0;
 }
@@ -598,7 +561,7 @@ static void kernel_sleep(ringk_kernel_t *k)
     if ((inbox_empty(k) || (load_i(&k->state) == RINGK_KERNEL_INACTIVE)) &&
         (load_i(&k->state) != RINGK_KERNEL_TERMINATING)) {
         /* a bounded sleep (RINGK_IDLE_WAKE_MS): senders and state changes signal */
-        timespec_in_ms(&ts, k->ctx->idle_wake_ms);
+        ringk_timespec_in_ms(&ts, k->ctx->idle_wake_ms);
         pthread_cond_timedwait(&k->cv, &k->mu, &ts);
     }
     __atomic_store_n(&k->sleeping, 0, __ATOMIC_RELAXED);
@@ -629,7 +592,7 @@ static void *persistent_main(void *arg)
         if (kernel_try_finish(k)) {
             break;
         }
-        if (remote_of(k->ctx) != NULL) {
+        if (ringk_remote_of(k->ctx) != NULL) {
             unsigned j, got = 0;
 
             /* a few polls of the worker between looks at the inbox (a load): a message from
@@ -657,7 +620,7 @@ static void *persistent_main(void *arg)
              * only delays seeing the next message (cross-process ping-pong 0.321 -> 0.300 us,
              * medians of 9 interleaved runs) */
             if (idle < 128) {
-                if (remote_of(k->ctx) == NULL) {
+                if (ringk_remote_of(k->ctx) == NULL) {
                     cpu_relax();
                 }
             } else {
@@ -748,7 +711,7 @@ static void *pool_main(void *arg)
          * thread does this before it sleeps, so one that is awake always looks again. */
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         if (!load_i(&ctx->stop) && !pool_has_work(ctx)) {
-            timespec_in_ms(&ts, ctx->idle_wake_ms); /* bounded, as kernel_sleep() */
+            ringk_timespec_in_ms(&ts, ctx->idle_wake_ms); /* bounded, as kernel_sleep() */
             pthread_cond_timedwait(&ctx->pool_cv, &ctx->pool_mu, &ts);
         }
         __atomic_store_n(&ctx->pool_sleeping, 0, __ATOMIC_RELAXED);
@@ -859,7 +822,7 @@ inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_c
         return RINGK_WOULD_WAIT; /* to's executor may itself wait for the worker's lock */
     }
     ringk_wait_prepare();
-    start    = now_ns();
+    start    = ringk_now_ns();
     deadline = (timeout_ms < 0) ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
     if (self != NULL) {
         /* (to == self is a cycle of one: only this executor empties that inbox) */
@@ -873,7 +836,7 @@ inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_c
             break;
         }
         if ((spins & 63) == 0) {
-            now = now_ns();
+            now = ringk_now_ns();
             if (now > deadline) {
                 add_u64(&to->refused_full, 1);
                 ret = -ETIMEDOUT;
@@ -1004,7 +967,7 @@ static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t
     /* the latency histogram samples about one message in RINGK_LAT_SAMPLE, as unbatched */
     bh->enq_ns = 0;
     if (seq >= from->next_sample) {
-        bh->enq_ns        = now_ns();
+        bh->enq_ns        = ringk_now_ns();
         from->next_sample = seq + RINGK_LAT_SAMPLE;
     }
     rt->batch_hdr       = bh;
@@ -1117,7 +1080,7 @@ static int deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
     }
     /* the latency histogram samples: a clock read on every message would cost more than the
      * rest of the send */
-    msg->enq_ns    = ((msg->seq % RINGK_LAT_SAMPLE) == 0) ? now_ns() : 0;
+    msg->enq_ns    = ((msg->seq % RINGK_LAT_SAMPLE) == 0) ? ringk_now_ns() : 0;
     if (length > 0) {
         memcpy(msg + 1, payload, length);
     }
@@ -1188,13 +1151,13 @@ static __attribute__((noinline)) int route_resolve(ringk_ctx_t *ctx, ringk_kerne
     to = lookup(ctx, to_name);
     if (to != NULL) {
         route->allowed = (to->subscribes_to.count == 0) ||
-                         list_has(&to->subscribes_to, from->name);
+                         ringk_list_has(&to->subscribes_to, from->name);
         /* what batch_send() may take on this route, checked once here */
         route->batch_lim =
             (route->allowed && !from->timestamps && !to->timestamps) ?
             RINGK_MIN(RINGK_MIN(RINGK_BATCH_MAX_LEN, to->max_in), from->max_out) + 1 : 0;
         __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
-    } else if ((remote_of(ctx) != NULL) &&
+    } else if ((ringk_remote_of(ctx) != NULL) &&
                (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
         route->allowed = 1; /* the receiving process checks its subscribes_to */
         ringk_remote_route_init(ctx, from, route);
@@ -1249,7 +1212,7 @@ static __attribute__((noinline)) int send_from_host(ringk_ctx_t *ctx, const char
     int rank;
 
     if (to == NULL) {
-        if ((remote_of(ctx) != NULL) && (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
+        if ((ringk_remote_of(ctx) != NULL) && (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
             return ringk_remote_send(ctx, NULL, rank, id, type, payload, length, timeout_ms);
         }
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
@@ -1659,7 +1622,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     if ((ctx == NULL) || (topic == NULL) || ((payload == NULL) && (length > 0))) {
         return -EINVAL;
     }
-    if ((from != NULL) && !list_has(&from->topics_pub, topic)) {
+    if ((from != NULL) && !ringk_list_has(&from->topics_pub, topic)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not publish to topic '%s' (topics_pub)",
                from->name, topic);
         return -EPERM;
@@ -1696,7 +1659,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
                       timeout_ms, NULL, NULL);
         done += (ret == 0);
     }
-    if ((ret == 0) && (remote_of(ctx) != NULL)) {
+    if ((ret == 0) && (ringk_remote_of(ctx) != NULL)) {
         unsigned reached = 0;
 
         ret   = ringk_remote_publish(ctx, from, topic, payload, length, timeout_ms, &reached);
@@ -1712,117 +1675,6 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
         return ret;
     }
     return (int)done;
-}
-
-/* Under ctx->lock: sleeps until barrier @a b leaves generation @a gen (0), @a timeout_ms passes
- * (-ETIMEDOUT), or, for a barrier across processes (@a global), a process taking part is gone
- * (-EPIPE: it can never complete; looked at every RINGK_BARRIER_POLL_MS); then @a k leaves the
- * barrier. Wakes each RINGK_WAIT_WARN_MS to say who waits and how many have arrived: a barrier
- * that some participant never reaches would otherwise hang without a word. */
-static int barrier_sleep(ringk_kernel_t *k, barrier_t *b, uint64_t gen, int global,
-                         int timeout_ms)
-{
-    ringk_ctx_t *ctx       = k->ctx;
-    const uint64_t start   = now_ns();
-    const uint64_t every   = (uint64_t)ctx->wait_warn_ms * 1000000u;
-    const uint64_t timeout = (uint64_t)timeout_ms * 1000000u;
-    uint64_t now = start, until, warn_next = (every != 0) ? start + every : UINT64_MAX;
-    struct timespec ts;
-    int gone;
-
-    while (b->generation == gen) {
-        gone = global ? ringk_remote_barrier_gone(ctx, b->name) : -1;
-        if ((gone >= 0) || ((timeout_ms >= 0) && (now - start >= timeout))) {
-            if (b->arrived > 0) {
-                b->arrived--; /* leave: the others still wait for everyone */
-            }
-            if (gone < 0) {
-                return -ETIMEDOUT;
-            }
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' leaves barrier '%s': process %d, "
-                          "which takes part, has left the job or was lost", k->name, b->name,
-                          gone);
-            return -EPIPE;
-        }
-        if (now >= warn_next) {
-            warn_next = now + every;
-            ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s' has waited %.1f s at barrier '%s': "
-                          "%u of its %u participants in this process have arrived%s", k->name,
-                          (double)(now - start) / 1e9, b->name, b->arrived, b->expected,
-                          !global ? "" : (b->arrived < b->expected) ?
-                          " (then it waits for those of other processes)" :
-                          ", it waits for those of other processes");
-        }
-        until = (timeout_ms >= 0) ? start + timeout : UINT64_MAX;
-        until = (warn_next < until) ? warn_next : until;
-        if (global && (until - now > RINGK_BARRIER_POLL_MS * 1000000ull)) {
-            until = now + RINGK_BARRIER_POLL_MS * 1000000ull;
-        }
-        if (until == UINT64_MAX) {
-            pthread_cond_wait(&ctx->barrier_cv, &ctx->lock);
-        } else {
-            /* the condition variable keeps CLOCK_REALTIME: sleep for what is left, >= 1 ms */
-            timespec_in_ms(&ts, (long)(((until > now) ? until - now : 0) / 1000000u) + 1);
-            pthread_cond_timedwait(&ctx->barrier_cv, &ctx->lock, &ts);
-        }
-        now = now_ns();
-    }
-    return 0;
-}
-
-int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
-{
-    ringk_ctx_t *ctx = k->ctx;
-    barrier_t *b = NULL;
-    uint64_t gen;
-    unsigned i;
-    int ret = 0, global;
-
-    if (!list_has(&k->barriers, name)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not take part in barrier '%s'", k->name,
-               name);
-        return -ENOENT;
-    }
-    if (ringk_tls_inline != NULL) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' cannot wait at barrier '%s' from the "
-                      "handler of '%s', which runs in a receive callback", k->name, name,
-                      ringk_tls_inline->name);
-        return -EDEADLK;
-    }
-    ringk_wait_prepare();
-    pthread_mutex_lock(&ctx->lock);
-    for (i = 0; i < ctx->nbarriers; i++) {
-        if (!strcmp(ctx->barriers[i].name, name)) {
-            b = &ctx->barriers[i];
-        }
-    }
-    gen = b->generation;
-    global = (remote_of(ctx) != NULL) && ringk_remote_barrier_global(ctx, name);
-    if (++b->arrived == b->expected) {
-        if (!global) {
-            b->arrived = 0;
-            b->generation++;
-            pthread_cond_broadcast(&ctx->barrier_cv);
-            pthread_mutex_unlock(&ctx->lock);
-            return 0;
-        }
-        /* every participant of this process is here: tell rank 0, which releases all
-         * processes once each has arrived (the release bumps the generation); not under the
-         * lock, which the progress thread may need to complete the send */
-        pthread_mutex_unlock(&ctx->lock);
-        ret = ringk_remote_barrier_arrive(ctx, name, gen);
-        pthread_mutex_lock(&ctx->lock);
-        if (ret != 0) {
-            b->arrived--;
-            pthread_mutex_unlock(&ctx->lock);
-            return ret;
-        }
-    }
-    if (b->generation == gen) {
-        ret = barrier_sleep(k, b, gen, global, timeout_ms);
-    }
-    pthread_mutex_unlock(&ctx->lock);
-    return ret;
 }
 
 /* ---- context -------------------------------------------------------------------------------- */
@@ -2019,7 +1871,7 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
             ringk_kernel_terminate(ctx->kernels[i]);
         }
     }
-    if (remote_of(ctx) != NULL) {
+    if (ringk_remote_of(ctx) != NULL) {
         ringk_remote_stop(ctx);
     }
     if (ctx->job_from_env) {
@@ -2058,7 +1910,7 @@ int ringk_ctx_start(ringk_ctx_t *ctx)
     if (ctx == NULL) {
         return -EINVAL;
     }
-    if ((ctx->job.size == 1) || (remote_of(ctx) != NULL)) {
+    if ((ctx->job.size == 1) || (ringk_remote_of(ctx) != NULL)) {
         return 0;
     }
     return ringk_remote_start(ctx);
@@ -2076,7 +1928,7 @@ int ringk_ctx_size(const ringk_ctx_t *ctx)
 
 int ringk_ctx_peers_lost(const ringk_ctx_t *ctx)
 {
-    return (remote_of(ctx) != NULL) ? ringk_remote_lost(ctx) : 0;
+    return (ringk_remote_of(ctx) != NULL) ? ringk_remote_lost(ctx) : 0;
 }
 
 /* ---- kernels -------------------------------------------------------------------------------- */
@@ -2217,21 +2069,7 @@ static int kernel_register(ringk_ctx_t *ctx, ringk_kernel_t *k)
         }
         ctx->topics[j].subs[ctx->topics[j].nsubs++] = k;
     }
-    for (i = 0; i < k->barriers.count; i++) {
-        for (j = 0; (j < ctx->nbarriers) && strcmp(ctx->barriers[j].name, k->barriers.names[i]);
-             j++) {
-        }
-        if (j == ctx->nbarriers) {
-            if (j == RINGK_MAX_BARRIERS) {
-                ringk_log_msg(ctx, RINGK_LOG_ERROR, "more than %d barriers", RINGK_MAX_BARRIERS);
-                return -ENOSPC;
-            }
-            strcpy(ctx->barriers[j].name, k->barriers.names[i]);
-            ctx->nbarriers++;
-        }
-        ctx->barriers[j].expected++;
-    }
-    return 0;
+    return ringk_barrier_join(ctx, k);
 }
 
 int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
@@ -2381,7 +2219,7 @@ int ringk_kernel_terminate(ringk_kernel_t *k)
     pthread_mutex_lock(&k->mu);
     while (load_i(&k->state) != RINGK_KERNEL_TERMINATED) {
         struct timespec ts;
-        timespec_in_ms(&ts, 10);
+        ringk_timespec_in_ms(&ts, 10);
         pthread_cond_timedwait(&k->cv, &k->mu, &ts);
     }
     pthread_mutex_unlock(&k->mu);
