@@ -49,6 +49,17 @@ int ringk_barrier_join(ringk_ctx_t *ctx, const ringk_kernel_t *k)
     return 0;
 }
 
+unsigned ringk_barrier_list(ringk_ctx_t *ctx, const char **names, unsigned *counts)
+{
+    unsigned i;
+
+    for (i = 0; i < ctx->nbarriers; i++) {
+        names[i]  = ctx->barriers[i].name;
+        counts[i] = ctx->barriers[i].expected;
+    }
+    return ctx->nbarriers;
+}
+
 /* Under ctx->lock: the generation is complete here; its waiters go. */
 static void barrier_complete(ringk_ctx_t *ctx, barrier_t *b)
 {

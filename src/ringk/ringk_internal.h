@@ -334,6 +334,21 @@ int ringk_barrier_join(ringk_ctx_t *ctx, const ringk_kernel_t *k);
  *  generation @a gen of barrier @a name. Takes ctx->lock itself. */
 void ringk_barrier_deliver(ringk_ctx_t *ctx, const char *name, uint64_t gen, int release);
 
+/** Under ctx->lock: the barriers with participants here, and how many (RINGK_MAX_BARRIERS
+ *  at most), for the directory exchanged at start; the names stay valid. */
+unsigned ringk_barrier_list(ringk_ctx_t *ctx, const char **names, unsigned *counts);
+
+/* ---- topic.c ---- */
+
+/** Adds kernel @a k to the topics it subscribes to; under ctx->lock. 0 or -ENOSPC. */
+int ringk_topic_join(ringk_ctx_t *ctx, ringk_kernel_t *k);
+/** The subscribers of @a topic in this process, copied into @a subs (RINGK_MAX_KERNELS
+ *  entries); takes ctx->lock itself. */
+unsigned ringk_topic_subscribers(ringk_ctx_t *ctx, const char *topic, ringk_kernel_t **subs);
+/** Under ctx->lock: the topics with subscribers here, and how many (RINGK_MAX_TOPICS at most),
+ *  for the directory exchanged at start; the names stay valid. */
+unsigned ringk_topic_list(ringk_ctx_t *ctx, const char **names, unsigned *counts);
+
 /* ---- remote.c ---- */
 
 /** Connects to the job's other processes (collective): UCP worker, endpoints, directory. */

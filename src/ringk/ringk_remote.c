@@ -446,7 +446,7 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
     ringk_ctx_t *ctx  = r->ctx;
     ringk_kernel_t *subs[RINGK_MAX_KERNELS];
     topic_ref_t *ref = NULL;
-    unsigned nsubs = 0, i;
+    unsigned nsubs, i;
     topic_hdr_t hdr;
     int ret;
 
@@ -458,14 +458,7 @@ static ucs_status_t am_topic_recv(void *arg, const void *header, size_t header_l
                       "data %zu)", header_length, length);
         return UCS_OK;
     }
-    pthread_mutex_lock(&ctx->lock);
-    for (i = 0; i < ctx->ntopics; i++) {
-        if (!strcmp(ctx->topics[i].name, hdr.topic)) {
-            nsubs = ctx->topics[i].nsubs;
-            memcpy(subs, ctx->topics[i].subs, nsubs * sizeof(subs[0]));
-        }
-    }
-    pthread_mutex_unlock(&ctx->lock);
+    nsubs = ringk_topic_subscribers(ctx, hdr.topic, subs);
     pthread_mutex_lock(&r->backlog_mu);
     for (i = 0; i < nsubs; i++) {
         /* the publish's one credit is shared by its backlog entries (ref), not per entry */
@@ -1188,7 +1181,10 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     ringk_remote_t *r;
     ucp_config_t *config;
     pthread_condattr_t cattr;
-    unsigned i;
+    unsigned counts[RINGK_MAX_TOPICS > RINGK_MAX_BARRIERS ? RINGK_MAX_TOPICS :
+                    RINGK_MAX_BARRIERS];
+    const char *names[sizeof(counts) / sizeof(counts[0])];
+    unsigned i, n;
     int ret = -EIO, rank;
 
     r = calloc(1, sizeof(*r));
@@ -1295,14 +1291,16 @@ int ringk_remote_start(ringk_ctx_t *ctx)
                 entries[i].window = ctx->kernels[i]->inbox_size;
             }
         }
-        for (i = 0; i < ctx->ntopics; i++) {
-            strcpy(mytopics[i].name, ctx->topics[i].name);
-            mytopics[i].nsubs = ctx->topics[i].nsubs;
+        n = ringk_topic_list(ctx, names, counts);
+        for (i = 0; i < n; i++) {
+            strcpy(mytopics[i].name, names[i]);
+            mytopics[i].nsubs = counts[i];
             mytopics[i].used  = 1;
         }
-        for (i = 0; i < ctx->nbarriers; i++) {
-            strcpy(mybarriers[i].name, ctx->barriers[i].name);
-            mybarriers[i].nsubs = ctx->barriers[i].expected;
+        n = ringk_barrier_list(ctx, names, counts);
+        for (i = 0; i < n; i++) {
+            strcpy(mybarriers[i].name, names[i]);
+            mybarriers[i].nsubs = counts[i];
             mybarriers[i].used  = 1;
         }
         pthread_mutex_unlock(&ctx->lock);

@@ -1616,7 +1616,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
                   size_t length, int timeout_ms, unsigned *delivered_p)
 {
     ringk_kernel_t *subs[RINGK_MAX_KERNELS];
-    unsigned nsubs = 0, i, done = 0;
+    unsigned nsubs, i, done = 0;
     int ret = 0;
 
     if ((ctx == NULL) || (topic == NULL) || ((payload == NULL) && (length > 0))) {
@@ -1639,15 +1639,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
                           timeout_ms);
     }
     flush_running();
-    pthread_mutex_lock(&ctx->lock);
-    for (i = 0; i < ctx->ntopics; i++) {
-        if (!strcmp(ctx->topics[i].name, topic)) {
-            nsubs = ctx->topics[i].nsubs;
-            memcpy(subs, ctx->topics[i].subs, nsubs * sizeof(subs[0]));
-            break;
-        }
-    }
-    pthread_mutex_unlock(&ctx->lock);
+    nsubs = ringk_topic_subscribers(ctx, topic, subs);
     for (i = 0; i < nsubs; i++) {
         if (length > subs[i]->max_in) {
             ret = -EMSGSIZE;
@@ -2053,23 +2045,9 @@ static int kernel_params(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk
 /* Adds @a k to its topics and barriers; under ctx->lock. */
 static int kernel_register(ringk_ctx_t *ctx, ringk_kernel_t *k)
 {
-    unsigned i, j;
+    int ret = ringk_topic_join(ctx, k);
 
-    for (i = 0; i < k->topics_sub.count; i++) {
-        for (j = 0; (j < ctx->ntopics) && strcmp(ctx->topics[j].name, k->topics_sub.names[i]);
-             j++) {
-        }
-        if (j == ctx->ntopics) {
-            if (j == RINGK_MAX_TOPICS) {
-                ringk_log_msg(ctx, RINGK_LOG_ERROR, "more than %d topics", RINGK_MAX_TOPICS);
-                return -ENOSPC;
-            }
-            strcpy(ctx->topics[j].name, k->topics_sub.names[i]);
-            ctx->ntopics++;
-        }
-        ctx->topics[j].subs[ctx->topics[j].nsubs++] = k;
-    }
-    return ringk_barrier_join(ctx, k);
+    return (ret != 0) ? ret : ringk_barrier_join(ctx, k);
 }
 
 int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
