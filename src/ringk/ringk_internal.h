@@ -326,6 +326,13 @@ static inline int ringk_list_has(const name_list_t *l, const char *name)
     return 0;
 }
 
+/* ---- runtime.c, for ctx.c ---- */
+
+/** The loop of a pool thread, which runs the context's event-driven kernels (arg: the ctx). */
+void *ringk_pool_main(void *arg);
+/** Frees a kernel whose threads have ended. */
+void ringk_kernel_free(ringk_kernel_t *k);
+
 /* ---- barrier.c ---- */
 
 /** Adds kernel @a k to the barriers it takes part in; under ctx->lock. 0 or -ENOSPC. */

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk contexts: parameters and environment, the job, the pool threads of event-driven
+ * kernels, start (joining the other processes) and destroy. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "ringk_internal.h"
+#include "ringk_job.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ms_from_env(ringk_ctx_t *ctx, const char *name, long def, long min, long max,
+                       long *ms_p)
+{
+    const char *s = getenv(name);
+    char *end;
+    long v;
+
+    *ms_p = def;
+    if ((s == NULL) || (*s == '\0')) {
+        return 0;
+    }
+    errno = 0;
+    v     = strtol(s, &end, 10);
+    if ((errno != 0) || (end == s) || (*end != '\0') || (v < min) || (v > max)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s '%s' is not a number of milliseconds in %ld..%ld",
+                      name, s, min, max);
+        return -EINVAL;
+    }
+    *ms_p = v;
+    return 0;
+}
+
+/* RINGK_IDLE_WAKE_MS: how long a sleeping kernel or pool thread that nobody woke waits before
+ * it looks at its inboxes again. Every send and state change wakes sleepers; this is the net
+ * under that, and a test sets it high so that a lost wakeup shows instead of being covered.
+ * RINGK_WAIT_WARN_MS: after how long a send still waiting for room, or a kernel waiting at a
+ * barrier, says so (0: never). */
+static int waits_from_env(ringk_ctx_t *ctx)
+{
+    if (ms_from_env(ctx, "RINGK_IDLE_WAKE_MS", RINGK_IDLE_WAKE_MS_DEFAULT, 1,
+                    RINGK_IDLE_WAKE_MS_MAX, &ctx->idle_wake_ms) != 0) {
+        return -EINVAL;
+    }
+    return ms_from_env(ctx, "RINGK_WAIT_WARN_MS", RINGK_WAIT_WARN_MS_DEFAULT, 0,
+                       RINGK_WAIT_WARN_MS_MAX, &ctx->wait_warn_ms);
+}
+
+/* RINGK_RECV_INLINE: 1 (the default) lets the handler of a persistent kernel run in the UCP
+ * receive callback for a message from another process that its idle thread took from the
+ * worker (ringk_deliver_direct); 0 hands every message to the kernel's loop first. */
+static int recv_inline_from_env(ringk_ctx_t *ctx)
+{
+    const char *s = getenv("RINGK_RECV_INLINE");
+
+    ctx->recv_inline = 1;
+    if ((s == NULL) || (*s == '\0')) {
+        return 0;
+    }
+    if (strcmp(s, "0") && strcmp(s, "1")) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "RINGK_RECV_INLINE '%s' is not 0 or 1", s);
+        return -EINVAL;
+    }
+    ctx->recv_inline = (s[0] == '1');
+    return 0;
+}
+
+/* The parameters, the environment and the job into @a ctx: 0 or a negative errno, said
+ * through the log hook. */
+static int ctx_configure(ringk_ctx_t *ctx, const ringk_ctx_params_t *params)
+{
+    char err[256];
+    int ret;
+
+    ctx->npool = 1;
+    ctx->pin   = 1;
+    if (params != NULL) {
+        if (params->field_mask & RINGK_CTX_PARAM_FIELD_LOG) {
+            ctx->log     = params->log;
+            ctx->log_arg = params->log_arg;
+        }
+        if (params->field_mask & RINGK_CTX_PARAM_FIELD_POOL_THREADS) {
+            if ((params->pool_threads < 1) || (params->pool_threads > RINGK_MAX_POOL)) {
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "pool_threads %u is out of range 1..%d",
+                              params->pool_threads, RINGK_MAX_POOL);
+                return -EINVAL;
+            }
+            ctx->npool = params->pool_threads;
+        }
+        if (params->field_mask & RINGK_CTX_PARAM_FIELD_PIN) {
+            ctx->pin = params->pin;
+        }
+    }
+    if ((waits_from_env(ctx) != 0) || (recv_inline_from_env(ctx) != 0)) {
+        return -EINVAL;
+    }
+    if ((params == NULL) || !(params->field_mask & RINGK_CTX_PARAM_FIELD_JOB)) {
+        ret = ringk_job_from_env(&ctx->job, err, sizeof(err));
+        if (ret < 0) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s", err);
+            return ret;
+        }
+        ctx->job_from_env = (ret == 0);
+        return 0;
+    }
+    ctx->job = params->job;
+    if ((ctx->job.size < 1) || (ctx->job.rank < 0) || (ctx->job.rank >= ctx->job.size) ||
+        (ctx->job.size > (1 << (32 - RINGK_RANK_SHIFT))) ||
+        ((ctx->job.size > 1) && (ctx->job.allgather == NULL))) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "job rank %d size %d: need 0 <= rank < size <= %d "
+                      "and an allgather for more than one process", ctx->job.rank,
+                      ctx->job.size, 1 << (32 - RINGK_RANK_SHIFT));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* The machine's topology for pinning threads; without it they run unpinned. */
+static void ctx_topology_load(ringk_ctx_t *ctx)
+{
+    if (hwloc_topology_init(&ctx->topo) != 0) {
+        ctx->topo = NULL;
+    } else if (hwloc_topology_load(ctx->topo) != 0) {
+        hwloc_topology_destroy(ctx->topo); /* initialised: its memory is ours to free */
+        ctx->topo = NULL;
+    }
+    if (ctx->topo == NULL) {
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "hwloc cannot load the topology: threads are not "
+                      "pinned");
+    }
+}
+
+int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
+{
+    ringk_ctx_t *ctx;
+    unsigned i;
+    int ret;
+
+    if ((ctx_p == NULL) || ((params != NULL) &&
+        (params->field_mask & ~(uint64_t)(RINGK_CTX_PARAM_FIELD_LOG |
+                                          RINGK_CTX_PARAM_FIELD_POOL_THREADS |
+                                          RINGK_CTX_PARAM_FIELD_PIN |
+                                          RINGK_CTX_PARAM_FIELD_JOB)))) {
+        return -EINVAL;
+    }
+    ctx = calloc(1, sizeof(*ctx));
+    if (ctx == NULL) {
+        return -ENOMEM;
+    }
+    ret = ctx_configure(ctx, params);
+    if (ret != 0) {
+        goto err_free;
+    }
+    pthread_mutex_init(&ctx->lock, NULL);
+    pthread_cond_init(&ctx->barrier_cv, NULL);
+    pthread_mutex_init(&ctx->pool_mu, NULL);
+    pthread_cond_init(&ctx->pool_cv, NULL);
+    ringk_hlc_init(&ctx->clock);
+    if (ctx->pin) {
+        ctx_topology_load(ctx);
+    }
+    for (i = 0; i < ctx->npool; i++) {
+        if (pthread_create(&ctx->pool[i], NULL, ringk_pool_main, ctx) != 0) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot start pool thread %u", i);
+            ctx->npool = i;
+            ringk_ctx_destroy(ctx); /* joins the threads started, releases the rest */
+            return -EAGAIN;
+        }
+    }
+    *ctx_p = ctx;
+    return 0;
+
+err_free:
+    free(ctx);
+    return ret;
+}
+
+int ringk_ctx_destroy(ringk_ctx_t *ctx)
+{
+    unsigned i;
+
+    if (ctx == NULL) {
+        return -EINVAL;
+    }
+    for (i = 0; i < ctx->nkernels; i++) {
+        if (ctx->kernels[i] != NULL) {
+            ringk_kernel_terminate(ctx->kernels[i]);
+        }
+    }
+    if (ringk_remote_of(ctx) != NULL) {
+        ringk_remote_stop(ctx);
+    }
+    if (ctx->job_from_env) {
+        ringk_job_env_release(&ctx->job);
+    }
+    __atomic_store_n(&ctx->stop, 1, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&ctx->pool_mu);
+    pthread_cond_broadcast(&ctx->pool_cv);
+    pthread_mutex_unlock(&ctx->pool_mu);
+    for (i = 0; i < ctx->npool; i++) {
+        pthread_join(ctx->pool[i], NULL);
+    }
+    for (i = 0; i < ctx->nkernels; i++) {
+        if (ctx->kernels[i] != NULL) {
+            ringk_kernel_free(ctx->kernels[i]);
+        }
+    }
+    if (ctx->topo != NULL) {
+        hwloc_topology_destroy(ctx->topo);
+    }
+    pthread_mutex_destroy(&ctx->lock);
+    pthread_cond_destroy(&ctx->barrier_cv);
+    pthread_mutex_destroy(&ctx->pool_mu);
+    pthread_cond_destroy(&ctx->pool_cv);
+    free(ctx);
+    return 0;
+}
+
+ringk_hlc_t *ringk_ctx_clock(ringk_ctx_t *ctx)
+{
+    return &ctx->clock;
+}
+
+int ringk_ctx_start(ringk_ctx_t *ctx)
+{
+    if (ctx == NULL) {
+        return -EINVAL;
+    }
+    if ((ctx->job.size == 1) || (ringk_remote_of(ctx) != NULL)) {
+        return 0;
+    }
+    return ringk_remote_start(ctx);
+}
+
+int ringk_ctx_rank(const ringk_ctx_t *ctx)
+{
+    return ctx->job.rank;
+}
+
+int ringk_ctx_size(const ringk_ctx_t *ctx)
+{
+    return ctx->job.size;
+}
+
+int ringk_ctx_peers_lost(const ringk_ctx_t *ctx)
+{
+    return (ringk_remote_of(ctx) != NULL) ? ringk_remote_lost(ctx) : 0;
+}
