@@ -24,6 +24,8 @@
 #include <uct/api/uct.h>
 #include <unistd.h>
 
+#include "uct_node.h"
+
 #define MAX_ROUNDS 64
 
 static const size_t sizes[] = {8, 64 << 10, 1 << 20, 64 << 20};
@@ -32,15 +34,6 @@ static const size_t sizes[] = {8, 64 << 10, 1 << 20, 64 << 20};
 enum { M_D2D, M_STAGED, M_IPC_PUT, M_IPC_GET, M_HOST_PUT, M_HOST_GET, NMETHODS };
 static const char *method_names[NMETHODS] = {"d2d", "staged", "ipc_put", "ipc_get", "host_put",
                                              "host_get"};
-
-typedef struct {
-    uct_component_h component;
-    uct_md_h        md;
-    uct_worker_h    worker;
-    uct_iface_h     iface;
-    ucs_async_context_t *async;
-    uint8_t         addr[64], dev_addr[64];
-} node_t;
 
 typedef struct {
     uint8_t  addr[64], dev_addr[64], rkey[256];
@@ -62,50 +55,14 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void node_open(node_t *n)
+static void node_open(uct_node_t *n)
 {
-    uct_iface_params_t params = {
-        .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE,
-        .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
-        .mode.device.tl_name  = "ringk",
-        .mode.device.dev_name = "memory"
-    };
-    uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
-    uct_component_h *components;
-    uct_iface_config_t *config;
-    uct_md_config_t *md_config;
-    unsigned ncomp, i;
+    const char *what = "";
+    ucs_status_t s = uct_node_open(n, &what);
 
-    memset(n, 0, sizeof(*n));
-    UCS(uct_query_components(&components, &ncomp));
-    for (i = 0; i < ncomp; i++) {
-        UCS(uct_component_query(components[i], &attr));
-        if (!strcmp(attr.name, "ringk")) {
-            n->component = components[i];
-        }
+    if (s != UCS_OK) {
+        DIE("%s: %s", what, ucs_status_string(s));
     }
-    uct_release_component_list(components);
-    if (n->component == NULL) {
-        DIE("component 'ringk' not registered (run through contrib/ringk-run)");
-    }
-    UCS(uct_md_config_read(n->component, NULL, NULL, &md_config));
-    UCS(uct_md_open(n->component, "ringk", md_config, &n->md));
-    uct_config_release(md_config);
-    UCS(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &n->async));
-    UCS(uct_worker_create(n->async, UCS_THREAD_MODE_SINGLE, &n->worker));
-    UCS(uct_md_iface_config_read(n->md, "ringk", NULL, NULL, &config));
-    UCS(uct_iface_open(n->md, n->worker, &params, config, &n->iface));
-    uct_config_release(config);
-    UCS(uct_iface_get_address(n->iface, (uct_iface_addr_t*)n->addr));
-    UCS(uct_iface_get_device_address(n->iface, (uct_device_addr_t*)n->dev_addr));
-}
-
-static void node_close(node_t *n)
-{
-    uct_iface_close(n->iface);
-    uct_worker_destroy(n->worker);
-    ucs_async_context_destroy(n->async);
-    uct_md_close(n->md);
 }
 
 /* The peer: device memory on device 0, registered; waits for the parent to finish. */
@@ -114,7 +71,7 @@ static void peer(size_t bytes, int wfd, int rfd)
     peer_info_t info;
     uct_mem_h memh;
     void *target;
-    node_t n;
+    uct_node_t n;
     char c;
 
     CUDA(cudaSetDevice(0));
@@ -133,13 +90,13 @@ static void peer(size_t bytes, int wfd, int rfd)
     while ((read(rfd, &c, 1) == 1) && (c != 'q')) {
     }
     uct_md_mem_dereg(n.md, memh);
-    node_close(&n);
+    uct_node_close(&n);
     cudaFree(target);
     exit(0);
 }
 
 typedef struct {
-    node_t            node;
+    uct_node_t        node;
     uct_ep_h          ep;
     uct_rkey_bundle_t rkey;
     uct_mem_h         src_memh, dst_memh;
@@ -186,7 +143,7 @@ static void path_close(path_t *p)
     uct_md_mem_dereg(p->node.md, p->src_memh);
     uct_md_mem_dereg(p->node.md, p->dst_memh);
     uct_ep_destroy(p->ep);
-    node_close(&p->node);
+    uct_node_close(&p->node);
 }
 
 /* One put or get, returned once the data has landed (ringk completes GPU zcopy in the call; an

@@ -292,17 +292,24 @@ RINGK_HD uint32_t ringk_ring_pad(const ringk_ring_t *r, uint64_t pos, uint32_t n
     return (idx + ncells > r->ncells) ? r->ncells - idx : 0;
 }
 
-/** Writes and publishes a skip cell covering @a pad cells at @a pos. */
-RINGK_HD void ringk_ring_publish_skip(const ringk_ring_t *r, uint64_t pos, uint32_t pad)
+/* Publishes a cell that carries no message and covers @a ncells cells (skip or cancel). */
+RINGK_HD void ringk_ring_publish_empty(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
+                                       uint8_t flag)
 {
     ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
 
     cell->len    = 0;
-    cell->ncells = (uint16_t)pad;
+    cell->ncells = (uint16_t)ncells;
     cell->id     = 0;
-    cell->flags  = RINGK_CELL_FLAG_SKIP;
+    cell->flags  = flag;
     /* P1: as in ringk_ring_publish(). */
     ringk_store_release_u64(&cell->seq, pos + 1);
+}
+
+/** Writes and publishes a skip cell covering @a pad cells at @a pos. */
+RINGK_HD void ringk_ring_publish_skip(const ringk_ring_t *r, uint64_t pos, uint32_t pad)
+{
+    ringk_ring_publish_empty(r, pos, pad, RINGK_CELL_FLAG_SKIP);
 }
 
 /**
@@ -313,14 +320,7 @@ RINGK_HD void ringk_ring_publish_skip(const ringk_ring_t *r, uint64_t pos, uint3
  */
 RINGK_HD void ringk_ring_cancel(const ringk_ring_t *r, uint64_t pos, uint32_t ncells)
 {
-    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
-
-    cell->len    = 0;
-    cell->ncells = (uint16_t)ncells;
-    cell->id     = 0;
-    cell->flags  = RINGK_CELL_FLAG_CANCEL;
-    /* P1: as in ringk_ring_publish(). */
-    ringk_store_release_u64(&cell->seq, pos + 1);
+    ringk_ring_publish_empty(r, pos, ncells, RINGK_CELL_FLAG_CANCEL);
 }
 
 /**

@@ -28,6 +28,8 @@
 #include <ucp/api/ucp.h>
 #include <uct/api/uct.h>
 
+#include "uct_node.h"
+
 static const struct {
     uint32_t ncells, cell_size, nmsgs;
 } selftest_cases[] = {
@@ -82,63 +84,15 @@ END_TEST
 #define GPU_BYTES (1 << 20)
 
 typedef struct {
-    ucs_async_context_t *async;
-    uct_worker_h         worker;
-    uct_component_h      component;
-    uct_md_h             md;
-    uct_iface_h          iface;
-    uint8_t              addr[64], dev_addr[64];
-} gpu_node_t;
-
-typedef struct {
     uint8_t  addr[64], dev_addr[64], rkey[256];
     uint64_t target;
 } gpu_peer_t;
 
-static void gpu_node_open(gpu_node_t *n)
+static void gpu_node_open(uct_node_t *n)
 {
-    uct_iface_params_t params = {
-        .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE,
-        .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
-        .mode.device.tl_name  = "ringk",
-        .mode.device.dev_name = "memory"
-    };
-    uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
-    uct_component_h *components;
-    uct_iface_config_t *config;
-    uct_md_config_t *md_config;
-    unsigned ncomp, i;
+    const char *what = "";
 
-    memset(n, 0, sizeof(*n));
-    ck_assert_int_eq(uct_query_components(&components, &ncomp), UCS_OK);
-    for (i = 0; i < ncomp; i++) {
-        ck_assert_int_eq(uct_component_query(components[i], &attr), UCS_OK);
-        if (!strcmp(attr.name, "ringk")) {
-            n->component = components[i];
-        }
-    }
-    uct_release_component_list(components);
-    ck_assert_msg(n->component != NULL, "component 'ringk' not registered (run through "
-                  "contrib/ringk-run)");
-    ck_assert_int_eq(uct_md_config_read(n->component, NULL, NULL, &md_config), UCS_OK);
-    ck_assert_int_eq(uct_md_open(n->component, "ringk", md_config, &n->md), UCS_OK);
-    uct_config_release(md_config);
-    ck_assert_int_eq(ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK, &n->async), UCS_OK);
-    ck_assert_int_eq(uct_worker_create(n->async, UCS_THREAD_MODE_SINGLE, &n->worker), UCS_OK);
-    ck_assert_int_eq(uct_md_iface_config_read(n->md, "ringk", NULL, NULL, &config), UCS_OK);
-    ck_assert_int_eq(uct_iface_open(n->md, n->worker, &params, config, &n->iface), UCS_OK);
-    uct_config_release(config);
-    ck_assert_int_eq(uct_iface_get_address(n->iface, (uct_iface_addr_t*)n->addr), UCS_OK);
-    ck_assert_int_eq(uct_iface_get_device_address(n->iface, (uct_device_addr_t*)n->dev_addr),
-                     UCS_OK);
-}
-
-static void gpu_node_close(gpu_node_t *n)
-{
-    uct_iface_close(n->iface);
-    uct_worker_destroy(n->worker);
-    ucs_async_context_destroy(n->async);
-    uct_md_close(n->md);
+    ck_assert_msg(uct_node_open(n, &what) == UCS_OK, "%s failed", what);
 }
 
 static uint8_t gpu_pat(size_t i)
@@ -152,7 +106,7 @@ static void gpu_peer(int dev, int wfd, int rfd)
 {
     static uint8_t back[GPU_BYTES];
     gpu_peer_t info;
-    gpu_node_t n;
+    uct_node_t n;
     ucs_memory_type_t mem_type;
     uct_mem_h memh;
     void *target;
@@ -187,9 +141,53 @@ static void gpu_peer(int dev, int wfd, int rfd)
         }
     }
     uct_md_mem_dereg(n.md, memh);
-    gpu_node_close(&n);
+    uct_node_close(&n);
     cudaFree(target);
     _exit(0);
+}
+
+/* Forks the peer process, which runs @a peer(@a dev, its write end, its read end) and exits;
+ * the parent gets its ends of the two pipes. Returns the pid, or -1 when the test cannot fork
+ * a peer: with CK_FORK=no earlier tests started CUDA in this process, which a child cannot
+ * use. The device may not exist: the parent checks after its own CUDA start. */
+static pid_t gpu_fork_peer(void (*peer)(int dev, int wfd, int rfd), int dev, int *wfd_p,
+                           int *rfd_p)
+{
+    int p2c[2], c2p[2];
+    pid_t pid;
+
+    if ((getenv("CK_FORK") != NULL) && !strcmp(getenv("CK_FORK"), "no")) {
+        printf("# CK_FORK=no: the two-process GPU test is not run\n");
+        return -1;
+    }
+    ck_assert_int_eq(pipe(p2c), 0);
+    ck_assert_int_eq(pipe(c2p), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(c2p[0]);
+        close(p2c[1]);
+        peer(dev, c2p[1], p2c[0]);
+        _exit(0);
+    }
+    close(c2p[1]); /* a dead peer is then end-of-file, not a wait for the timeout */
+    close(p2c[0]);
+    *wfd_p = p2c[1];
+    *rfd_p = c2p[0];
+    return pid;
+}
+
+/* Asks the peer for a copy of its GPU_BYTES of device memory ('c'). */
+static void gpu_peer_content(int wfd, int rfd, uint8_t *buf)
+{
+    ssize_t got;
+    size_t len;
+
+    ck_assert_int_eq(write(wfd, "c", 1), 1);
+    for (len = 0; len < GPU_BYTES; len += (size_t)got) {
+        got = read(rfd, buf + len, GPU_BYTES - len);
+        ck_assert_int_gt(got, 0);
+    }
 }
 
 /* Case: the two processes' devices, and a forced path (NULL: the topology's choice). */
@@ -207,36 +205,23 @@ START_TEST(test_kernels_gpu_rma)
 {
     static uint8_t host[GPU_BYTES], back[GPU_BYTES], check[GPU_BYTES];
     ucs_status_t (*query)(uct_ep_h, const char**, const char**);
-    int p2c[2], c2p[2], status, ndev = 0;
+    int wfd, rfd, status, ndev = 0;
     const char *path, *reason;
     uct_rkey_bundle_t rkey;
     uct_ep_params_t params;
     void *src, *dst;
     gpu_peer_t info;
     uct_mem_h memh, dst_memh;
-    gpu_node_t n;
+    uct_node_t n;
     uct_iov_t iov;
     uct_ep_h ep;
     size_t i, len;
     pid_t pid;
 
-    if ((getenv("CK_FORK") != NULL) && !strcmp(getenv("CK_FORK"), "no")) {
-        /* earlier tests started CUDA in this process: a forked peer could not use it */
-        printf("# CK_FORK=no: the two-process GPU test is not run\n");
+    pid = gpu_fork_peer(gpu_peer, gpu_rma_cases[_i].dev_b, &wfd, &rfd);
+    if (pid < 0) {
         return;
     }
-    ck_assert_int_eq(pipe(p2c), 0);
-    ck_assert_int_eq(pipe(c2p), 0);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(c2p[0]);
-        close(p2c[1]);
-        /* the device may not exist: the parent checks after its own CUDA start */
-        gpu_peer(gpu_rma_cases[_i].dev_b, c2p[1], p2c[0]);
-    }
-    close(c2p[1]); /* a dead peer is then end-of-file, not a wait for the timeout */
-    close(p2c[0]);
     ck_assert_int_eq(cudaGetDeviceCount(&ndev), cudaSuccess);
     if (gpu_rma_cases[_i].dev_b >= ndev) {
         kill(pid, SIGKILL);
@@ -251,7 +236,7 @@ START_TEST(test_kernels_gpu_rma)
     ck_assert_int_eq(cudaSetDevice(gpu_rma_cases[_i].dev_a), cudaSuccess);
     gpu_node_open(&n);
     unsetenv("RINGK_PATH");
-    ck_assert_int_eq(read(c2p[0], &info, sizeof(info)), sizeof(info));
+    ck_assert_int_eq(read(rfd, &info, sizeof(info)), sizeof(info));
     params = (uct_ep_params_t){
         .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                       UCT_EP_PARAM_FIELD_IFACE_ADDR,
@@ -300,11 +285,7 @@ START_TEST(test_kernels_gpu_rma)
     iov = (uct_iov_t){.buffer = src, .length = GPU_BYTES, .memh = memh, .count = 1};
     ck_assert_int_eq(uct_ep_put_zcopy(ep, &iov, 1, info.target, rkey.rkey, NULL), UCS_OK);
     ck_assert_int_eq(uct_ep_put_short(ep, host + 5, 200, info.target + 1000, rkey.rkey), UCS_OK);
-    ck_assert_int_eq(write(p2c[1], "c", 1), 1);
-    for (len = 0; len < sizeof(check); len += (size_t)status) {
-        status = (int)read(c2p[0], check + len, sizeof(check) - len);
-        ck_assert_int_gt(status, 0);
-    }
+    gpu_peer_content(wfd, rfd, check);
     ck_assert_mem_eq(check, host, 1000);
     ck_assert_mem_eq(check + 1000, host + 5, 200);
     ck_assert_mem_eq(check + 1200, host + 1200, GPU_BYTES - 1200);
@@ -316,10 +297,10 @@ START_TEST(test_kernels_gpu_rma)
     uct_md_mem_dereg(n.md, memh);
     uct_md_mem_dereg(n.md, dst_memh);
     uct_ep_destroy(ep);
-    ck_assert_int_eq(write(p2c[1], "q", 1), 1);
+    ck_assert_int_eq(write(wfd, "q", 1), 1);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0), "peer status 0x%x", status);
-    gpu_node_close(&n);
+    uct_node_close(&n);
     cudaFree(src);
     cudaFree(dst);
 }
@@ -442,7 +423,7 @@ START_TEST(test_kernels_gpu_ucp_rma)
 {
     static const size_t lens[] = {8, 4096, 65536, GPU_BYTES};
     static uint8_t host[GPU_BYTES], back[GPU_BYTES];
-    int p2c[2], c2p[2], status, ndev = 0;
+    int wfd, rfd, status, ndev = 0;
     ucp_mem_map_params_t mparams;
     ucp_request_param_t param;
     ucp_ep_params_t ep_params;
@@ -456,28 +437,17 @@ START_TEST(test_kernels_gpu_ucp_rma)
     ucp_ep_h ep;
     pid_t pid;
 
-    if ((getenv("CK_FORK") != NULL) && !strcmp(getenv("CK_FORK"), "no")) {
-        printf("# CK_FORK=no: the two-process GPU test is not run\n");
+    pid = gpu_fork_peer(gpu_ucp_peer, 0, &wfd, &rfd);
+    if (pid < 0) {
         return;
     }
-    ck_assert_int_eq(pipe(p2c), 0);
-    ck_assert_int_eq(pipe(c2p), 0);
-    pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        close(c2p[0]);
-        close(p2c[1]);
-        gpu_ucp_peer(0, c2p[1], p2c[0]);
-    }
-    close(c2p[1]);
-    close(p2c[0]);
     ck_assert_int_eq(cudaGetDeviceCount(&ndev), cudaSuccess);
     ck_assert_int_gt(ndev, 0);
     ck_assert_int_eq(cudaSetDevice(0), cudaSuccess);
     gpu_ucp_open(&ctx, &worker);
-    paddr = gpu_read_blob(c2p[0], &plen);
-    prkey = gpu_read_blob(c2p[0], &rkey_len);
-    ck_assert_int_eq(read(c2p[0], &target, sizeof(target)), sizeof(target));
+    paddr = gpu_read_blob(rfd, &plen);
+    prkey = gpu_read_blob(rfd, &rkey_len);
+    ck_assert_int_eq(read(rfd, &target, sizeof(target)), sizeof(target));
     ep_params = (ucp_ep_params_t){.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS,
                                   .address    = paddr};
     ck_assert_int_eq(ucp_ep_create(worker, &ep_params, &ep), UCS_OK);
@@ -516,11 +486,7 @@ START_TEST(test_kernels_gpu_ucp_rma)
                       len);
     }
     /* the peer's own copy of its memory agrees */
-    ck_assert_int_eq(write(p2c[1], "c", 1), 1);
-    for (len = 0; len < sizeof(back); len += (size_t)status) {
-        status = (int)read(c2p[0], back + len, sizeof(back) - len);
-        ck_assert_int_gt(status, 0);
-    }
+    gpu_peer_content(wfd, rfd, back);
     ck_assert_mem_eq(back, host, GPU_BYTES);
 
     ucp_rkey_destroy(rkey);
@@ -529,7 +495,7 @@ START_TEST(test_kernels_gpu_ucp_rma)
         ucp_mem_unmap(ctx, src_memh);
         ucp_mem_unmap(ctx, dst_memh);
     }
-    ck_assert_int_eq(write(p2c[1], "q", 1), 1);
+    ck_assert_int_eq(write(wfd, "q", 1), 1);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0), "peer status 0x%x", status);
     ucp_worker_destroy(worker);

@@ -682,6 +682,17 @@ static void *map_segment(node_t *n, uint64_t *bytes_p)
     return seg;
 }
 
+/* Maps @a n's receive segment as a peer would and attaches its shared lane (lane 0). */
+static void *shared_lane_attach(node_t *n, ringk_ring_t *ring, uint64_t *bytes_p)
+{
+    void *seg = map_segment(n, bytes_p);
+    const uct_ringk_seg_shm_t *hdr = seg;
+
+    ck_assert_int_eq(ringk_ring_attach(ring, (char*)seg + hdr->rings_offset, hdr->lane_stride),
+                     0);
+    return seg;
+}
+
 static const struct {
     uint32_t len;
     uint16_t ncells;
@@ -700,7 +711,6 @@ START_TEST(test_uct_ep_malformed_cells)
     node_t a, b;
     uct_ep_h ep;
     uint64_t bytes, pos;
-    uct_ringk_seg_shm_t *hdr;
     ringk_ring_t ring;
     void *seg;
     uint64_t seq;
@@ -708,11 +718,8 @@ START_TEST(test_uct_ep_malformed_cells)
     node_open(&a, NULL, NULL);
     node_open(&b, NULL, NULL);
     ep  = node_connect(&a, b.addr, b.dev_addr); /* an honest sender on its own lane */
-    seg = map_segment(&b, &bytes);
-    hdr = seg;
     /* the hostile writer uses the shared lane, as a sender without a lane of its own would */
-    ck_assert_int_eq(ringk_ring_attach(&ring, (char*)seg + hdr->rings_offset, hdr->lane_stride),
-                     0);
+    seg = shared_lane_attach(&b, &ring, &bytes);
     ck_assert(ringk_ring_mp_claim(&ring, 1, &pos));
     seq = 0;
     ringk_ring_write(&ring, pos, 0, &seq, 8);
@@ -743,17 +750,13 @@ START_TEST(test_uct_ep_cancelled_cells_passed)
     node_t a, b;
     uct_ep_h ep;
     uint64_t bytes, pos;
-    uct_ringk_seg_shm_t *hdr;
     ringk_ring_t ring;
     void *seg;
 
     node_open(&a, "LANES", "1");
     node_open(&b, "LANES", "1");
     ep  = node_connect(&a, b.addr, b.dev_addr);
-    seg = map_segment(&b, &bytes);
-    hdr = seg;
-    ck_assert_int_eq(ringk_ring_attach(&ring, (char*)seg + hdr->rings_offset, hdr->lane_stride),
-                     0);
+    seg = shared_lane_attach(&b, &ring, &bytes);
     test_capture_errors_begin();
     send_msg(&a, ep, SEND_SHORT, 0, 64, &b);
     wait_recv(&b, 1);
