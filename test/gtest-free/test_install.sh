@@ -24,7 +24,8 @@ eval "prefix=$(var prefix); exec_prefix=$(var exec_prefix); libdir=$(var libdir)
 eval "includedir=$(var includedir)"
 : "$prefix" "$exec_prefix"
 missing=""
-for f in "$includedir/ringk/api/ringk.h" "$libdir/libringk.so" "$libdir/pkgconfig/ringk.pc"; do
+for f in "$includedir/ringk/api/ringk.h" "$includedir/ringk/api/ringk_hlc.h" \
+         "$includedir/ringk/api/ringk_p2pq.h" "$libdir/libringk.so" "$libdir/pkgconfig/ringk.pc"; do
     [ -e "$dest$f" ] || missing="$missing $f"
 done
 for f in bin/ringk_info bin/ringk-run man/man7/ringk.7 man/man1/ringk_info.1 \

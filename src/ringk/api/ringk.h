@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libringk public API: the ring-kernel actor runtime. Calls return 0 or a negative errno and
- * write their outputs only on success; parameter structs start with a field_mask. */
+/* libringk public API: the ring-kernel actor runtime (contexts, ring kernels, sends, topics,
+ * barriers). Calls return 0 or a negative errno and write their outputs only on success;
+ * parameter structs start with a field_mask. The hybrid logical clock (ringk_hlc.h) and the
+ * point-to-point queue (ringk_p2pq.h) have headers of their own, included here. */
 #ifndef RINGK_API_RINGK_H
 #define RINGK_API_RINGK_H
 
+#include <ringk/api/ringk_hlc.h>
+#include <ringk/api/ringk_p2pq.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,29 +42,6 @@ typedef struct ringk_build_info {
  * @return 0, or -EINVAL when @a info_p is NULL or asks for an unknown field.
  */
 int ringk_build_info_query(ringk_build_info_t *info_p);
-
-/* ---- hybrid logical clock ------------------------------------------------------------------ */
-
-/**
- * A hybrid logical clock in one 64-bit word: milliseconds since the Unix epoch in the upper 48
- * bits, a logical counter in the lower 16. Both parts change together in one atomic update.
- */
-typedef struct ringk_hlc {
-    uint64_t word;
-} ringk_hlc_t;
-
-#define RINGK_HLC_PHYSICAL_MS(_t) ((_t) >> 16)
-#define RINGK_HLC_LOGICAL(_t)     ((_t) & 0xffffu)
-
-/** Starts @a clock at the current time. */
-void ringk_hlc_init(ringk_hlc_t *clock);
-
-/** A local or send event: returns a timestamp greater than every earlier one of @a clock. */
-uint64_t ringk_hlc_tick(ringk_hlc_t *clock);
-
-/** A receive event of a message stamped @a remote: the result exceeds both @a remote and every
- *  earlier timestamp of @a clock. */
-uint64_t ringk_hlc_recv(ringk_hlc_t *clock, uint64_t remote);
 
 /* ---- messages ------------------------------------------------------------------------------- */
 
@@ -349,6 +330,8 @@ typedef struct ringk_kernel_stats {
     uint64_t deferred_failed;  /**< of deferred, those that failed then (each one logged) */
 } ringk_kernel_stats_t;
 
+/** Copies the kernel's state and statistics (counters since creation; read without stopping
+ *  the kernel, each counter atomically). @return 0, or -EINVAL. */
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
 
 /* ---- sending -------------------------------------------------------------------------------- */
@@ -430,62 +413,6 @@ int ringk_barrier_wait(ringk_kernel_t *kernel, const char *barrier, int timeout_
 
 /** The context's clock (shared by its kernels). */
 ringk_hlc_t *ringk_ctx_clock(ringk_ctx_t *ctx);
-
-/* ---- P2P message queue ---------------------------------------------------------------------- */
-
-/**
- * A queue of fixed-size elements from one endpoint (the sender) to another (the receiver): one
- * sending thread and one receiving thread, no locks, no atomic read-modify-write.
- */
-typedef struct ringk_p2pq ringk_p2pq_t;
-
-#define RINGK_P2PQ_HOST      (-1)   /**< endpoint device: host memory */
-#define RINGK_P2PQ_ELEM_MAX  4080u  /**< largest element, bytes (one 4 KiB cell) */
-
-/** How elements actually travel. */
-typedef enum ringk_p2pq_mode {
-    RINGK_P2PQ_MODE_HOST_MEMORY = 0  /**< both endpoints on the host: one copy each way */
-} ringk_p2pq_mode_t;
-
-enum ringk_p2pq_param_field {
-    RINGK_P2PQ_PARAM_FIELD_CAPACITY  = 1u << 0,
-    RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE = 1u << 1,
-    RINGK_P2PQ_PARAM_FIELD_DEVICES   = 1u << 2
-};
-
-typedef struct ringk_p2pq_params {
-    uint64_t field_mask;
-    unsigned capacity;     /**< elements, a power of 2 from 2 to 1048576, default 1024 */
-    size_t   elem_size;    /**< bytes, 1..RINGK_P2PQ_ELEM_MAX (required) */
-    int      src_device;   /**< RINGK_P2PQ_HOST (default) or a GPU index (not yet) */
-    int      dst_device;
-} ringk_p2pq_params_t;
-
-/** Statistics of a queue. */
-typedef struct ringk_p2pq_stats {
-    uint64_t          sent, received, refused_full, empty_polls, cleared;
-    ringk_p2pq_mode_t mode;
-} ringk_p2pq_stats_t;
-
-int ringk_p2pq_create(const ringk_p2pq_params_t *params, ringk_p2pq_t **queue_p);
-int ringk_p2pq_destroy(ringk_p2pq_t *queue);
-unsigned ringk_p2pq_capacity(const ringk_p2pq_t *queue);
-/** Elements queued now (exact from either end's own thread, a snapshot from elsewhere). */
-unsigned ringk_p2pq_count(const ringk_p2pq_t *queue);
-int ringk_p2pq_empty(const ringk_p2pq_t *queue);
-int ringk_p2pq_full(const ringk_p2pq_t *queue);
-/** Sender side. @return 0, or -EAGAIN when full. */
-int ringk_p2pq_send(ringk_p2pq_t *queue, const void *elem);
-/** Sends up to @a n elements in order; *sent_p says how many. @return 0, or -EAGAIN if none. */
-int ringk_p2pq_send_batch(ringk_p2pq_t *queue, const void *elems, unsigned n, unsigned *sent_p);
-/** Receiver side. @return 0, or -EAGAIN when empty. */
-int ringk_p2pq_receive(ringk_p2pq_t *queue, void *elem);
-int ringk_p2pq_receive_batch(ringk_p2pq_t *queue, void *elems, unsigned max, unsigned *got_p);
-/** Copies the oldest element without removing it. @return 0, or -EAGAIN when empty. */
-int ringk_p2pq_try_peek(ringk_p2pq_t *queue, void *elem);
-/** Receiver side: discards everything queued now; *cleared_p says how many. */
-int ringk_p2pq_clear(ringk_p2pq_t *queue, unsigned *cleared_p);
-int ringk_p2pq_stats_query(const ringk_p2pq_t *queue, ringk_p2pq_stats_t *stats_p);
 
 #ifdef __cplusplus
 }
