@@ -84,6 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(rings_offset + (uint64_t)hdr.nlanes * stride <= addr.seg_bytes);
             check((uint64_t)hdr.ring_size * hdr.cell_size <= stride);
             check(hdr.max_cells <= hdr.ring_size);
+            check(hdr.max_len <= ringk_ring_capacity(hdr.max_cells, hdr.cell_size));
         }
         break;
     default:

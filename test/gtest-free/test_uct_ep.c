@@ -385,7 +385,8 @@ START_TEST(test_uct_ep_pending_and_flush)
     uint64_t hdr, sent = 0;
     int full = 0;
 
-    node_open(&a, NULL, NULL);
+    /* both sides alike: a peer whose ring cannot take this iface's largest message is refused */
+    node_open(&a, "RING_SIZE", "4");
     node_open(&b, "RING_SIZE", "4");
     ep = node_connect(&a, b.addr, b.dev_addr);
     ck_assert_int_eq(uct_ep_flush(ep, 0, NULL), UCS_OK);
@@ -510,7 +511,7 @@ START_TEST(test_uct_ep_rma_bcopy_seg_size)
     uct_ep_h ep;
 
     node_open(&a, "SEG_SIZE", "64k");
-    node_open(&b, NULL, NULL);
+    node_open(&b, "SEG_SIZE", "64k"); /* alike: see test_uct_ep_peer_limits */
     ck_assert_uint_eq(a.attr.cap.put.max_bcopy, 65536);
     ck_assert_uint_eq(a.attr.cap.get.max_bcopy, 65536);
     ck_assert_uint_lt(a.attr.cap.am.max_bcopy, 65536);
@@ -736,6 +737,55 @@ START_TEST(test_uct_ep_malformed_cells)
     ck_assert_uint_eq(b.nrecv, 2);
     ck_assert_uint_eq(b.nbad, 0);
     munmap(seg, bytes);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+}
+END_TEST
+
+/* Processes whose rings differ: a sender whose largest message the peer cannot take is refused
+ * at endpoint creation, naming both limits; one whose cells differ in size from the peer's packs
+ * its largest messages in place over as many of the peer's cells as they take, across many
+ * wrap-arounds of the peer's ring, and every one arrives intact. */
+START_TEST(test_uct_ep_peer_limits)
+{
+    uct_ep_params_t params;
+    node_t a, b;
+    uct_ep_h ep;
+    ucs_status_t status;
+    unsigned i;
+
+    node_open(&a, "SEG_SIZE", "16k");
+    node_open(&b, NULL, NULL);
+    params = (uct_ep_params_t){
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = a.iface,
+        .dev_addr   = (const uct_device_addr_t*)b.dev_addr,
+        .iface_addr = (const uct_iface_addr_t*)b.addr
+    };
+    test_capture_errors_begin();
+    status = uct_ep_create(&params, &ep);
+    test_capture_errors_end();
+    ck_assert_int_eq(status, UCS_ERR_UNREACHABLE);
+    ck_assert_msg(strstr(test_captured, "takes messages of up to 8192 bytes, this iface sends up "
+                         "to 16384") != NULL, "logged '%s'", test_captured);
+    ep = node_connect(&b, a.addr, a.dev_addr); /* the other way round: the smaller fits */
+    send_msg(&b, ep, SEND_BCOPY, 0, 8192, &a);
+    wait_recv(&a, 1);
+    uct_ep_destroy(ep);
+    node_close(&b);
+    node_close(&a);
+
+    /* 256-byte cells sending into 64-byte cells: 8 KiB takes 129 of the peer's cells */
+    node_open(&a, "CELL_SIZE", "256");
+    node_open(&b, NULL, NULL);
+    ep = node_connect(&a, b.addr, b.dev_addr);
+    for (i = 0; i < 64; i++) {
+        send_msg(&a, ep, SEND_BCOPY, i, 8192, &b);
+        wait_recv(&b, i + 1);
+    }
+    ck_assert_uint_eq(b.nbad, 0);
     uct_ep_destroy(ep);
     node_close(&b);
     node_close(&a);
@@ -1356,6 +1406,7 @@ void test_uct_ep_tcases(Suite *s)
     tcase_add_loop_test(tc, test_uct_ep_am_alignment_params, 0,
                         sizeof(am_aligns) / sizeof(am_aligns[0]));
     tcase_add_test(tc, test_uct_ep_cancelled_cells_passed);
+    tcase_add_test(tc, test_uct_ep_peer_limits);
     tcase_add_loop_test(tc, test_uct_ep_malformed_cells, 0,
                         sizeof(bad_cells) / sizeof(bad_cells[0]));
     tcase_add_test(tc, test_uct_ep_arm_busy_with_message);

@@ -54,10 +54,11 @@ static ucs_status_t uct_ringk_ep_seg_check(const uct_ringk_seg_shm_t *hdr,
         !ucs_is_pow2(hdr->ring_size) || (hdr->ring_size < UCT_RINGK_RING_SIZE_MIN) ||
         (hdr->ring_size > UCT_RINGK_RING_SIZE_MAX) || !ucs_is_pow2(hdr->cell_size) ||
         (hdr->cell_size < UCT_RINGK_CELL_SIZE_MIN) || (hdr->cell_size > UCT_RINGK_CELL_SIZE_MAX) ||
-        (hdr->max_cells < 1) || (hdr->max_cells > hdr->ring_size)) {
+        (hdr->max_cells < 1) || (hdr->max_cells > hdr->ring_size) || (hdr->max_len < 1) ||
+        (hdr->max_len > ringk_ring_capacity(hdr->max_cells, hdr->cell_size))) {
         ucs_error("ringk: peer segment of pid %u has invalid geometry: %u lanes, %u cells of %u"
-                  " bytes, %u cells per message", addr->pid, hdr->nlanes, hdr->ring_size,
-                  hdr->cell_size, hdr->max_cells);
+                  " bytes, %u cells and %u bytes per message", addr->pid, hdr->nlanes,
+                  hdr->ring_size, hdr->cell_size, hdr->max_cells, hdr->max_len);
         return UCS_ERR_INVALID_ADDR;
     }
     uct_ringk_seg_layout(hdr->nlanes, hdr->ring_size, hdr->cell_size, &rings_offset, &stride,
@@ -69,6 +70,25 @@ static ucs_status_t uct_ringk_ep_seg_check(const uct_ringk_seg_shm_t *hdr,
                   " vs %" PRIu64 ")", addr->pid, hdr->seg_bytes, addr->seg_bytes);
         return UCS_ERR_INVALID_ADDR;
     }
+    return UCS_OK;
+}
+
+/* The peer's ring must take this iface's largest message, which UCP may send whatever the
+ * endpoint: processes with different UCX_RINGK_SEG_SIZE, RING_SIZE or CELL_SIZE are refused
+ * here rather than overrunning the peer's ring or receive buffer. The in-place am_bcopy needs
+ * room for the cells that message takes in the peer's ring, whose cells may differ in size. */
+static ucs_status_t uct_ringk_ep_limits_check(uct_ringk_ep_t *ep, uct_ringk_iface_t *iface,
+                                              const uct_ringk_iface_addr_t *addr)
+{
+    const uct_ringk_seg_shm_t *hdr = ep->seg;
+
+    if (iface->max_bcopy > hdr->max_len) {
+        ucs_error("ringk: the peer (pid %u) takes messages of up to %u bytes, this iface sends "
+                  "up to %zu: UCX_RINGK_SEG_SIZE, RING_SIZE or CELL_SIZE differ between the two "
+                  "processes", addr->pid, hdr->max_len, iface->max_bcopy);
+        return UCS_ERR_UNREACHABLE;
+    }
+    ep->max_cells = ringk_ring_cells_for(iface->max_bcopy, hdr->cell_size);
     return UCS_OK;
 }
 
@@ -287,8 +307,11 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
     if (status != UCS_OK) {
         goto err_unmap;
     }
-    self->ctl       = uct_ringk_seg_ctl(self->seg);
-    self->max_cells = ((uct_ringk_seg_shm_t*)self->seg)->max_cells;
+    self->ctl = uct_ringk_seg_ctl(self->seg);
+    status    = uct_ringk_ep_limits_check(self, iface, addr);
+    if (status != UCS_OK) {
+        goto err_unmap;
+    }
     status = uct_ringk_ep_lane_claim(self);
     if (status != UCS_OK) {
         goto err_unmap;
@@ -611,8 +634,8 @@ static UCS_F_ALWAYS_INLINE void *uct_ringk_ep_bcopy_dst(uct_ringk_iface_t *iface
     if (ep->lane == UCT_RINGK_SHARED_LANE) {
         return NULL;
     }
-    pad = ringk_ring_pad(&ep->ring, ep->prod.pos, iface->max_cells);
-    if (!ringk_ring_room(&ep->ring, &ep->prod, pad + iface->max_cells)) {
+    pad = ringk_ring_pad(&ep->ring, ep->prod.pos, ep->max_cells);
+    if (!ringk_ring_room(&ep->ring, &ep->prod, pad + ep->max_cells)) {
         return NULL;
     }
     if (pad != 0) {
@@ -643,7 +666,7 @@ ssize_t uct_ringk_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pa
         length = pack_cb(dst, arg);
         UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "am_bcopy");
         ncells = ringk_ring_cells_for(length, ep->ring.cell_size);
-        /* Room for max_cells without wrapping was checked: this claim takes exactly dst. */
+        /* Room for ep->max_cells without wrapping was checked: this claim takes exactly dst. */
         pos = ep->prod.pos;
         if (ucs_unlikely(!ringk_ring_sp_claim(&ep->ring, &ep->prod, ncells, &pos) ||
                          (ringk_ring_payload(&ep->ring, pos) != dst))) {

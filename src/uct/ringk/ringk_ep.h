@@ -33,7 +33,8 @@ struct uct_ringk_ep {
     ringk_ring_prod_t        prod;        /**< position and cached head on an own lane */
     uint64_t                 token;       /**< our owner token on the lane */
     unsigned                 lane;        /**< lane number; UCT_RINGK_SHARED_LANE if shared */
-    unsigned                 max_cells;   /**< most cells one message may span (peer's) */
+    unsigned                 max_cells;   /**< cells this iface's largest message takes in the
+                                               peer's ring */
     unsigned                 need_cells;  /**< cells the last refused send needed */
     uint32_t                 peer_pid;
     uint64_t                 peer_id;

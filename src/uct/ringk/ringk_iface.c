@@ -442,11 +442,11 @@ uct_ringk_iface_poll_lane(uct_ringk_iface_t *iface, uct_ringk_rx_lane_t *rx)
         flags  = cell->flags;
         if (ucs_unlikely((ringk_ring_msg_check(&rx->ring, rx->head, len, ncells, flags,
                                                iface->max_cells) != 0) ||
-                         (id >= UCT_AM_ID_MAX))) {
+                         (id >= UCT_AM_ID_MAX) || (len > iface->max_bcopy))) {
             ucs_error("ringk iface %p: dropping malformed message on lane %u at position %" PRIu64
-                      ": am id %u (limit %d), length %u, cells %u (limit %u), flags 0x%x",
-                      iface, rx->index, rx->head, id, (int)UCT_AM_ID_MAX - 1, len, ncells,
-                      iface->max_cells, flags);
+                      ": am id %u (limit %d), length %u (limit %zu), cells %u (limit %u), "
+                      "flags 0x%x", iface, rx->index, rx->head, id, (int)UCT_AM_ID_MAX - 1, len,
+                      iface->max_bcopy, ncells, iface->max_cells, flags);
             /* Its cell count cannot be trusted: skip one cell. A sender that writes garbage
              * breaks its own lane only. */
             ringk_ring_release(&rx->ring, rx->head, 1, 0xff);
@@ -637,6 +637,7 @@ static ucs_status_t uct_ringk_iface_seg_create(uct_ringk_iface_t *iface)
     hdr->lane_stride  = stride;
     hdr->owner_pid    = getpid();
     hdr->max_cells    = iface->max_cells;
+    hdr->max_len      = (uint32_t)iface->max_bcopy;
     /* S1: the magic last: a sender that sees it sees a formatted segment; pairs with S2. */
     __atomic_store_n(&hdr->magic, UCT_RINGK_SEG_MAGIC, __ATOMIC_RELEASE);
     return UCS_OK;

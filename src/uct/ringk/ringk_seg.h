@@ -34,7 +34,7 @@
  */
 
 #define UCT_RINGK_SEG_MAGIC    0x4745534b474e4952ull /* "RINGKSEG" */
-#define UCT_RINGK_SEG_VERSION  1u
+#define UCT_RINGK_SEG_VERSION  2u
 #define UCT_RINGK_SHARED_LANE  0u
 
 /** Segment header (line 0). */
@@ -49,6 +49,7 @@ typedef struct uct_ringk_seg_shm {
     uint64_t lane_stride;   /**< bytes between two lanes' rings */
     uint32_t owner_pid;     /**< pid of the receiving process */
     uint32_t max_cells;     /**< most cells one message may span */
+    uint32_t max_len;       /**< largest message the receiver takes, bytes (its max_bcopy) */
 } uct_ringk_seg_shm_t;
 
 /** Control line (line 1). */
