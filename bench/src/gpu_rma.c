@@ -8,7 +8,8 @@
  *   host_put/get the same forced through ringk's pinned staging buffer (RINGK_PATH=HOST_STAGED)
  * Each round runs every method at every size back to back (interleaved); the figures are the
  * medians over the rounds of the time per operation, with GB/s and the ratio to d2d and to
- * staged. The path of each endpoint is read back from the transport and checked.
+ * staged. The path of each endpoint is read back from the transport and checked, and an
+ * untimed first round checks that every size arrives intact along both paths.
  *   gpu_rma [-r ROUNDS] [-m MAX_BYTES]     (run through contrib/ringk-run)
  * Lines "RESULT method bytes usec GB/s x_d2d x_staged" are for scripts. Exits 77 without a GPU.
  */
@@ -167,6 +168,45 @@ static void rma(path_t *p, int get, void *buf, size_t len, uint64_t target)
     }
 }
 
+/* Puts a pattern to the peer and gets it back along each path, at each size: the figures are
+ * of copies that move the right bytes. */
+static void verify(path_t *ipc, path_t *host, void *src, void *dst, size_t max_bytes,
+                   uint64_t target)
+{
+    path_t *paths[2] = {ipc, host};
+    uint8_t *want, *got;
+    size_t s, i, len;
+    int p;
+
+    want = malloc(max_bytes);
+    got  = malloc(max_bytes);
+    if ((want == NULL) || (got == NULL)) {
+        DIE("cannot allocate %zu bytes to check the copies", max_bytes);
+    }
+    for (i = 0; i < max_bytes; i++) {
+        want[i] = (uint8_t)(i * 131 + 7);
+    }
+    CUDA(cudaMemcpy(src, want, max_bytes, cudaMemcpyHostToDevice));
+    for (p = 0; p < 2; p++) {
+        for (s = 0; s < NSIZES; s++) {
+            len = sizes[s];
+            if (len > max_bytes) {
+                continue;
+            }
+            CUDA(cudaMemset(dst, 0, len));
+            rma(paths[p], 0, src, len, target);
+            rma(paths[p], 1, dst, len, target);
+            CUDA(cudaMemcpy(got, dst, len, cudaMemcpyDeviceToHost));
+            if (memcmp(got, want, len) != 0) {
+                DIE("%s: %zu bytes put and got back differ", p ? "host staged" : "CUDA IPC",
+                    len);
+            }
+        }
+    }
+    free(want);
+    free(got);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double*)a, y = *(const double*)b;
@@ -237,6 +277,9 @@ int main(int argc, char **argv)
     path_open(&ipc, &info, NULL, src, dst, max_bytes);
     path_open(&host, &info, "HOST_STAGED", src, dst, max_bytes);
 
+    /* an untimed round first (the staging buffer and the IPC mapping are set up lazily), in
+     * which every size is put and got back along both paths and checked */
+    verify(&ipc, &host, src, dst, max_bytes, info.target);
     for (r = 0; r < rounds; r++) {
         for (s = 0; s < NSIZES; s++) {
             len = sizes[s];

@@ -526,9 +526,10 @@ ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     return UCS_OK;
 }
 
-/* Tells whether a local buffer is CUDA device memory. The iov's memh is never looked at: the
- * md does not advertise UCT_MD_FLAG_NEED_MEMH, so UCP passes whatever its request holds there,
- * not a handle of ours. Without a usable CUDA this calls nothing (ringk_cuda_ptr_is_device). */
+/* Tells whether a local buffer is CUDA device memory. The iov's memh is never looked at:
+ * without a usable CUDA the md does not advertise UCT_MD_FLAG_NEED_MEMH, and UCP passes
+ * whatever its request holds there, not a handle of ours. Without a usable CUDA this calls
+ * nothing (ringk_cuda_ptr_is_device). */
 static UCS_F_ALWAYS_INLINE int uct_ringk_local_is_gpu(const void *buffer)
 {
     return ringk_cuda_ptr_is_device(buffer, NULL, 0);

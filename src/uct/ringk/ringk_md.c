@@ -32,7 +32,11 @@ static ucs_status_t uct_ringk_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 {
     uct_ringk_md_t *md = ucs_derived_of(tl_md, uct_ringk_md_t);
 
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY;
+    /* With CUDA memory, zcopy asks for a memh: UCP then offers zcopy for memory types the md
+     * registers, where without it only for those the md can access with the CPU (host); the
+     * memh itself is not read (CUDA buffers are told by pointer). */
+    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
+                                 (md->cuda ? UCT_MD_FLAG_NEED_MEMH : 0);
     /* CUDA memory is registered (exported for CUDA IPC) and moved by put/get zcopy along the
      * endpoint's GPU path; it is not CPU-accessible, so short/bcopy stay host-only. */
     attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
@@ -40,7 +44,9 @@ static ucs_status_t uct_ringk_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
     attr->cap.alloc_mem_types  = 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     /* UCP asks the mds that detect a memory type (through mem_query) when its memory-type
-     * cache does not know an address: a UCX built without CUDA has no other md that can */
+     * cache is off (UCX_MEMTYPE_CACHE=n); with the cache on it takes an address the cache does
+     * not know for host memory, and learns CUDA allocations only from registration here. A UCX
+     * built without CUDA has no other md that can tell. */
     attr->cap.detect_mem_types = md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0;
     attr->cap.max_alloc        = 0;
     attr->cap.max_reg          = ULONG_MAX;
