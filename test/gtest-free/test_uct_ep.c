@@ -165,6 +165,24 @@ static void wait_recv(node_t *n, uint64_t count)
     }
 }
 
+/* Creates an endpoint from @a from to @a to, capturing what it logs (test_captured). */
+static ucs_status_t node_try_connect(node_t *from, const node_t *to, uct_ep_h *ep_p)
+{
+    uct_ep_params_t params = {
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = from->iface,
+        .dev_addr   = (const uct_device_addr_t*)to->dev_addr,
+        .iface_addr = (const uct_iface_addr_t*)to->addr
+    };
+    ucs_status_t status;
+
+    test_capture_errors_begin();
+    status = uct_ep_create(&params, ep_p);
+    test_capture_errors_end();
+    return status;
+}
+
 static uct_ep_h node_connect(node_t *from, const uint8_t *addr, const uint8_t *dev_addr)
 {
     uct_ep_params_t params = {
@@ -694,6 +712,19 @@ static void *shared_lane_attach(node_t *n, ringk_ring_t *ring, uint64_t *bytes_p
     return seg;
 }
 
+/* The end of a test that wrote into @a b's shared lane: @a b got @a nrecv messages, all intact;
+ * then everything goes. */
+static void shared_lane_test_end(node_t *a, node_t *b, uct_ep_h ep, void *seg, uint64_t bytes,
+                                 uint64_t nrecv)
+{
+    ck_assert_uint_eq(b->nrecv, nrecv);
+    ck_assert_uint_eq(b->nbad, 0);
+    munmap(seg, bytes);
+    uct_ep_destroy(ep);
+    node_close(b);
+    node_close(a);
+}
+
 static const struct {
     uint32_t len;
     uint16_t ncells;
@@ -734,12 +765,7 @@ START_TEST(test_uct_ep_malformed_cells)
     /* the malformed cell is dropped with an error, the honest lane is intact */
     ck_assert_msg(strstr(test_captured, "dropping malformed message") != NULL, "log: %s",
                   test_captured);
-    ck_assert_uint_eq(b.nrecv, 2);
-    ck_assert_uint_eq(b.nbad, 0);
-    munmap(seg, bytes);
-    uct_ep_destroy(ep);
-    node_close(&b);
-    node_close(&a);
+    shared_lane_test_end(&a, &b, ep, seg, bytes, 2);
 }
 END_TEST
 
@@ -749,7 +775,6 @@ END_TEST
  * wrap-arounds of the peer's ring, and every one arrives intact. */
 START_TEST(test_uct_ep_peer_limits)
 {
-    uct_ep_params_t params;
     node_t a, b;
     uct_ep_h ep;
     ucs_status_t status;
@@ -757,16 +782,7 @@ START_TEST(test_uct_ep_peer_limits)
 
     node_open(&a, "SEG_SIZE", "16k");
     node_open(&b, NULL, NULL);
-    params = (uct_ep_params_t){
-        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
-        .iface      = a.iface,
-        .dev_addr   = (const uct_device_addr_t*)b.dev_addr,
-        .iface_addr = (const uct_iface_addr_t*)b.addr
-    };
-    test_capture_errors_begin();
-    status = uct_ep_create(&params, &ep);
-    test_capture_errors_end();
+    status = node_try_connect(&a, &b, &ep);
     ck_assert_int_eq(status, UCS_ERR_UNREACHABLE);
     ck_assert_msg(strstr(test_captured, "takes messages of up to 8192 bytes, this iface sends up "
                          "to 16384") != NULL, "logged '%s'", test_captured);
@@ -817,12 +833,7 @@ START_TEST(test_uct_ep_cancelled_cells_passed)
     wait_recv(&b, 3);
     test_capture_errors_end();
     ck_assert_msg(test_captured[0] == '\0', "logged: %s", test_captured);
-    ck_assert_uint_eq(b.nrecv, 3);
-    ck_assert_uint_eq(b.nbad, 0);
-    munmap(seg, bytes);
-    uct_ep_destroy(ep);
-    node_close(&b);
-    node_close(&a);
+    shared_lane_test_end(&a, &b, ep, seg, bytes, 3);
 }
 END_TEST
 
@@ -1223,7 +1234,6 @@ START_TEST(test_uct_ep_gpu_path)
 {
     ucs_status_t (*query)(uct_ep_h, const char**, const char**);
     const char *src = getenv("RINGK_TOP_SRCDIR"), *path, *reason;
-    uct_ep_params_t params;
     char file[1024];
     ucs_status_t status;
     node_t a, b;
@@ -1244,16 +1254,7 @@ START_TEST(test_uct_ep_gpu_path)
     node_open(&b, "GPU", gpu_paths[_i].gpu_b);
     unsetenv("RINGK_P2P_LEVEL");
     unsetenv("RINGK_PATH");
-    params = (uct_ep_params_t){
-        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
-        .iface      = a.iface,
-        .dev_addr   = (const uct_device_addr_t*)b.dev_addr,
-        .iface_addr = (const uct_iface_addr_t*)b.addr
-    };
-    test_capture_errors_begin();
-    status = uct_ep_create(&params, &ep);
-    test_capture_errors_end();
+    status = node_try_connect(&a, &b, &ep);
     unsetenv("RINGK_TOPO_FILE");
     if (gpu_paths[_i].path == NULL) {
         ck_assert_int_eq(status, UCS_ERR_UNREACHABLE);
@@ -1289,7 +1290,6 @@ START_TEST(test_uct_ep_gpu_path_ucx_config)
     };
     ucs_status_t (*query)(uct_ep_h, const char**, const char**);
     const char *src = getenv("RINGK_TOP_SRCDIR"), *path, *reason;
-    uct_ep_params_t params;
     char file[1024];
     node_t a, b;
     uct_ep_h ep;
@@ -1316,14 +1316,7 @@ START_TEST(test_uct_ep_gpu_path_ucx_config)
     unsetenv("RINGK_TOPO_FILE");
     unsetenv("RINGK_PATH");
     unsetenv("RINGK_P2P_LEVEL");
-    params = (uct_ep_params_t){
-        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
-        .iface      = a.iface,
-        .dev_addr   = (const uct_device_addr_t*)b.dev_addr,
-        .iface_addr = (const uct_iface_addr_t*)b.addr
-    };
-    ck_assert_int_eq(uct_ep_create(&params, &ep), UCS_OK);
+    ck_assert_int_eq(node_try_connect(&a, &b, &ep), UCS_OK);
     ck_assert_int_eq(query(ep, &path, &reason), UCS_OK);
     ck_assert_msg(!strcmp(path, cases[_i].path) && (strstr(reason, cases[_i].why) != NULL),
                   "path %s, reason '%s'", path, reason);
