@@ -6,8 +6,11 @@
 
 #include "ringk_node.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 /* FNV-1a, 64 bits: a stable hash of a few bytes. */
@@ -77,4 +80,65 @@ int ringk_node_id_same(const ringk_node_id_t *a, const ringk_node_id_t *b, char 
     snprintf(reason, reason_len, "same node: same boot id, PID, IPC and network namespaces and "
              "/dev/shm");
     return 1;
+}
+
+/* Whether this process has CAP_SYS_PTRACE in its effective set (/proc/self/status CapEff). */
+static int ringk_node_cap_sys_ptrace(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    uint64_t cap = 0;
+    char line[256];
+
+    if (f == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "CapEff: %" SCNx64, &cap) == 1) {
+            break;
+        }
+    }
+    fclose(f);
+    return (cap >> 19) & 1; /* CAP_SYS_PTRACE */
+}
+
+int ringk_node_ptrace_allow(const char *scope_file, char *why, size_t why_len)
+{
+    FILE *f = fopen(scope_file, "r");
+    int scope = -1;
+
+    if (f == NULL) {
+        snprintf(why, why_len, "no Yama (%s: %s): peers of this user may attach", scope_file,
+                 strerror(errno));
+        return 1;
+    }
+    if (fscanf(f, "%d", &scope) != 1) {
+        scope = -1;
+    }
+    fclose(f);
+    switch (scope) {
+    case 0:
+        snprintf(why, why_len, "Yama ptrace_scope 0: peers of this user may attach");
+        return 1;
+    case 1:
+        if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) == 0) {
+            snprintf(why, why_len, "Yama ptrace_scope 1: PR_SET_PTRACER_ANY set, peers of "
+                     "this user may attach");
+            return 1;
+        }
+        snprintf(why, why_len, "Yama ptrace_scope 1 and prctl(PR_SET_PTRACER) failed: %s",
+                 strerror(errno));
+        return 0;
+    case 2:
+        if (ringk_node_cap_sys_ptrace()) {
+            snprintf(why, why_len, "Yama ptrace_scope 2: this process has CAP_SYS_PTRACE");
+            return 1;
+        }
+        snprintf(why, why_len, "Yama ptrace_scope 2 and no CAP_SYS_PTRACE: peers cannot "
+                 "open this process's segment");
+        return 0;
+    default:
+        snprintf(why, why_len, "Yama ptrace_scope %d (%s): attaching is disabled", scope,
+                 scope_file);
+        return 0;
+    }
 }

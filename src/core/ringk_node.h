@@ -29,4 +29,15 @@ void ringk_node_id_get(ringk_node_id_t *id);
 int ringk_node_id_same(const ringk_node_id_t *a, const ringk_node_id_t *b, char *reason,
                        size_t reason_len);
 
+/**
+ * Lets peers of this user reach this process the way ringk needs (opening its segment through
+ * /proc/<pid>/fd, cross-memory attach), as UCX's cma transport does: under Yama's ptrace_scope
+ * 1 (read from @a scope_file, normally /proc/sys/kernel/yama/ptrace_scope) only a descendant
+ * may, unless the process names its ptracer, so it calls prctl(PR_SET_PTRACER,
+ * PR_SET_PTRACER_ANY); the kernel's same-user check still applies. Scope 0 or no Yama needs
+ * nothing; 2 needs CAP_SYS_PTRACE; 3 forbids it.
+ * @return 1 when peers can reach this process, else 0; @a why says which case it was.
+ */
+int ringk_node_ptrace_allow(const char *scope_file, char *why, size_t why_len);
+
 #endif

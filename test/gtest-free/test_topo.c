@@ -3,6 +3,7 @@
  * test/gtest-free/topo/, every override, estimates, and bad files and bad override values. */
 #include "test_util.h"
 
+#include <core/ringk_node.h>
 #include <core/ringk_topo.h>
 
 #include <errno.h>
@@ -401,6 +402,47 @@ START_TEST(test_topo_busid_pack)
 }
 END_TEST
 
+/* Yama's ptrace_scope decides whether peers may open this process's segment: 0 or no Yama,
+ * yes; 1, after prctl(PR_SET_PTRACER_ANY) (which fails where there is no Yama); 2, with
+ * CAP_SYS_PTRACE; 3, never. Each answer says which case it was. */
+START_TEST(test_node_ptrace_scope)
+{
+    static const struct {
+        const char *content, *yes, *no;
+    } cases[] = {
+        {NULL, "no Yama", NULL},
+        {"0\n", "ptrace_scope 0", NULL},
+        {"1\n", "PR_SET_PTRACER_ANY set", "prctl(PR_SET_PTRACER) failed"},
+        {"2\n", "has CAP_SYS_PTRACE", "no CAP_SYS_PTRACE"},
+        {"3\n", NULL, "attaching is disabled"},
+    };
+    char path[64], why[256];
+    unsigned i;
+    FILE *f;
+    int ret;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(path, sizeof(path), "/tmp/ringk-ptrace-scope.%d", (int)getpid());
+        unlink(path);
+        if (cases[i].content != NULL) {
+            f = fopen(path, "w");
+            ck_assert_ptr_nonnull(f);
+            fputs(cases[i].content, f);
+            fclose(f);
+        }
+        ret = ringk_node_ptrace_allow(path, why, sizeof(why));
+        unlink(path);
+        if (ret) {
+            ck_assert_msg((cases[i].yes != NULL) && (strstr(why, cases[i].yes) != NULL),
+                          "case %u: allowed, saying '%s'", i, why);
+        } else {
+            ck_assert_msg((cases[i].no != NULL) && (strstr(why, cases[i].no) != NULL),
+                          "case %u: refused, saying '%s'", i, why);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("topo");
@@ -424,6 +466,7 @@ int main(void)
     tc = tcase_create("files");
     tcase_add_test(tc, test_topo_bad_files);
     tcase_add_test(tc, test_topo_file_crashing_hwloc);
+    tcase_add_test(tc, test_node_ptrace_scope);
     tcase_add_loop_test(tc, test_topo_bad_nvlink_info, 0, sizeof(bad_files) / sizeof(bad_files[0]));
     suite_add_tcase(s, tc);
 

@@ -9,6 +9,7 @@
 #include "ringk_md.h"
 #include "ringk_iface.h"
 
+#include <core/ringk_node.h>
 #include <core/ringk_topo.h>
 #include <core/ringk_ucxver.h>
 #include <ucs/debug/log.h>
@@ -20,6 +21,8 @@
 #include <limits.h>
 #include <string.h>
 #include <unistd.h>
+
+#define UCT_RINGK_PTRACE_SCOPE "/proc/sys/kernel/yama/ptrace_scope"
 
 static ucs_config_field_t uct_ringk_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_ringk_md_config_t, super),
@@ -282,7 +285,7 @@ static ucs_status_t uct_ringk_md_open(uct_component_t *component, const char *md
                                       const uct_md_config_t *config, uct_md_h *md_p)
 {
     uct_ringk_md_t *md;
-    char why[128] = "";
+    char why[256] = "";
 
     md = ucs_calloc(1, sizeof(*md), "uct_ringk_md");
     if (md == NULL) {
@@ -292,6 +295,12 @@ static ucs_status_t uct_ringk_md_open(uct_component_t *component, const char *md
     md->cuda            = ringk_cuda_usable(why, sizeof(why));
     ucs_debug("ringk md %p: CUDA memory %s (%s)", md, md->cuda ? "registered" : "not handled",
               why);
+    /* peers open this process's segments through /proc/<pid>/fd and attach to its memory */
+    if (ringk_node_ptrace_allow(UCT_RINGK_PTRACE_SCOPE, why, sizeof(why))) {
+        ucs_debug("ringk md %p: %s", md, why);
+    } else {
+        ucs_warn("ringk: %s; other processes cannot reach this one over ringk", why);
+    }
     md->super.ops       = &uct_ringk_md_ops;
     md->super.component = &uct_ringk_component;
     *md_p               = &md->super;
