@@ -49,7 +49,7 @@ for t in $targets; do
     extra=""
     case $t in
         fuzz_ring) ;;
-        fuzz_wire) extra="$top/src/ringk/ringk_wire.c $(pkg-config --cflags hwloc ucx)" ;;
+        fuzz_wire) extra="$top/src/ringk/net/ringk_wire.c $(pkg-config --cflags hwloc ucx)" ;;
         fuzz_uct)
             if [ -z "$ucx_src" ] || [ ! -f "$build/ucx-build/config.h" ]; then
                 echo "not ok $n - $t: $build is not a configured build directory"

@@ -103,7 +103,7 @@ static int example_idle(ringk_ctx_t *ctx)
  * -EPIPE when the job lost a process first. */
 static int example_wait_terminated(ringk_ctx_t *ctx, ringk_kernel_t **kernels, unsigned n)
 {
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     unsigned i;
 
     for (i = 0; i < n; i++) {

@@ -252,10 +252,9 @@ int main(int argc, char **argv)
         if (strips[i].down[0]) routes[nr++] = strips[i].down;
         ringk_kernel_params_t p = {
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
-                          RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MODE |
-                          RINGK_KERNEL_PARAM_FIELD_DOMAIN,
+                          RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MODE,
             .name = names[i], .handler = strip_handler, .arg = &strips[i], .publishes_to = routes,
-            .mode = RINGK_MODE_EVENT_DRIVEN, .domain = RINGK_DOMAIN_SPATIAL
+            .mode = RINGK_MODE_EVENT_DRIVEN
         };
         if (ringk_kernel_create(ctx, &p, &mine[nmine++]) != 0) {
             return 1;

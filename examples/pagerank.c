@@ -259,9 +259,9 @@ int main(int argc, char **argv)
         ringk_kernel_params_t p = {
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                           RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MODE |
-                          RINGK_KERNEL_PARAM_FIELD_DOMAIN | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE,
+                          RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE,
             .name = names[q], .handler = part_handler, .arg = pt, .publishes_to = routes,
-            .mode = RINGK_MODE_EVENT_DRIVEN, .domain = RINGK_DOMAIN_GRAPH, .inbox_size = inbox
+            .mode = RINGK_MODE_EVENT_DRIVEN, .inbox_size = inbox
         };
         if (ringk_kernel_create(ctx, &p, &mine[nmine++]) != 0) {
             return 1;

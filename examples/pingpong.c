@@ -61,7 +61,7 @@ int main(int argc, char **argv)
                       RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_IN
     };
     ringk_kernel_t *kping = NULL, *kpong = NULL;
-    ringk_kernel_stats_t st = {0};
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     struct timespec t0, t1;
     uint64_t zero = 0;
     int rank, size;

@@ -110,7 +110,7 @@ RINGK_HD void ringk_store_relaxed_u64(uint64_t *p, uint64_t v)
     __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 /* seq_cst (the same locked instruction as acq_rel on x86): libringk's wakeup orders a claim
- * before its read of the receiver's 'sleeping' flag with it (W2 in ringk_runtime.c). */
+ * before its read of the receiver's 'sleeping' flag with it (W2 in libringk's ringk_exec.h). */
 RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t expected, uint64_t desired)
 {
     return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST,

@@ -3,7 +3,7 @@
  * state machine across processes. A barrier completes a generation when every participant has
  * arrived: in one process by the last local arrival; across processes, the last local arrival
  * of each process tells rank 0 (the root), which counts processes and, when all are in,
- * completes the generation at home and sends releases. The network layer (ringk_remote.c)
+ * completes the generation at home and sends releases. The network layer (net/)
  * carries the arrivals and releases and hands what arrives to ringk_barrier_deliver(). All
  * state here is under ctx->lock; nothing sends while holding it (a send may need the progress
  * thread, which may need the lock). */
@@ -11,6 +11,7 @@
 
 #define _GNU_SOURCE
 #include "ringk_internal.h"
+#include "net/ringk_net.h"
 
 #include <errno.h>
 #include <string.h>

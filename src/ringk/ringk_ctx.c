@@ -4,10 +4,13 @@
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
+#include "ringk_exec.h"
 #include "ringk_internal.h"
-#include "ringk_job.h"
+#include "net/ringk_net.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,7 +138,6 @@ static void ctx_topology_load(ringk_ctx_t *ctx)
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
 {
     ringk_ctx_t *ctx;
-    unsigned i;
     int ret;
 
     if ((ctx_p == NULL) || ((params != NULL) &&
@@ -161,13 +163,10 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
     if (ctx->pin) {
         ctx_topology_load(ctx);
     }
-    for (i = 0; i < ctx->npool; i++) {
-        if (pthread_create(&ctx->pool[i], NULL, ringk_pool_main, ctx) != 0) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot start pool thread %u", i);
-            ctx->npool = i;
-            ringk_ctx_destroy(ctx); /* joins the threads started, releases the rest */
-            return -EAGAIN;
-        }
+    ret = ringk_exec_cpu_pool_start(ctx);
+    if (ret != 0) {
+        ringk_ctx_destroy(ctx); /* joins the threads started, releases the rest */
+        return ret;
     }
     *ctx_p = ctx;
     return 0;
@@ -179,6 +178,7 @@ err_free:
 
 int ringk_ctx_destroy(ringk_ctx_t *ctx)
 {
+    ringk_kernel_t *k;
     unsigned i;
 
     if (ctx == NULL) {
@@ -195,17 +195,15 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
     if (ctx->job_from_env) {
         ringk_job_env_release(&ctx->job);
     }
-    __atomic_store_n(&ctx->stop, 1, __ATOMIC_RELEASE);
-    pthread_mutex_lock(&ctx->pool_mu);
-    pthread_cond_broadcast(&ctx->pool_cv);
-    pthread_mutex_unlock(&ctx->pool_mu);
-    for (i = 0; i < ctx->npool; i++) {
-        pthread_join(ctx->pool[i], NULL);
-    }
+    ringk_exec_cpu_pool_stop(ctx);
     for (i = 0; i < ctx->nkernels; i++) {
         if (ctx->kernels[i] != NULL) {
             ringk_kernel_free(ctx->kernels[i]);
         }
+    }
+    while ((k = ctx->zombies) != NULL) {
+        ctx->zombies = k->zombie_next;
+        ringk_kernel_free(k);
     }
     if (ctx->topo != NULL) {
         hwloc_topology_destroy(ctx->topo);
@@ -247,4 +245,52 @@ int ringk_ctx_size(const ringk_ctx_t *ctx)
 int ringk_ctx_peers_lost(const ringk_ctx_t *ctx)
 {
     return (ringk_remote_of(ctx) != NULL) ? ringk_remote_lost(ctx) : 0;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+
+    if ((ctx == NULL) || (ctx->log == NULL)) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    ctx->log(ctx->log_arg, level, buf);
+}
+
+void ringk_ctx_directory(ringk_ctx_t *ctx, ringk_directory_t *dir)
+{
+    const char *names[RINGK_MAX_TOPICS > RINGK_MAX_BARRIERS ? RINGK_MAX_TOPICS :
+                      RINGK_MAX_BARRIERS];
+    unsigned counts[sizeof(names) / sizeof(names[0])];
+    const ringk_kernel_t *k;
+    unsigned i;
+
+    memset(dir, 0, sizeof(*dir));
+    pthread_mutex_lock(&ctx->lock);
+    for (i = 0; i < ctx->nkernels; i++) {
+        k = ctx->kernels[i];
+        if (k != NULL) {
+            strcpy(dir->kernels[dir->nkernels].name, k->name);
+            dir->kernels[dir->nkernels].id     = k->id;
+            dir->kernels[dir->nkernels].window = k->inbox_size;
+            dir->nkernels++;
+        }
+    }
+    dir->ntopics = ringk_topic_list(ctx, names, counts);
+    for (i = 0; i < dir->ntopics; i++) {
+        strcpy(dir->topics[i].name, names[i]);
+        dir->topics[i].count = counts[i];
+    }
+    dir->nbarriers = ringk_barrier_list(ctx, names, counts);
+    for (i = 0; i < dir->nbarriers; i++) {
+        strcpy(dir->barriers[i].name, names[i]);
+        dir->barriers[i].count = counts[i];
+    }
+    pthread_mutex_unlock(&ctx->lock);
 }

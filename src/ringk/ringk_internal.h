@@ -44,8 +44,12 @@ static inline uint32_t ringk_sender_kernel(uint32_t sender)
 #define RINGK_IDLE_WAKE_MS_MAX     60000      /* its largest accepted value */
 #define RINGK_WAIT_WARN_MS_DEFAULT 10000      /* RINGK_WAIT_WARN_MS when unset */
 #define RINGK_WAIT_WARN_MS_MAX     3600000    /* its largest accepted value; 0 turns it off */
+#define RINGK_DESTROY_GRACE_MS     1000       /* how long a destroy waits for quiescent states */
 #define RINGK_BARRIER_POLL_MS      100        /* a barrier across processes looks for gone */
                                               /* processes this often */
+#define RINGK_PLACEMENT_MAX        4096       /* placements 0..4095 (modulo what exists) */
+#define RINGK_KERNEL_PARAM_FIELDS  ((RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS << 1) - 1 - \
+                                    (1u << 3) - (1u << 13) - (1u << 19)) /* 3, 13, 19 unused */
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
 
 typedef char ringk_name_t[RINGK_NAME_MAX];
@@ -66,6 +70,7 @@ typedef struct {
      * that count (name_m[0] == 0: compared byte by byte), for route_name_eq() */
     uint64_t        name_w[2], name_m[2];
     uint64_t        head_cache;   /* this sender's copy of the target inbox's head */
+    uint64_t        gen;          /* ctx->kernels_gen when it resolved */
     int             rank;         /* remote target: its process (-1: not resolved) */
     uint32_t        remote_id;    /* remote target: its id in that process */
     /* remote target, for ringk_remote_send_last(), set by ringk_remote_route_init(): the
@@ -128,7 +133,8 @@ struct ringk_kernel {
     ringk_processing_t    processing;
     unsigned              max_per_iteration;
     unsigned              max_iterations;
-    unsigned              max_in, max_out, inbox_size, outbox_size, capacity;
+    unsigned              max_in, max_out, inbox_size;
+    int                   placement;     /* where its executor runs it, -1: anywhere */
     int                   timestamps;
     int                   peer_events;   /* gets ringk_peer_event_t control messages */
     int                   recv_inline;   /* its handler may run in the receive callback */
@@ -138,6 +144,7 @@ struct ringk_kernel {
     void                 *inbox_mem;
     ringk_ring_t          inbox;
     /* executor */
+    const struct ringk_exec_ops *exec;   /* what runs its dispatch loop (ringk_exec.h) */
     pthread_t             thread;
     int                   has_thread;
     unsigned              core;          /* core index for pinning */
@@ -179,9 +186,10 @@ struct ringk_kernel {
     uint32_t              iter_sends;    /* local sends during this dispatch loop iteration */
     uint64_t              next_sample;   /* the sequence number from which a batch is sampled */
     /* while its executor waits without a timeout for room in another kernel's inbox: that
-     * kernel, and which wait it is (see wait_cycle in ringk_runtime.c); read by other waiters */
+     * kernel, and which wait it is (see wait_cycle in ringk_wait.c); read by other waiters */
     ringk_kernel_t       *blocked_on;
     uint64_t              block_gen, block_fails;
+    ringk_kernel_t       *zombie_next;   /* destroyed, in ctx->zombies */
 };
 
 /* Before a thread waits for anything: publishes the batch cells of the kernel whose dispatch
@@ -208,6 +216,16 @@ typedef struct {
 } barrier_t;
 
 typedef struct ringk_remote ringk_remote_t;
+
+/* A thread of the context that may hold pointers to kernels between its quiescent states
+ * (ringk_qs.c): a kernel's own thread, a pool thread, the network's progress thread. */
+typedef struct {
+    uint64_t seen;     /* the last ctx->qs_want it passed a quiescent state for, atomic */
+    int      used;     /* a thread holds the slot, atomic */
+    int      offline;  /* the thread sleeps and holds no pointer to a kernel, atomic */
+} __attribute__((aligned(64))) ringk_qs_slot_t;
+
+#define RINGK_QS_SLOTS (RINGK_MAX_KERNELS + RINGK_MAX_POOL + 1)
 
 struct ringk_ctx {
     pthread_mutex_t  lock;            /* registry, topics, barriers: not on the send path */
@@ -239,10 +257,18 @@ struct ringk_ctx {
     int              pin;
     hwloc_topology_t topo;
     unsigned         next_core;
+    /* destroyed kernels (ringk_qs.c): read on the send path, written when one is destroyed */
+    uint64_t         qs_want __attribute__((aligned(64))); /* quiescent states asked for */
+    uint64_t         kernels_gen;     /* kernels destroyed: a route resolved before re-resolves */
+    unsigned         host_users __attribute__((aligned(64))); /* threads outside the executors
+                                                               * between a lookup and a send */
+    ringk_kernel_t  *zombies;         /* destroyed, not freed until the context goes */
+    ringk_qs_slot_t  qs[RINGK_QS_SLOTS];
 };
 
 
-/* ---- runtime.c, for remote.c ---- */
+/* ---- what the runtime gives the network layer (ringk_net.h calls up only through these,
+ * the barrier and topic calls below, and ringk_ctx_directory) ---- */
 
 /** The kernel whose handler runs on this thread inside a UCP receive callback (see
  *  ringk_deliver_direct), or NULL. Nothing may wait there: the worker's lock is held, so no
@@ -253,13 +279,11 @@ struct ringk_ctx {
 extern __thread ringk_kernel_t *ringk_tls_inline __attribute__((tls_model("initial-exec")));
 #define RINGK_WOULD_WAIT (-EINPROGRESS)
 
-struct wire_msg;
-/** Takes a message from another process (its checked wire header @a w and @a len payload bytes)
+/** Takes a message from another process (its checked header @a hdr, hdr->length payload bytes)
  *  straight to kernel @a to when the caller is @a to's own thread polling the worker while
  *  idle, its inbox is empty and it is active: 0, or -EAGAIN (then ringk_deliver_hdr). With
  *  to->recv_inline the handler runs before it returns (see ringk_tls_inline). */
-int ringk_deliver_direct(ringk_kernel_t *to, const struct wire_msg *w, const void *payload,
-                         size_t len);
+int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void *payload);
 /** Puts a message built elsewhere (a remote sender's header) into @a to's inbox. */
 int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *hdr,
                       const void *payload, int timeout_ms);
@@ -268,13 +292,14 @@ static inline ringk_kernel_t *ringk_kernel_by_id(ringk_ctx_t *ctx, uint32_t id)
 {
     unsigned count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
 
-    return ((id >= 1) && (id <= count)) ? ctx->kernels[id - 1] : NULL;
+    return ((id >= 1) && (id <= count)) ?
+           __atomic_load_n(&ctx->kernels[id - 1], __ATOMIC_ACQUIRE) : NULL;
 }
 
 /* The next sequence number of a message sent as kernel @a from. A kernel sends as itself from
  * its executor, one message at a time (as for msgs_out): a plain load and store, not a locked
  * add, whose fence made every send wait until its store into the receiver's cell line had
- * completed (62% of deliver() in a throughput profile). */
+ * completed. */
 static inline uint64_t ringk_kernel_next_seq(ringk_kernel_t *from)
 {
     uint64_t seq = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
@@ -282,10 +307,75 @@ static inline uint64_t ringk_kernel_next_seq(ringk_kernel_t *from)
     __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
     return seq;
 }
+
+/* The sender id of a message sent as kernel @a from (NULL: the host) of this process. */
+static inline uint32_t ringk_sender_of(const ringk_ctx_t *ctx, const ringk_kernel_t *from)
+{
+    return ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | (from ? from->id : 0);
+}
+
+/* The sequence number of a message sent as @a from (NULL: the host, whose sends any thread
+ * makes). */
+static inline uint64_t ringk_sender_next_seq(ringk_ctx_t *ctx, ringk_kernel_t *from)
+{
+    return from ? ringk_kernel_next_seq(from)
+                : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
+}
+
+/* A message of @a from that took sequence number @a seq was not sent after all. */
+static inline void ringk_kernel_unsend(ringk_kernel_t *from, uint64_t seq)
+{
+    __atomic_store_n(&from->seq, seq, __ATOMIC_RELAXED);
+}
+
+/* The stamp of a message sent as @a from: the context's clock when it has timestamps on. */
+static inline uint64_t ringk_sender_stamp(ringk_ctx_t *ctx, const ringk_kernel_t *from)
+{
+    return (from && from->timestamps) ? ringk_hlc_tick(&ctx->clock) : 0;
+}
+
+/* @a n messages of @a from have left (counted in its msgs_out). */
+static inline void ringk_kernel_sent(ringk_kernel_t *from, uint64_t n)
+{
+    __atomic_store_n(&from->msgs_out, from->msgs_out + n, __ATOMIC_RELAXED);
+}
+
+/* The fast path of a send from @a from's handler, with sequence number @a seq, has left. */
+static inline void ringk_kernel_sent_fast(ringk_kernel_t *from, uint64_t seq)
+{
+    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
+    ringk_kernel_sent(from, 1);
+    from->iter_sends++;
+}
+
 void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- small helpers ---- */
+
+static inline void ringk_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static inline int ringk_load_i(const int *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void ringk_add_u64(uint64_t *p, uint64_t v)
+{
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+
+/* Whether kernel @a k's inbox holds nothing its consumer has not taken. */
+static inline int ringk_inbox_empty(ringk_kernel_t *k)
+{
+    return __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_ACQUIRE) ==
+           __atomic_load_n(&k->head, __ATOMIC_RELAXED);
+}
 
 /* The job's connections, published by ringk_ctx_start() with a release store once complete;
  * kernel threads may look before that. */
@@ -326,12 +416,170 @@ static inline int ringk_list_has(const name_list_t *l, const char *name)
     return 0;
 }
 
-/* ---- runtime.c, for ctx.c ---- */
+/* ---- dispatch.c: the consumer side ---- */
 
-/** The loop of a pool thread, which runs the context's event-driven kernels (arg: the ctx). */
-void *ringk_pool_main(void *arg);
+/* The kernel whose dispatch loop runs on this thread: its sends may go into batch cells, which
+ * the loop publishes (ringk_batch_flush_all). */
+extern __thread ringk_kernel_t *ringk_tls_running __attribute__((tls_model("initial-exec")));
+/* The kernel whose idle thread is polling the worker (see ringk_deliver_direct). */
+extern __thread ringk_kernel_t *ringk_tls_polling __attribute__((tls_model("initial-exec")));
+/* The context whose worker this kernel thread polled since it last slept or waited, or NULL
+ * (the progress thread naps meanwhile; see ringk_remote_unpoll). */
+extern __thread ringk_ctx_t *ringk_tls_polled __attribute__((tls_model("initial-exec")));
+
+/** Handles up to the processing mode's number of messages of @a k's inbox; returns how many.
+ *  Only the kernel's executor calls it. */
+unsigned ringk_kernel_iteration(ringk_kernel_t *k);
+/** Handles the message ringk_deliver_direct() left in the kernel's direct slot. */
+void ringk_kernel_direct(ringk_kernel_t *k);
+
+/* ---- send.c: the producer side ---- */
+
+/** Puts one message into @a to's inbox, waiting for room as @a timeout_ms says; @a remote_hdr:
+ *  the header of a message from another process, or NULL. */
+int ringk_deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
+                  ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
+                  int timeout_ms, uint64_t *head_cache, const ringk_msg_t *remote_hdr);
+/** Publishes every open batch cell of @a from. */
+void ringk_batch_flush_all(ringk_kernel_t *from);
+
+/* Before this thread waits for anything: publishes the batch cells of the kernel whose handler
+ * runs here, so that it never waits holding claimed cells their reader may need to pass. */
+static inline void ringk_flush_running(void)
+{
+    if ((ringk_tls_running != NULL) && (ringk_tls_running->open_batches != 0)) {
+        ringk_batch_flush_all(ringk_tls_running);
+    }
+}
+
+/* ---- wait.c ---- */
+
+/** The wait of a claim of @a ncells cells in @a to's inbox once it was found full: 0 with the
+ *  cells claimed at *pos_p, or -EAGAIN, -ETIMEDOUT, -EPIPE, -EDEADLK, RINGK_WOULD_WAIT. */
+int ringk_inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_cache,
+                     uint64_t *pos_p);
+
+/* ---- defer.c ---- */
+
+typedef enum {
+    RINGK_DEFER_SEND, RINGK_DEFER_SEND_ROUTE, RINGK_DEFER_PUBLISH, RINGK_DEFER_TERMINATE
+} ringk_defer_kind_t;
+
+/** Queues a call of the handler running in the receive callback (ringk_tls_inline), to be made
+ *  once the callback returned: 0, or -ENOMEM. */
+int ringk_defer_call(ringk_ctx_t *ctx, ringk_defer_kind_t kind, ringk_kernel_t *from,
+                     int route, const char *name, ringk_msg_type_t type, const void *payload,
+                     size_t length, int timeout_ms);
+/** A send from that handler while earlier calls of it wait to be made: queued behind them, or
+ *  -EAGAIN for a send that must not wait. */
+int ringk_defer_behind(ringk_ctx_t *ctx, ringk_defer_kind_t kind, ringk_kernel_t *from,
+                       int route, const char *name, ringk_msg_type_t type, const void *payload,
+                       size_t length, int timeout_ms);
+/** Makes the calls kernel @a k's handler deferred, in order, on k's thread. */
+void ringk_deferred_run(ringk_kernel_t *k);
+
+/* ---- route.c ---- */
+
+/** The kernel of this process named @a name, or NULL; takes ctx->lock. A thread that is not
+ *  one of the executors holds the pointer only between ringk_host_enter() and _leave(). */
+ringk_kernel_t *ringk_kernel_lookup(ringk_ctx_t *ctx, const char *name);
+/** The same, under ctx->lock. */
+ringk_kernel_t *ringk_kernel_find(ringk_ctx_t *ctx, const char *name);
+/** The number of @a from's route to kernel @a to_name, or -EPERM (logged) when it has none. */
+int ringk_route_index(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name);
+/** Resolves route @a i of @a from on its first use: 0, or -ENOENT (logged). */
+int ringk_route_resolve(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i);
+/** Sets the words ringk_route_name_eq() compares a name with. */
+void ringk_route_name_init(route_t *rt, const char *name);
+
+/* ---- qs.c: when a destroyed kernel's memory may be freed ---- */
+
+/* The quiescent-state slot of this thread, NULL for a thread that is not one of the context's
+ * executors (ringk_host_enter). */
+extern __thread ringk_qs_slot_t *ringk_tls_qs __attribute__((tls_model("initial-exec")));
+
+/** Takes a quiescent-state slot for the calling thread (NULL when none is left). */
+ringk_qs_slot_t *ringk_qs_register(ringk_ctx_t *ctx);
+/** Gives the calling thread's slot back. */
+void ringk_qs_unregister(ringk_qs_slot_t *slot);
+/** Waits until every other registered thread passed a quiescent state (or slept) after this
+ *  call began, and no thread outside them is between a lookup and its send: 0, or -ETIMEDOUT
+ *  after @a timeout_ms. */
+int ringk_qs_synchronize(ringk_ctx_t *ctx, long timeout_ms);
+
+/* A quiescent state of the calling thread (it holds no pointer to a kernel it did not look up
+ * again since): at the top of each executor loop, a load when no destroy waits. */
+static inline void ringk_qs_quiescent(ringk_ctx_t *ctx, ringk_qs_slot_t *slot)
+{
+    /* Q2: pairs with Q1 in ringk_qs_synchronize(): a request seen here comes after the unlink,
+     * so what this thread looks up from now on is the unlinked state */
+    uint64_t want = __atomic_load_n(&ctx->qs_want, __ATOMIC_ACQUIRE);
+
+    if ((slot != NULL) && (want != slot->seen)) {
+        /* Q3: everything this thread did with the old pointers before; pairs with Q4 */
+        __atomic_store_n(&slot->seen, want, __ATOMIC_RELEASE);
+    }
+}
+
+/* The calling thread sleeps, holding no pointer to a kernel but its own. */
+static inline void ringk_qs_offline(ringk_qs_slot_t *slot)
+{
+    if (slot != NULL) {
+        /* Q5: after its last use of a pointer; pairs with Q6 */
+        __atomic_store_n(&slot->offline, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* ... and wakes: what it reads from now on is seen after any destroy it was not waited for. */
+static inline void ringk_qs_online(ringk_qs_slot_t *slot)
+{
+    if (slot != NULL) {
+        /* Q7: before it reads any pointer: either a destroy's Q6 sees it online (and waits for
+         * it) or this thread's reads come after that destroy's unlink */
+        __atomic_store_n(&slot->offline, 0, __ATOMIC_SEQ_CST);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+}
+
+/* A thread that is not an executor of the context (the host's threads) is between a lookup of
+ * a kernel and the end of its send: a destroy waits for it. Returns whether it counted. */
+static inline int ringk_host_enter(ringk_ctx_t *ctx)
+{
+    if (ringk_tls_qs != NULL) {
+        return 0;
+    }
+    __atomic_add_fetch(&ctx->host_users, 1, __ATOMIC_SEQ_CST); /* H1: pairs with H2 */
+    return 1;
+}
+
+static inline void ringk_host_leave(ringk_ctx_t *ctx, int counted)
+{
+    if (counted) {
+        __atomic_sub_fetch(&ctx->host_users, 1, __ATOMIC_RELEASE);
+    }
+}
+
+/* ---- kernel.c ---- */
+
 /** Frees a kernel whose threads have ended. */
 void ringk_kernel_free(ringk_kernel_t *k);
+
+/* What this process tells the others of its job at start: its kernels, and its topics and
+ * barriers with their participants here. */
+typedef struct {
+    struct {
+        ringk_name_t name;
+        uint32_t     id, window;
+    }        kernels[RINGK_MAX_KERNELS];
+    struct {
+        ringk_name_t name;
+        unsigned     count;
+    }        topics[RINGK_MAX_TOPICS], barriers[RINGK_MAX_BARRIERS];
+    unsigned nkernels, ntopics, nbarriers;
+} ringk_directory_t;
+
+/** Fills @a dir with this process's directory; takes ctx->lock itself. */
+void ringk_ctx_directory(ringk_ctx_t *ctx, ringk_directory_t *dir);
 
 /* ---- barrier.c ---- */
 
@@ -349,64 +597,13 @@ unsigned ringk_barrier_list(ringk_ctx_t *ctx, const char **names, unsigned *coun
 
 /** Adds kernel @a k to the topics it subscribes to; under ctx->lock. 0 or -ENOSPC. */
 int ringk_topic_join(ringk_ctx_t *ctx, ringk_kernel_t *k);
+/** Removes kernel @a k from the topics it subscribes to; under ctx->lock. */
+void ringk_topic_leave(ringk_ctx_t *ctx, const ringk_kernel_t *k);
 /** The subscribers of @a topic in this process, copied into @a subs (RINGK_MAX_KERNELS
  *  entries); takes ctx->lock itself. */
 unsigned ringk_topic_subscribers(ringk_ctx_t *ctx, const char *topic, ringk_kernel_t **subs);
 /** Under ctx->lock: the topics with subscribers here, and how many (RINGK_MAX_TOPICS at most),
  *  for the directory exchanged at start; the names stay valid. */
 unsigned ringk_topic_list(ringk_ctx_t *ctx, const char **names, unsigned *counts);
-
-/* ---- remote.c ---- */
-
-/** Connects to the job's other processes (collective): UCP worker, endpoints, directory. */
-int ringk_remote_start(ringk_ctx_t *ctx);
-void ringk_remote_stop(ringk_ctx_t *ctx);
-/** Progresses the job's network from an idle kernel thread; returns the events handled. */
-unsigned ringk_remote_poll(ringk_ctx_t *ctx);
-/** A kernel thread that polled stops polling (it sleeps or ends): the progress thread takes
- *  over at once rather than after its nap. */
-void ringk_remote_unpoll(ringk_ctx_t *ctx);
-/* How many peers' endpoints have failed. */
-int ringk_remote_lost(const ringk_ctx_t *ctx);
-/** Publishes to the topic's subscribers in other processes: one AM per such process, each taking
- *  one of RINGK_TOPIC_WINDOW credits for that process (waiting as @a timeout_ms says).
- *  *reached_p: subscribers reached. @return 0, -EAGAIN / -ETIMEDOUT (a process's publishes are
- *  not consumed), or -EPIPE (some process unreachable). */
-int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
-                         const void *payload, size_t length, int timeout_ms, unsigned *reached_p);
-/** How many processes of the job have participants in barrier @a name (from the directory
- *  exchanged at start). */
-unsigned ringk_remote_barrier_processes(ringk_ctx_t *ctx, const char *name);
-/** A process that takes part in barrier @a name and is gone (left the job or lost): its rank,
- *  or -1 while all are there. */
-int ringk_remote_barrier_gone(ringk_ctx_t *ctx, const char *name);
-/** Sends an arrival of this process at generation @a gen of barrier @a name to process
- *  @a rank (@a release 0, waiting until it is sent), called without ctx->lock. 0 or -EPIPE. */
-int ringk_remote_barrier_send(ringk_ctx_t *ctx, int rank, const char *name, uint64_t gen,
-                              int release);
-/** Sends the release of generation @a gen to every other process that takes part, without
- *  waiting (it may run in a receive callback); called without ctx->lock. */
-void ringk_remote_barrier_release(ringk_ctx_t *ctx, const char *name, uint64_t gen);
-/** Finds a kernel of another process by name: rank and its local id. */
-int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
-/** Sends one message to kernel @a id of process @a rank as one active message, once it has a
- * credit for that kernel (waiting as @a timeout_ms says: -EAGAIN, -ETIMEDOUT). */
-int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
-                      ringk_msg_type_t type, const void *payload, size_t length,
-                      int timeout_ms);
-/** Fills the remote fields of @a rt, a route of @a from resolved to kernel rt->remote_id of
- *  process rt->rank, for ringk_remote_send_last(). */
-void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);
-/** The fast path of ringk_send() and ringk_send_route() from kernel @a from's own handler on
- *  its route from->last_rt, resolved to a kernel of another process: takes a credit and sends
- *  the message as one eager active message that leaves at once. When it cannot (deferred calls
- *  queued, bad type or length, no credit left or another thread taking one, the process gone,
- *  timestamps on, or UCP did not send it at once, for lack of resources or an error) it changes
- *  nothing and returns ringk_send_last_full(). */
-int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
-                           size_t length, int timeout_ms);
-/** ringk_send() on from->last_rt by the full path (send_last_route() in ringk_runtime.c). */
-int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
-                         size_t length, int timeout_ms);
 
 #endif

@@ -3,7 +3,7 @@
  * message (K2K header, topic publish, barrier, goodbye, credits, the directory or topic tables
  * of the start exchange) and the job's size and our rank; the rest are the bytes as received.
  * Whatever is accepted must be safe to use: ids, ranks and counts in range, names terminated. */
-#include <ringk/ringk_wire.h>
+#include <ringk/net/ringk_wire.h>
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -86,7 +86,7 @@ static double now_ms(void)
 int main(int argc, char **argv)
 {
     const uint64_t m = (argc > 1) ? strtoull(argv[1], NULL, 10) : 20000;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *ctl;
     ringk_ctx_t *ctx;
     uint64_t i = 0;

@@ -134,7 +134,7 @@ int main(int argc, char **argv)
     const char *all[64 + 1];
     char names[64][16];
     ringk_kernel_t *k[PER_RANK], *kc = NULL;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     int rank, size, r, j, fails = 0, handler_errors = 0;
 
     if (ringk_ctx_create(NULL, &ctx) != 0) {

@@ -126,7 +126,7 @@ int main(int argc, char **argv)
     };
     ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = count_stops};
     ringk_kernel_t *k = NULL, *kt = NULL;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_ctx_t *ctx;
     int rank, fails = 0;
     uint64_t first = 0;

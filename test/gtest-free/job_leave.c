@@ -82,7 +82,7 @@ int main(int argc, char **argv)
     const char *sinks[64 + 1];
     char names[64][16], me[16];
     ringk_kernel_t *k;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_ctx_t *ctx;
     int rank, size, r, ret = 0, lost = 0, waited, epipe, ok;
     uint64_t i;

@@ -48,7 +48,7 @@ int main(int argc, char **argv)
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER
     };
     ringk_kernel_t *a = NULL, *b = NULL, *k = NULL;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_ctx_t *ctx;
     int rank, fails = 0;
     uint64_t i, v;

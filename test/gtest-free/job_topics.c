@@ -39,7 +39,7 @@ int main(int argc, char **argv)
     static const char *sub[] = {"news", NULL};
     const uint64_t m = (argc > 1) ? strtoull(argv[1], NULL, 10) : 1000;
     ringk_kernel_t *k[SUBS], *stopper;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     const char *all[64 + 1];
     char names[64][16];
     ringk_ctx_t *ctx;

@@ -302,7 +302,7 @@ START_TEST(test_runtime_fifo_backpressure)
         .processing = RINGK_PROCESSING_BATCH
     };
     ringk_kernel_t *sink, *src[SOURCES];
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     char name[16];
     int i;
 
@@ -419,7 +419,7 @@ START_TEST(test_runtime_batch_order_fairness)
         .name = "bsource", .handler = batch_source, .publishes_to = to_sink
     };
     ringk_kernel_t *sink, *src;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
 
     batch_ctx = ctx_new();
     batch_got = batch_bad = batch_next_v = batch_next_seq = 0;
@@ -489,7 +489,7 @@ START_TEST(test_runtime_batch_no_wait_holding)
                       RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_IN,
         .processing = RINGK_PROCESSING_CONTINUOUS, .max_in = 64 /* inboxes of inbox_size cells */
     };
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *b, *k;
 
     batch_ctx = ctx_new();
@@ -584,7 +584,7 @@ START_TEST(test_runtime_route_lookup)
                       RINGK_KERNEL_PARAM_FIELD_MAX_IN,
         .handler = route_sink, .max_in = 64
     };
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *k[3];
     unsigned i;
 
@@ -682,7 +682,7 @@ static void names_run(const char *const *names, const char *src_name, ringk_hand
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
         .handler = name_sink
     };
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *k;
     unsigned i;
 
@@ -809,7 +809,7 @@ START_TEST(test_runtime_batch_seq_delta)
                       RINGK_KERNEL_PARAM_FIELD_MAX_IN | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE,
         .max_in = 64, .inbox_size = 64
     };
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *a, *k;
 
     batch_ctx = ctx_new();
@@ -893,7 +893,7 @@ START_TEST(test_runtime_send_route)
     };
     ringk_kernel_params_t lp = counter_params("rlate", 64, 0);
     ringk_kernel_t *sink, *src, *late;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     uint64_t v = 0;
 
     batch_ctx = ctx_new();
@@ -1142,7 +1142,7 @@ START_TEST(test_runtime_batch_terminate)
 {
     static const char *to_b[] = {"tb", NULL};
     ringk_kernel_params_t p = counter_params("tb", 64, 0);
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *b, *a;
 
     batch_ctx = ctx_new();
@@ -1168,7 +1168,7 @@ END_TEST
 
 /* A send to a kernel that sleeps, is about to, or spins is always handled promptly: 1000 sends
  * 0-3 ms apart (the executor spins briefly, then sleeps for up to 100 ms unless woken), each
- * must be handled within 50 ms. A lost wakeup (W1/W2 in ringk_runtime.c) would take 100 ms.
+ * must be handled within 50 ms. A lost wakeup (W1/W2 in ringk_exec_cpu.c and ringk_exec.h) would take 100 ms.
  * _i = 0: a persistent kernel (its own thread); 1: an event-driven one (the pool threads). */
 START_TEST(test_runtime_wakeup_never_lost)
 {
@@ -1213,7 +1213,7 @@ START_TEST(test_runtime_backpressure_counted)
 {
     ringk_ctx_t *ctx = ctx_new();
     ringk_kernel_params_t p = counter_params("slow", 8, 1);
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *k;
     uint64_t accepted = 0, refused = 0;
     double t0;
@@ -1254,7 +1254,7 @@ START_TEST(test_runtime_activate_deactivate_terminate)
 {
     ringk_ctx_t *ctx = ctx_new();
     ringk_kernel_params_t p = counter_params("worker", 64, 0);
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *k;
     int i;
 
@@ -1298,7 +1298,7 @@ START_TEST(test_runtime_terminate_message)
 {
     ringk_ctx_t *ctx = ctx_new();
     ringk_kernel_params_t p = counter_params("t", 64, 0);
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *k;
     double deadline;
     int i;
@@ -1409,7 +1409,7 @@ START_TEST(test_runtime_barrier)
 {
     static const char *barriers[] = {"step", NULL};
     ringk_ctx_t *ctx = ctx_new();
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *k[BARRIER_KERNELS];
     char name[16];
     int i;
@@ -1501,7 +1501,7 @@ START_TEST(test_runtime_latency_histogram)
 {
     ringk_ctx_t *ctx = ctx_new();
     ringk_kernel_params_t p = counter_params("h", 256, 0);
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     ringk_kernel_t *k;
     uint64_t sum = 0;
     int i;

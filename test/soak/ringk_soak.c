@@ -476,7 +476,7 @@ int main(int argc, char **argv)
     soak_run_t run;
     ringk_ctx_params_t cp;
     ringk_kernel_t *sink_k[SOAK_K], *src_k;
-    ringk_kernel_stats_t st;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
     char src_name[32], next_names[SOAK_K][32];
     const char *next_sinks[SOAK_K + 1], *feeder[2];
     uint64_t seqs[SOAK_K] = {0}, delivered = 0, expected = 0, bad = 0, topic = 0, iter = 0;

@@ -17,7 +17,7 @@ extern "C" {
 
 /** Library version, as numbers. */
 #define RINGK_VERSION_MAJOR 0
-#define RINGK_VERSION_MINOR 1
+#define RINGK_VERSION_MINOR 2
 #define RINGK_VERSION_PATCH 0
 
 /* ---- build information ------------------------------------------------------------------- */
@@ -204,16 +204,10 @@ typedef enum ringk_backend {
     RINGK_BACKEND_CUDA = 1u << 1   /**< reserved: not available in this release */
 } ringk_backend_t;
 
-typedef enum ringk_domain {
-    RINGK_DOMAIN_GENERAL = 0, RINGK_DOMAIN_GRAPH = 1, RINGK_DOMAIN_SPATIAL = 2,
-    RINGK_DOMAIN_ACTOR = 3
-} ringk_domain_t;
-
 enum ringk_kernel_param_field {
     RINGK_KERNEL_PARAM_FIELD_NAME            = 1u << 0,
     RINGK_KERNEL_PARAM_FIELD_HANDLER         = 1u << 1,
     RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE      = 1u << 2,
-    RINGK_KERNEL_PARAM_FIELD_OUTBOX_SIZE     = 1u << 3,
     RINGK_KERNEL_PARAM_FIELD_MAX_IN          = 1u << 4,
     RINGK_KERNEL_PARAM_FIELD_MAX_OUT         = 1u << 5,
     RINGK_KERNEL_PARAM_FIELD_MODE            = 1u << 6,
@@ -221,15 +215,13 @@ enum ringk_kernel_param_field {
     RINGK_KERNEL_PARAM_FIELD_PROCESSING      = 1u << 8,
     RINGK_KERNEL_PARAM_FIELD_MAX_PER_ITER    = 1u << 9,
     RINGK_KERNEL_PARAM_FIELD_BACKENDS        = 1u << 10,
-    RINGK_KERNEL_PARAM_FIELD_DOMAIN          = 1u << 11,
+    RINGK_KERNEL_PARAM_FIELD_PLACEMENT       = 1u << 11,
     RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS      = 1u << 12,
-    RINGK_KERNEL_PARAM_FIELD_CAUSAL          = 1u << 13,
     RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO    = 1u << 14,
     RINGK_KERNEL_PARAM_FIELD_SUBSCRIBES_TO   = 1u << 15,
     RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB      = 1u << 16,
     RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB      = 1u << 17,
     RINGK_KERNEL_PARAM_FIELD_BARRIERS        = 1u << 18,
-    RINGK_KERNEL_PARAM_FIELD_CAPACITY        = 1u << 19,
     RINGK_KERNEL_PARAM_FIELD_START_INACTIVE  = 1u << 20,
     RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS     = 1u << 21
 };
@@ -240,9 +232,7 @@ typedef struct ringk_kernel_params {
     const char         *name;             /**< unique id (required), up to 63 characters */
     ringk_handler_t     handler;          /**< required */
     void               *arg;              /**< passed to the handler */
-    unsigned            capacity;         /**< work items in flight, default 1024 */
     unsigned            inbox_size;       /**< messages, a power of 2, default 256 */
-    unsigned            outbox_size;      /**< messages, a power of 2, default 256 */
     unsigned            max_in;           /**< largest input payload, default 65536 */
     unsigned            max_out;          /**< largest output payload, default 65536 */
     ringk_kernel_mode_t mode;             /**< default persistent */
@@ -250,10 +240,15 @@ typedef struct ringk_kernel_params {
     ringk_processing_t  processing;       /**< default continuous */
     unsigned            max_per_iteration;/**< fairness limit, 0 = unlimited (default) */
     unsigned            backends;         /**< ringk_backend_t bits, default CPU */
-    ringk_domain_t      domain;           /**< hint, default general */
-    int                 timestamps;       /**< stamp messages with the HLC, default 0 */
-    int                 causal;           /**< release/acquire ordering, default 1 (always on
-                                               for the CPU backend) */
+    int                 placement;        /**< where the executor runs it: for a persistent
+                                               kernel of the CPU backend, the core its thread
+                                               is pinned to (hwloc's logical core index,
+                                               modulo the cores) when the context pins; -1,
+                                               the default: the next core in turn */
+    int                 timestamps;       /**< stamp its messages with the context's hybrid
+                                               logical clock (ringk_msg_t.timestamp), and
+                                               merge the stamps it receives into it; default
+                                               0 (timestamp 0) */
     const char * const *publishes_to;     /**< kernels it may send to (NULL-terminated) */
     const char * const *subscribes_to;    /**< kernels it receives from (NULL-terminated; empty:
                                                any) */
@@ -285,7 +280,15 @@ typedef struct ringk_peer_event {
  *  bad value and the limit through the log hook. */
 int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
                         ringk_kernel_t **kernel_p);
-/** Terminates the kernel (drains its inbox) and frees it. */
+/**
+ * Terminates the kernel (drains its inbox) and frees it; its name may be taken by a new kernel
+ * at once. From then on, sends by name to it fail with -ENOENT (or reach the new kernel of that
+ * name), and another kernel's route to it resolves again at its next send. The barriers it
+ * took part in still count it. No thread may use @a kernel during or after the call. The
+ * memory is freed once every executor thread of the context has come back to its loop or
+ * slept, and no other thread is inside a send or publish that looked the kernel up (waiting
+ * at most 1 s; past that it is freed with the context). @return 0, or -EINVAL.
+ */
 int ringk_kernel_destroy(ringk_kernel_t *kernel);
 
 /** Resumes consuming. */
@@ -306,8 +309,27 @@ typedef enum ringk_kernel_state {
     RINGK_KERNEL_TERMINATED = 3
 } ringk_kernel_state_t;
 
+/** Fields of ringk_kernel_stats_t. */
+enum ringk_kernel_stats_field {
+    RINGK_KERNEL_STATS_FIELD_STATE           = 1u << 0,
+    RINGK_KERNEL_STATS_FIELD_MSGS_IN         = 1u << 1,
+    RINGK_KERNEL_STATS_FIELD_MSGS_OUT        = 1u << 2,
+    RINGK_KERNEL_STATS_FIELD_QUEUE_DEPTH     = 1u << 3,
+    RINGK_KERNEL_STATS_FIELD_REFUSED_FULL    = 1u << 4,
+    RINGK_KERNEL_STATS_FIELD_DROPS           = 1u << 5,
+    RINGK_KERNEL_STATS_FIELD_HANDLER_ERRORS  = 1u << 6,
+    RINGK_KERNEL_STATS_FIELD_LATENCY_HIST    = 1u << 7,
+    RINGK_KERNEL_STATS_FIELD_BATCHED_IN      = 1u << 8,
+    RINGK_KERNEL_STATS_FIELD_DIRECT_IN       = 1u << 9,
+    RINGK_KERNEL_STATS_FIELD_INLINE_IN       = 1u << 10,
+    RINGK_KERNEL_STATS_FIELD_DEFERRED        = 1u << 11,
+    RINGK_KERNEL_STATS_FIELD_DEFERRED_FAILED = 1u << 12,
+    RINGK_KERNEL_STATS_FIELD_ALL             = (1u << 13) - 1  /**< every field above */
+};
+
 /** Status and statistics of a kernel. */
 typedef struct ringk_kernel_stats {
+    uint64_t field_mask;       /**< RINGK_KERNEL_STATS_FIELD_* the caller asks for */
     ringk_kernel_state_t state;
     uint64_t msgs_in;          /**< messages handled (those of a batch cell counted after the
                                     handler calls for that part of the cell) */
@@ -330,8 +352,9 @@ typedef struct ringk_kernel_stats {
     uint64_t deferred_failed;  /**< of deferred, those that failed then (each one logged) */
 } ringk_kernel_stats_t;
 
-/** Copies the kernel's state and statistics (counters since creation; read without stopping
- *  the kernel, each counter atomically). @return 0, or -EINVAL. */
+/** Copies the fields of the kernel's state and statistics that stats_p->field_mask names
+ *  (counters since creation; read without stopping the kernel, each counter atomically); the
+ *  others are left as they were. @return 0, or -EINVAL (NULL, or an unknown field). */
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
 
 /* ---- sending -------------------------------------------------------------------------------- */

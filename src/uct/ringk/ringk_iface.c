@@ -227,11 +227,9 @@ static ucs_status_t uct_ringk_iface_query(uct_iface_h tl_iface, uct_iface_attr_t
     attr->device_addr_len = sizeof(uct_ringk_dev_addr_t);
     attr->ep_addr_len     = 0;
     attr->max_conn_priv   = 0;
-    /* From measurements, not guesses: on the 2-core development VM, bench/ringk_vs_posix.sh
-     * (medians of 5 interleaved rounds) gave one-way am_short latency 54 ns for ringk against
-     * 86 ns for posix, and am_bcopy of 8 KiB 51.2 GB/s against posix's 73.7 GB/s. ringk claims
-     * posix's own figures (80 ns, 12179 MB/s) scaled by those ratios, rounded so that the
-     * latency stays below posix's even on a noisier run (72/91 was the worst median seen). */
+    /* posix's own figures (80 ns, 12179 MB/s) scaled by the ratios bench/ringk_vs_posix.sh
+     * measures against it (bench/RESULTS.md, "performance attributes"), the latency rounded so
+     * that it stays below posix's on a noisier run */
     attr->latency             = ucs_linear_func_make(63e-9, 0);
     attr->bandwidth.dedicated = 0;
     attr->bandwidth.shared    = 8470.0 * UCS_MBYTE;

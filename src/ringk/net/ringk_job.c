@@ -5,7 +5,7 @@
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
-#include "ringk_job.h"
+#include "ringk_net.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,49 +58,52 @@ static int xfer(int fd, void *buf, size_t len, int writing, double deadline)
     return 0;
 }
 
-static int env_allgather(void *arg, const void *in, void *out, size_t len)
+/* A rank other than 0: connects to the root (which may not listen yet), sends its part and
+ * receives everything. */
+static int allgather_leaf(const env_job_t *job, const void *in, void *out, size_t len,
+                          double deadline)
 {
-    env_job_t *job  = arg;
-    double deadline = now_ms() + JOB_TIMEOUT_MS;
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
     uint64_t hdr[2];
-    int *fds, fd, i, ret = 0, one = 1;
+    int fd, ret, one = 1;
 
-    memcpy((char*)out + (size_t)job->rank * len, in, len);
-    if (job->size == 1) {
-        return 0;
+    if (getaddrinfo(job->host, job->port, &hints, &ai) != 0) {
+        return -EHOSTUNREACH;
     }
-    if (job->rank != 0) {
-        if (getaddrinfo(job->host, job->port, &hints, &ai) != 0) {
-            return -EHOSTUNREACH;
+    for (;;) {
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if ((fd >= 0) && (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)) {
+            break;
         }
-        for (;;) { /* the root may not listen yet */
-            fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            if ((fd >= 0) && (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)) {
-                break;
-            }
-            if (fd >= 0) {
-                close(fd);
-            }
-            if (now_ms() > deadline) {
-                freeaddrinfo(ai);
-                return -ETIMEDOUT;
-            }
-            usleep(20000);
+        if (fd >= 0) {
+            close(fd);
         }
-        freeaddrinfo(ai);
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        hdr[0] = job->rank;
-        hdr[1] = len;
-        if (((ret = xfer(fd, hdr, sizeof(hdr), 1, deadline)) == 0) &&
-            ((ret = xfer(fd, (void*)in, len, 1, deadline)) == 0)) {
-            ret = xfer(fd, out, len * job->size, 0, deadline);
+        if (now_ms() > deadline) {
+            freeaddrinfo(ai);
+            return -ETIMEDOUT;
         }
-        close(fd);
-        return ret;
+        usleep(20000);
     }
+    freeaddrinfo(ai);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    hdr[0] = job->rank;
+    hdr[1] = len;
+    if (((ret = xfer(fd, hdr, sizeof(hdr), 1, deadline)) == 0) &&
+        ((ret = xfer(fd, (void*)in, len, 1, deadline)) == 0)) {
+        ret = xfer(fd, out, len * job->size, 0, deadline);
+    }
+    close(fd);
+    return ret;
+}
 
-    fds = calloc(job->size, sizeof(*fds));
+/* The root: accepts every other rank, checks its header (a peer's: rank in range, not seen
+ * yet, the agreed length), receives its part, then sends everything to each. */
+static int allgather_root(const env_job_t *job, void *out, size_t len, double deadline)
+{
+    int *fds = calloc(job->size, sizeof(*fds));
+    int fd, i, ret = 0;
+    uint64_t hdr[2];
+
     if (fds == NULL) {
         return -ENOMEM;
     }
@@ -117,7 +120,6 @@ static int env_allgather(void *arg, const void *in, void *out, size_t len)
             break;
         }
         ret = xfer(fd, hdr, sizeof(hdr), 0, deadline);
-        /* a peer's header: rank in range, not seen yet, the agreed length */
         if ((ret == 0) && ((hdr[0] == 0) || (hdr[0] >= (uint64_t)job->size) ||
                            (fds[hdr[0]] != 0) || (hdr[1] != len))) {
             ret = -EPROTO;
@@ -139,6 +141,19 @@ static int env_allgather(void *arg, const void *in, void *out, size_t len)
     }
     free(fds);
     return ret;
+}
+
+static int env_allgather(void *arg, const void *in, void *out, size_t len)
+{
+    env_job_t *job  = arg;
+    double deadline = now_ms() + JOB_TIMEOUT_MS;
+
+    memcpy((char*)out + (size_t)job->rank * len, in, len);
+    if (job->size == 1) {
+        return 0;
+    }
+    return (job->rank != 0) ? allgather_leaf(job, in, out, len, deadline) :
+                              allgather_root(job, out, len, deadline);
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)

@@ -6,7 +6,7 @@
 #ifndef RINGK_WIRE_H
 #define RINGK_WIRE_H
 
-#include "ringk_internal.h"
+#include "ringk/ringk_internal.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk network layer, sending: a K2K message or a publish to another process as one UCP
+ * active message. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "net.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* ---- credits ------------------------------------------------------------------------------- */
+
+static void am_free_done(void *request, ucs_status_t status, void *user_data)
+{
+    free(user_data);
+    ucp_request_free(request);
+}
+
+/* Sends a small control message without waiting for it to leave, from any thread including the
+ * progress thread (which must not spin on its own worker). UCP reads the header until the send
+ * completes, so it travels in a heap copy freed on completion. */
+void net_am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
+{
+    ucp_request_param_t param = {
+        .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
+                        UCP_OP_ATTR_FIELD_USER_DATA,
+        .flags        = UCP_AM_SEND_FLAG_EAGER,
+        .cb.send      = am_free_done
+    };
+    ucs_status_ptr_t req;
+    void *copy = malloc(len);
+
+    if (copy == NULL) {
+        ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "no memory for a control message to process %d",
+                      rank);
+        return;
+    }
+    memcpy(copy, hdr, len);
+    param.user_data = copy;
+    req = ucp_am_send_nbx(r->eps[rank], id, copy, len, NULL, 0, &param);
+    if (!UCS_PTR_IS_PTR(req)) {
+        free(copy);
+        if (UCS_PTR_IS_ERR(req)) {
+            ringk_log_msg(r->ctx, RINGK_LOG_DEBUG, "control message %u to process %d: %s", id,
+                          rank, ucs_status_string(UCS_PTR_STATUS(req)));
+        }
+    }
+}
+
+/* Eager active messages: constant parameters, not built on the stack for every send. */
+static const ucp_request_param_t am_eager_param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                                                   .flags = UCP_AM_SEND_FLAG_EAGER};
+/* From a handler run in a receive callback (ringk_tls_inline): sent at once or not at all
+ * (UCS_ERR_NO_RESOURCE), never a request that only progressing the worker completes. */
+static const ucp_request_param_t am_now_param = {
+    .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
+    .flags        = UCP_AM_SEND_FLAG_EAGER};
+
+/* Waits for a send that did not complete at once; the worker is multi-threaded and whichever
+ * thread progresses it completes the request. */
+static __attribute__((noinline)) ucs_status_t am_request_wait(ringk_remote_t *r,
+                                                               ucs_status_ptr_t req)
+{
+    ucs_status_t status;
+
+    /* a kernel thread that polled may be the one waiting: the progress thread must not nap */
+    ringk_remote_unpoll(r->ctx);
+    while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        sched_yield();
+    }
+    ucp_request_free(req);
+    return status;
+}
+
+/* Sends one active message (header and payload, eager) to @a rank and waits for it to leave. */
+static ucs_status_t am_send_wait(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
+                                 size_t hdr_len, const void *payload, size_t length)
+{
+    ucs_status_ptr_t req;
+
+    if (__atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+        return UCS_ERR_CONNECTION_RESET;
+    }
+    req = ucp_am_send_nbx(r->eps[rank], id, hdr, hdr_len, payload, length, &am_eager_param);
+    return UCS_PTR_IS_PTR(req) ? am_request_wait(r, req) : UCS_PTR_STATUS(req);
+}
+
+int net_control_send(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
+{
+    return (am_send_wait(r, rank, id, hdr, len, NULL, 0) == UCS_OK) ? 0 : -EPIPE;
+}
+
+/* Fills the header of a message this process sends to another. */
+static void remote_msg_init(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_msg_t *msg,
+                            ringk_msg_type_t type, uint32_t receiver, size_t length)
+{
+    memset(msg, 0, sizeof(*msg));
+    msg->sender    = ringk_sender_of(ctx, from);
+    msg->receiver  = receiver;
+    msg->type      = type;
+    msg->length    = (uint32_t)length;
+    msg->seq       = ringk_sender_next_seq(ctx, from);
+    msg->timestamp = ringk_sender_stamp(ctx, from);
+}
+
+int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
+                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    ringk_remote_t *r = ctx->remote;
+    wire_msg_t w;
+    size_t hlen = RINGK_WIRE_MSG_SHORT;
+    ucs_status_ptr_t req;
+    ucs_status_t status;
+    int ret;
+
+    if ((rank < 0) || (rank >= ctx->job.size) || (rank == ctx->job.rank) || (id == 0) ||
+        (id > RINGK_MAX_KERNELS) || __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
+        return -EPIPE;
+    }
+    /* backpressure: the receiving kernel's inbox and this process's share of its backlog are
+     * full until it returns credits */
+    if (!net_credit_take(r, rank, id)) {
+        if ((ringk_tls_inline != NULL) && (timeout_ms != RINGK_WAIT_NONE)) {
+            return RINGK_WOULD_WAIT; /* credits come back only through the worker */
+        }
+        ret = net_credit_wait(ctx, rank, id, timeout_ms);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    w.sender = ringk_sender_of(ctx, from);
+    w.dst    = (uint16_t)id;
+    w.type   = (uint8_t)type;
+    w.flags  = 0;
+    w.seq    = ringk_sender_next_seq(ctx, from);
+    if ((from != NULL) && from->timestamps) {
+        w.timestamp = ringk_sender_stamp(ctx, from);
+        w.flags     = RINGK_WIRE_TIMESTAMP;
+        hlen        = sizeof(w);
+    }
+    /* one active message (the process was alive at the top; net_credit_wait checked it since) */
+    req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_MSG, &w, hlen, payload, length,
+                          (ringk_tls_inline == NULL) ? &am_eager_param : &am_now_param);
+    if ((ringk_tls_inline != NULL) && (req == UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE))) {
+        /* not sent: as if never tried (the sequence number back), then again after the
+         * callback. A host send cannot take back its number: the host's sequence has a gap. */
+        net_credit_give_back(r, rank, id);
+        if (from != NULL) {
+            ringk_kernel_unsend(from, w.seq);
+        }
+        return (timeout_ms == RINGK_WAIT_NONE) ? -EAGAIN : RINGK_WOULD_WAIT;
+    }
+    status = UCS_PTR_IS_PTR(req) ? am_request_wait(r, req) : UCS_PTR_STATUS(req);
+    if (status != UCS_OK) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
+                      ucs_status_string(status));
+        return -EPIPE;
+    }
+    if (from != NULL) {
+        ringk_kernel_sent(from, 1);
+    }
+    return 0;
+}
+
+void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt)
+{
+    ringk_remote_t *r = ctx->remote;
+
+    rt->remote_credit = &r->credits[(uint32_t)rt->rank * RINGK_SLOTS + rt->remote_id];
+    rt->remote_dead   = &r->dead[rt->rank];
+    rt->remote_sender = ringk_sender_of(ctx, from);
+    rt->remote_ep     = r->eps[rt->rank];
+}
+
+int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
+                           size_t length, int timeout_ms)
+{
+    const route_t *rt = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED);
+    uint32_t *c       = rt->remote_credit;
+    uint32_t cur      = __atomic_load_n(c, __ATOMIC_RELAXED);
+    uint64_t seq      = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+    ucs_status_ptr_t req;
+    wire_msg_t w;
+
+    /* queued behind deferred calls, an error to report, a wait, or a timestamp: the full path */
+    if ((from->defer_head != NULL) || ((unsigned)type > RINGK_MSG_TERMINATE) ||
+        (length > from->max_out) || (cur == 0) || from->timestamps ||
+        __atomic_load_n(rt->remote_dead, __ATOMIC_ACQUIRE) ||
+        !__atomic_compare_exchange_n(c, &cur, cur - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        return ringk_send_last_full(from, type, payload, length, timeout_ms);
+    }
+    w.sender = rt->remote_sender;
+    w.dst    = (uint16_t)rt->remote_id;
+    w.type   = (uint8_t)type;
+    w.flags  = 0;
+    w.seq    = seq;
+    /* sent at once or not at all (then by the full path, which may wait or defer) */
+    req = ucp_am_send_nbx(rt->remote_ep, RINGK_AM_MSG, &w, RINGK_WIRE_MSG_SHORT, payload,
+                          length, &am_now_param);
+    if (ucs_unlikely(req != NULL)) {
+        __atomic_add_fetch(c, 1, __ATOMIC_RELEASE); /* the credit back */
+        return ringk_send_last_full(from, type, payload, length, timeout_ms);
+    }
+    ringk_kernel_sent_fast(from, seq); /* one thread at a time sends as a kernel */
+    return 0;
+}
+
+int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
+                         const void *payload, size_t length, int timeout_ms, unsigned *reached_p)
+{
+    ringk_remote_t *r = ctx->remote;
+    unsigned reached = 0, nsubs;
+    topic_hdr_t hdr;
+    int rank, i, ret = 0;
+
+    memset(&hdr, 0, sizeof(hdr));
+    remote_msg_init(ctx, from, &hdr.msg, RINGK_MSG_DATA, RINGK_MSG_BROADCAST, length);
+    snprintf(hdr.topic, sizeof(hdr.topic), "%s", topic);
+    hdr.src_rank = (uint32_t)ctx->job.rank;
+    /* one active message per process with subscribers, however many it has */
+    for (rank = 0; rank < ctx->job.size; rank++) {
+        if (rank == ctx->job.rank) {
+            continue;
+        }
+        nsubs = 0;
+        for (i = 0; i < RINGK_MAX_TOPICS; i++) {
+            const topic_entry_t *t = &r->topics[(size_t)rank * RINGK_MAX_TOPICS + i];
+            if (t->used && !strncmp(t->name, topic, RINGK_NAME_MAX)) {
+                nsubs = t->nsubs;
+            }
+        }
+        if (nsubs == 0) {
+            continue;
+        }
+        /* backpressure: RINGK_TOPIC_WINDOW publishes on their way to that process */
+        ret = net_credit_wait(ctx, rank, RINGK_TOPIC_SLOT, timeout_ms);
+        if (ret != 0) {
+            break;
+        }
+        if (am_send_wait(r, rank, RINGK_AM_TOPIC, &hdr, sizeof(hdr), payload, length) ==
+            UCS_OK) {
+            reached += nsubs;
+        } else {
+            ret = -EPIPE;
+        }
+    }
+    if ((from != NULL) && (reached > 0)) {
+        ringk_kernel_sent(from, reached);
+    }
+    *reached_p = reached;
+    return ret;
+}
+
+int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p)
+{
+    ringk_remote_t *r = ctx->remote;
+    int rank, i;
+
+    for (rank = 0; rank < ctx->job.size; rank++) {
+        if (rank == ctx->job.rank) {
+            continue;
+        }
+        for (i = 0; i < RINGK_DIR_ENTRIES; i++) {
+            const dir_entry_t *e = &r->dir[(size_t)rank * RINGK_DIR_ENTRIES + i];
+            if (e->used && !strncmp(e->name, name, RINGK_NAME_MAX)) {
+                *rank_p = rank;
+                *id_p   = e->id;
+                return 0;
+            }
+        }
+    }
+    return -ENOENT;
+}

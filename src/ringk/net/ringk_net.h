@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk's network layer as the runtime sees it: the job's other processes, connected with
+ * UCP (the files of this directory). The runtime calls down through this header only;
+ * the network layer calls up only through the delivery, barrier, topic and directory calls of
+ * ringk_internal.h, and never takes the context's lock itself. */
+#ifndef RINGK_NET_H
+#define RINGK_NET_H
+
+#include "ringk/ringk_internal.h"
+
+
+/** Connects to the job's other processes (collective): UCP worker, endpoints, directory. */
+int ringk_remote_start(ringk_ctx_t *ctx);
+void ringk_remote_stop(ringk_ctx_t *ctx);
+/** Progresses the job's network from an idle kernel thread; returns the events handled. */
+unsigned ringk_remote_poll(ringk_ctx_t *ctx);
+/** A kernel thread that polled stops polling (it sleeps or ends): the progress thread takes
+ *  over at once rather than after its nap. */
+void ringk_remote_unpoll(ringk_ctx_t *ctx);
+/* How many peers' endpoints have failed. */
+int ringk_remote_lost(const ringk_ctx_t *ctx);
+/** Publishes to the topic's subscribers in other processes: one AM per such process, each taking
+ *  one of RINGK_TOPIC_WINDOW credits for that process (waiting as @a timeout_ms says).
+ *  *reached_p: subscribers reached. @return 0, -EAGAIN / -ETIMEDOUT (a process's publishes are
+ *  not consumed), or -EPIPE (some process unreachable). */
+int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
+                         const void *payload, size_t length, int timeout_ms, unsigned *reached_p);
+/** How many processes of the job have participants in barrier @a name (from the directory
+ *  exchanged at start). */
+unsigned ringk_remote_barrier_processes(ringk_ctx_t *ctx, const char *name);
+/** A process that takes part in barrier @a name and is gone (left the job or lost): its rank,
+ *  or -1 while all are there. */
+int ringk_remote_barrier_gone(ringk_ctx_t *ctx, const char *name);
+/** Sends an arrival of this process at generation @a gen of barrier @a name to process
+ *  @a rank (@a release 0, waiting until it is sent), called without ctx->lock. 0 or -EPIPE. */
+int ringk_remote_barrier_send(ringk_ctx_t *ctx, int rank, const char *name, uint64_t gen,
+                              int release);
+/** Sends the release of generation @a gen to every other process that takes part, without
+ *  waiting (it may run in a receive callback); called without ctx->lock. */
+void ringk_remote_barrier_release(ringk_ctx_t *ctx, const char *name, uint64_t gen);
+/** Finds a kernel of another process by name: rank and its local id. */
+int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
+/** Sends one message to kernel @a id of process @a rank as one active message, once it has a
+ * credit for that kernel (waiting as @a timeout_ms says: -EAGAIN, -ETIMEDOUT). */
+int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
+                      ringk_msg_type_t type, const void *payload, size_t length,
+                      int timeout_ms);
+/** Fills the remote fields of @a rt, a route of @a from resolved to kernel rt->remote_id of
+ *  process rt->rank, for ringk_remote_send_last(). */
+void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);
+/** The fast path of ringk_send() and ringk_send_route() from kernel @a from's own handler on
+ *  its route from->last_rt, resolved to a kernel of another process: takes a credit and sends
+ *  the message as one eager active message that leaves at once. When it cannot (deferred calls
+ *  queued, bad type or length, no credit left or another thread taking one, the process gone,
+ *  timestamps on, or UCP did not send it at once, for lack of resources or an error) it changes
+ *  nothing and returns ringk_send_last_full(). */
+int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
+                           size_t length, int timeout_ms);
+/** ringk_send() on from->last_rt by the full path (send_last_route() in ringk_send.c). */
+int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
+                         size_t length, int timeout_ms);
+
+/* ---- job bootstrap (ringk_job.c) ---- */
+
+/**
+ * Fills @a job from RINGK_ROOT/RINGK_RANK/RINGK_SIZE (rank 0 starts listening here).
+ * @return 0 when the environment describes a job, 1 when it describes none (one process), or
+ *         -EINVAL with the bad variable, its value and the limit in @a err.
+ */
+int ringk_job_from_env(ringk_job_t *job, char *err, size_t err_len);
+
+/** Closes what ringk_job_from_env() opened. */
+void ringk_job_env_release(ringk_job_t *job);
+
+#endif
