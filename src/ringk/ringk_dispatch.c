@@ -266,10 +266,10 @@ static __attribute__((noinline)) void inline_stop(ringk_kernel_t *k, uint64_t ns
                   k->name, ns / 1e3, RINGK_INLINE_MAX_NS / 1000);
 }
 
-int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void *payload)
+int ringk_deliver_direct(ringk_kernel_t *to, uint32_t sender, uint32_t type, uint64_t seq,
+                         uint64_t timestamp, const void *payload, size_t len)
 {
     ringk_msg_t *msg = &to->direct.msg;
-    size_t len       = hdr->length;
     uint64_t t0;
 
     /* FIFO: an empty inbox holds nothing older from the same sender; the slot is handled
@@ -279,14 +279,14 @@ int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void 
         !ringk_inbox_empty(to)) {
         return -EAGAIN;
     }
-    msg->sender    = hdr->sender;
-    msg->receiver  = hdr->receiver;
-    msg->type      = hdr->type;
+    msg->sender    = sender;
+    msg->receiver  = to->id;
+    msg->type      = (uint16_t)type;
     msg->flags     = 0;
-    msg->length    = hdr->length;
-    msg->seq       = hdr->seq;
-    msg->timestamp = hdr->timestamp;
-    msg->enq_ns    = ((hdr->seq % RINGK_LAT_SAMPLE) == 0) ? ringk_now_ns() : 0;
+    msg->length    = (uint32_t)len;
+    msg->seq       = seq;
+    msg->timestamp = timestamp;
+    msg->enq_ns    = ((seq % RINGK_LAT_SAMPLE) == 0) ? ringk_now_ns() : 0;
     if ((len >= 8) && (len <= 16)) {
         /* the usual small message: two 8-byte copies (overlapping below 16), no call */
         memcpy(to->direct.payload, payload, 8);

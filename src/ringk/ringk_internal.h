@@ -279,11 +279,13 @@ struct ringk_ctx {
 extern __thread ringk_kernel_t *ringk_tls_inline __attribute__((tls_model("initial-exec")));
 #define RINGK_WOULD_WAIT (-EINPROGRESS)
 
-/** Takes a message from another process (its checked header @a hdr, hdr->length payload bytes)
- *  straight to kernel @a to when the caller is @a to's own thread polling the worker while
- *  idle, its inbox is empty and it is active: 0, or -EAGAIN (then ringk_deliver_hdr). With
- *  to->recv_inline the handler runs before it returns (see ringk_tls_inline). */
-int ringk_deliver_direct(ringk_kernel_t *to, const ringk_msg_t *hdr, const void *payload);
+/** Takes a message from another process (its checked sender, type, sequence number and
+ *  clock, and @a len payload bytes) straight to kernel @a to when the caller is @a to's own
+ *  thread polling the worker while idle, its inbox is empty and it is active: 0, or -EAGAIN
+ *  (then ringk_deliver_hdr). With to->recv_inline the handler runs before it returns (see
+ *  ringk_tls_inline). The fields come one by one: the usual message skips building a header. */
+int ringk_deliver_direct(ringk_kernel_t *to, uint32_t sender, uint32_t type, uint64_t seq,
+                         uint64_t timestamp, const void *payload, size_t len);
 /** Puts a message built elsewhere (a remote sender's header) into @a to's inbox. */
 int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *hdr,
                       const void *payload, int timeout_ms);

@@ -185,13 +185,13 @@ ucs_status_t net_am_recv(void *arg, const void *header, size_t header_length, vo
      * empty until this callback returns: then the message goes straight in without the lock
      * (net_backlog_drain() empties a backlog under the lock, and publishes the empty head only
      * after its last message is in the inbox). The usual case first: the kernel's own thread
-     * polls with nothing queued, and the message goes straight to it. */
-    ringk_wire_msg_unpack(&w, length, &hdr);
+     * polls with nothing queued, and the message goes to it from the wire header. */
     if ((k != NULL) && (__atomic_load_n(&r->backlog_head[w.dst], __ATOMIC_ACQUIRE) == NULL) &&
-        (ringk_deliver_direct(k, &hdr.msg, data) == 0)) {
-        net_credit_owe(r, hdr.src_rank, w.dst, k);
+        (ringk_deliver_direct(k, w.sender, w.type, w.seq, w.timestamp, data, length) == 0)) {
+        net_credit_owe(r, ringk_sender_rank(w.sender), w.dst, k);
         return UCS_OK;
     }
+    ringk_wire_msg_unpack(&w, length, &hdr);
     if (k == NULL) {
         __atomic_add_fetch(&r->undeliverable, 1, __ATOMIC_RELAXED);
         net_credit_owe(r, hdr.src_rank, hdr.dst, NULL);
