@@ -306,9 +306,12 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     k->ctx  = ctx;
     k->exec = &ringk_exec_cpu;
     ret     = kernel_params(ctx, params, k);
-    if ((ret != 0) || ((ret = kernel_inbox_alloc(ctx, k)) != 0)) {
-        free(k);
-        return ret;
+    if (ret != 0) {
+        goto err_free;
+    }
+    ret = kernel_inbox_alloc(ctx, k);
+    if (ret != 0) {
+        goto err_free;
     }
     for (i = 0; i < RINGK_LIST_MAX; i++) {
         k->routes[i].rank  = -1;
@@ -332,11 +335,12 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     }
     ret = kernel_insert(ctx, k);
     if (ret != 0) {
-        ringk_kernel_free(k);
-        return ret;
+        goto err_kernel_free;
     }
     ret = k->exec->start(k);
     if (ret != 0) {
+        /* registered, so others may hold it already: it stays, terminated, until the
+         * context goes */
         __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
         return ret;
     }
@@ -345,6 +349,14 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
                   "event-driven", k->inbox.ncells, RINGK_CELL);
     *kernel_p = k;
     return 0;
+
+err_kernel_free:
+    ringk_kernel_free(k); /* its mutex, condition variable and inbox, then itself */
+    return ret;
+err_free:
+    free(k->inbox_mem);
+    free(k);
+    return ret;
 }
 
 static int set_state(ringk_kernel_t *k, int from, int to)

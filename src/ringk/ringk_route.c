@@ -52,21 +52,6 @@ void ringk_route_name_init(route_t *rt, const char *name)
     rt->name_w[1] &= rt->name_m[1];
 }
 
-/* strcmp(b, name) == 0, stopping at b's first character that differs: never reads past b's
- * end. */
-__attribute__((noinline)) int ringk_route_name_eq_bytes(const char *name, uint32_t len,
-                                                         const char *b)
-{
-    uint32_t j;
-
-    for (j = 0; j < len; j++) {
-        if (b[j] != name[j]) {
-            return 0;
-        }
-    }
-    return b[len] == '\0';
-}
-
 ringk_kernel_t *ringk_kernel_find(ringk_ctx_t *ctx, const char *name)
 {
     unsigned i;

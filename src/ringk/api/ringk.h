@@ -79,7 +79,7 @@ static inline const void *ringk_msg_payload(const ringk_msg_t *msg)
 void ringk_msg_init(ringk_msg_t *msg, ringk_msg_type_t type, uint32_t sender, uint32_t receiver,
                     uint32_t length);
 
-/** 1 when two messages have equal headers and payloads. */
+/** 1 when two messages have equal headers (enq_ns aside) and payloads, else 0. */
 int ringk_msg_equal(const ringk_msg_t *a, const ringk_msg_t *b);
 
 /* ---- context ------------------------------------------------------------------------------- */
@@ -195,7 +195,7 @@ typedef enum ringk_kernel_mode {
 
 typedef enum ringk_processing {
     RINGK_PROCESSING_CONTINUOUS = 0, /**< one message per iteration: lowest latency */
-    RINGK_PROCESSING_BATCH      = 1, /**< up to max_msgs_per_iteration (0: all) per iteration */
+    RINGK_PROCESSING_BATCH      = 1, /**< up to max_per_iteration (0: all) per iteration */
     RINGK_PROCESSING_ADAPTIVE   = 2  /**< one at a time when the inbox is short, else batch */
 } ringk_processing_t;
 
@@ -249,12 +249,14 @@ typedef struct ringk_kernel_params {
                                                logical clock (ringk_msg_t.timestamp), and
                                                merge the stamps it receives into it; default
                                                0 (timestamp 0) */
-    const char * const *publishes_to;     /**< kernels it may send to (NULL-terminated) */
+    const char * const *publishes_to;     /**< kernels it may send to (NULL-terminated; none
+                                               given: it sends to no kernel) */
     const char * const *subscribes_to;    /**< kernels it receives from (NULL-terminated; empty:
                                                any) */
     const char * const *topics_pub;       /**< topics it publishes to (NULL-terminated) */
     const char * const *topics_sub;       /**< topics it subscribes to (NULL-terminated) */
-    const char * const *barriers;         /**< named barriers it takes part in */
+    const char * const *barriers;         /**< named barriers it takes part in
+                                               (NULL-terminated) */
     int                 peer_events;      /**< get a ringk_peer_event_t when another process of
                                                the job is lost or leaves, default 0 */
 } ringk_kernel_params_t;
@@ -277,7 +279,11 @@ typedef struct ringk_peer_event {
 } ringk_peer_event_t;
 
 /** Launches a kernel (active unless RINGK_KERNEL_PARAM_FIELD_START_INACTIVE). Errors name the
- *  bad value and the limit through the log hook. */
+ *  bad value and the limit through the log hook.
+ *  @return 0; -EINVAL a bad or missing parameter or an unknown field_mask bit; -ENOTSUP only
+ *          the CUDA backend asked for; -EEXIST a kernel of that name exists; -ENOSPC more
+ *          kernels, topics or barriers than a context holds; -ENOMEM; -EAGAIN its thread could
+ *          not start. */
 int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
                         ringk_kernel_t **kernel_p);
 /**
@@ -291,11 +297,14 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
  */
 int ringk_kernel_destroy(ringk_kernel_t *kernel);
 
-/** Resumes consuming. */
+/** Resumes consuming. @return 0 (also when it is active), or -EINVAL (NULL, terminating or
+ *  terminated). */
 int ringk_kernel_activate(ringk_kernel_t *kernel);
-/** Stops consuming; queued messages stay and new ones are still accepted. */
+/** Stops consuming; queued messages stay and new ones are still accepted. @return 0 (also when
+ *  it is inactive), or -EINVAL (NULL, terminating or terminated). */
 int ringk_kernel_deactivate(ringk_kernel_t *kernel);
-/** Drains what is queued, then stops; later sends fail with -EPIPE. Returns when it stopped. */
+/** Drains what is queued, then stops; later sends fail with -EPIPE. Returns when it stopped.
+ *  @return 0, or -EINVAL for NULL. */
 int ringk_kernel_terminate(ringk_kernel_t *kernel);
 
 /** The kernel's id (1.. in creation order) and name. */
@@ -417,9 +426,12 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
  * Publishes to every subscriber of @a topic (the publisher, if a kernel, must list the topic in
  * topics_pub). Waits up to @a timeout_ms for room in each subscriber of this process, and for
  * a credit of each other process with subscribers (256 publishes may be on their way to one).
- * @return the number of subscribers reached (all of them), or a negative errno; on -EAGAIN,
- *         -ETIMEDOUT or -EPIPE some subscribers may have received it: *delivered_p says how
- *         many.
+ * @a delivered_p (may be NULL) gets how many subscribers it reached, on success and on
+ * failure alike.
+ * @return the number of subscribers reached (all of them), or a negative errno: -EINVAL bad
+ *         arguments; -EPERM the topic is not in the publisher's topics_pub; -EMSGSIZE too
+ *         large for a subscriber or the publisher; on -EAGAIN, -ETIMEDOUT or -EPIPE (as for
+ *         ringk_send) some subscribers may have received it.
  */
 int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
                   const void *payload, size_t length, int timeout_ms, unsigned *delivered_p);
