@@ -13,7 +13,7 @@ fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 20; fails=$((fails + 1)); }
 var() { sed -n "s|^$1=||p" "$top/ringk.pc"; }
-echo "1..4"
+echo "1..5"
 if out=$(make -s -C "$top" install DESTDIR="$dest" 2>&1); then
     ok "make install DESTDIR"
 else
@@ -29,10 +29,29 @@ for f in "$includedir/ringk/api/ringk.h" "$includedir/ringk/api/ringk_hlc.h" \
     [ -e "$dest$f" ] || missing="$missing $f"
 done
 for f in bin/ringk_info bin/ringk-run man/man7/ringk.7 man/man1/ringk_info.1 \
-         man/man1/ringk-run.1; do
+         man/man1/ringk-run.1 man/man3/ringk_ctx.3 man/man3/ringk_kernel.3 \
+         man/man3/ringk_send.3 man/man3/ringk_publish.3 man/man3/ringk_barrier_wait.3 \
+         man/man3/ringk_hlc.3 man/man3/ringk_p2pq.3 man/man3/ringk_send_route.3; do
     [ -n "$(find "$dest" -path "*/$f")" ] || missing="$missing */$f"
 done
 if [ -z "$missing" ]; then ok "installed files"; else nok "installed files" "missing:$missing"; fi
+# every public function has a page: its own, or a one-line .so to its family's, which exists
+man3=$(dirname "$(find "$dest" -path '*/man/man3/ringk_kernel.3' | head -n 1)")
+api=$(cat "$src"/src/ringk/api/ringk*.h | sed -n 's/^[a-z].*\b\(ringk_[a-z0-9_]*\)(.*/\1/p' | sort -u)
+bad=""
+for f in $api; do
+    page=$man3/$f.3
+    if [ ! -f "$page" ]; then
+        bad="$bad $f(no page)"
+    elif so=$(sed -n 's/^\.so //p' "$page") && [ -n "$so" ] && [ ! -f "$man3/../$so" ]; then
+        bad="$bad $f(.so $so missing)"
+    fi
+done
+if [ -z "$bad" ]; then
+    ok "a man page for each of the $(wc -w <<<"$api") public functions"
+else
+    nok "a man page for each public function" "$bad"
+fi
 flags=$(PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
         pkg-config --cflags --libs ringk 2>&1)
 # shellcheck disable=SC2086 # the flags are words

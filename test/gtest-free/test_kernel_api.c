@@ -41,24 +41,10 @@ static ringk_ctx_t *ctx_new(int pin)
     return ctx;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Waits up to 30 s for *counter to reach @a value. */
 static void wait_for(uint64_t *counter, uint64_t value)
 {
-    double deadline = now_s() + 30;
-
-    while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < value) {
-        ck_assert_msg(now_s() < deadline, "waited 30 s: %llu of %llu",
-                      (unsigned long long)*counter, (unsigned long long)value);
-        usleep(100);
-    }
+    test_wait_u64(counter, value, 30);
 }
 
 /* A handler that counts into the uint64_t its argument points to. */
@@ -437,19 +423,30 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("kernel_api");
-    TCase *tc;
+    const struct {
+        const TTest *test;
+        int          loops;   /* 0: a plain test, else a loop test over 0..loops-1 */
+    } tests[] = {
+        {test_kernel_destroy_reuse, 0},
+        {test_kernel_destroy_many, 0},
+        {test_kernel_placement, 0},
+        {test_kernel_placement_bad, sizeof(bad_placement) / sizeof(bad_placement[0])},
+        {test_kernel_params_unknown_bits, 4},
+        {test_kernel_timestamps, 2},
+        {test_kernel_stats_field_mask, 0},
+    };
+    Suite *s  = suite_create("kernel_api");
+    TCase *tc = tcase_create("kernel_api");
+    unsigned i;
 
-    tc = tcase_create("kernel_api");
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_kernel_destroy_reuse);
-    tcase_add_test(tc, test_kernel_destroy_many);
-    tcase_add_test(tc, test_kernel_placement);
-    tcase_add_loop_test(tc, test_kernel_placement_bad, 0,
-                        sizeof(bad_placement) / sizeof(bad_placement[0]));
-    tcase_add_loop_test(tc, test_kernel_params_unknown_bits, 0, 4);
-    tcase_add_loop_test(tc, test_kernel_timestamps, 0, 2);
-    tcase_add_test(tc, test_kernel_stats_field_mask);
+    for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        if (tests[i].loops == 0) {
+            tcase_add_test(tc, tests[i].test);
+        } else {
+            tcase_add_loop_test(tc, tests[i].test, 0, tests[i].loops);
+        }
+    }
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -4,8 +4,11 @@
 #define RINGK_TEST_UTIL_H
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 /** Reports the whole binary as skipped in TAP (automake's tap-driver counts it). */
 static inline int test_skip_all(const char *why)
@@ -13,6 +16,29 @@ static inline int test_skip_all(const char *why)
     printf("1..0 # SKIP %s\n", why);
     fflush(stdout);
     return 0;
+}
+
+/** Seconds of CLOCK_MONOTONIC. */
+static inline double test_now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/** Waits up to @a seconds for the counter at @a counter, which other threads add to, to reach
+ *  @a value; fails the test with both numbers when it does not. */
+static inline void test_wait_u64(const uint64_t *counter, uint64_t value, double seconds)
+{
+    double deadline = test_now_s() + seconds;
+
+    while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < value) {
+        ck_assert_msg(test_now_s() < deadline, "waited %.0f s: %llu of %llu", seconds,
+                      (unsigned long long)__atomic_load_n(counter, __ATOMIC_ACQUIRE),
+                      (unsigned long long)value);
+        usleep(100);
+    }
 }
 
 /**

@@ -86,7 +86,24 @@ static void remote_free(ringk_remote_t *r)
 static int remote_alloc(ringk_remote_t *r, int size)
 {
     const size_t slots = (size_t)size * RINGK_SLOTS;
+    struct {
+        void   *field;   /* the address of a pointer member of @a r */
+        size_t  n, size;
+    } arrays[] = {
+#define REMOTE_ARRAY(_field, _n) {&r->_field, (_n), sizeof(*r->_field)}
+        REMOTE_ARRAY(eps, size), REMOTE_ARRAY(dead, size), REMOTE_ARRAY(left, size),
+        REMOTE_ARRAY(event_state, size), REMOTE_ARRAY(event_kind, size),
+        REMOTE_ARRAY(event_next, size), REMOTE_ARRAY(acked, size), REMOTE_ARRAY(ack_due, size),
+        REMOTE_ARRAY(window, slots), REMOTE_ARRAY(credits, slots), REMOTE_ARRAY(owed, slots),
+        REMOTE_ARRAY(owed_queued, slots), REMOTE_ARRAY(owed_queue, slots),
+        REMOTE_ARRAY(dir, (size_t)size * RINGK_DIR_ENTRIES),
+        REMOTE_ARRAY(topics, (size_t)size * RINGK_MAX_TOPICS),
+        REMOTE_ARRAY(barriers, (size_t)size * RINGK_MAX_BARRIERS)
+#undef REMOTE_ARRAY
+    };
     pthread_condattr_t cattr;
+    unsigned i;
+    void *mem;
 
     pthread_mutex_init(&r->nap_mu, NULL);
     pthread_condattr_init(&cattr);
@@ -96,27 +113,13 @@ static int remote_alloc(ringk_remote_t *r, int size)
     pthread_mutex_init(&r->backlog_mu, NULL);
     pthread_mutex_init(&r->owed_mu, NULL);
     pthread_mutex_init(&r->event_mu, NULL);
-    r->size        = size;
-    r->eps         = calloc(size, sizeof(*r->eps));
-    r->dead        = calloc(size, sizeof(*r->dead));
-    r->left        = calloc(size, sizeof(*r->left));
-    r->event_state = calloc(size, sizeof(*r->event_state));
-    r->event_kind  = calloc(size, sizeof(*r->event_kind));
-    r->event_next  = calloc(size, sizeof(*r->event_next));
-    r->acked       = calloc(size, sizeof(*r->acked));
-    r->ack_due     = calloc(size, sizeof(*r->ack_due));
-    r->window      = calloc(slots, sizeof(*r->window));
-    r->credits     = calloc(slots, sizeof(*r->credits));
-    r->owed        = calloc(slots, sizeof(*r->owed));
-    r->owed_queued = calloc(slots, sizeof(*r->owed_queued));
-    r->owed_queue  = calloc(slots, sizeof(*r->owed_queue));
-    r->dir         = calloc((size_t)size * RINGK_DIR_ENTRIES, sizeof(*r->dir));
-    r->topics      = calloc((size_t)size * RINGK_MAX_TOPICS, sizeof(*r->topics));
-    r->barriers    = calloc((size_t)size * RINGK_MAX_BARRIERS, sizeof(*r->barriers));
-    if (!r->eps || !r->dead || !r->left || !r->event_state || !r->event_kind ||
-        !r->event_next || !r->acked || !r->ack_due || !r->window || !r->credits || !r->owed ||
-        !r->owed_queued || !r->owed_queue || !r->dir || !r->topics || !r->barriers) {
-        return -ENOMEM;
+    r->size = size;
+    for (i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) {
+        mem = calloc(arrays[i].n, arrays[i].size);
+        if (mem == NULL) {
+            return -ENOMEM;
+        }
+        memcpy(arrays[i].field, &mem, sizeof(mem)); /* into a pointer of its own type */
     }
     return 0;
 }
