@@ -16,7 +16,8 @@ typedef struct ringk_deferred {
     struct ringk_deferred *next;
     ringk_defer_kind_t           kind;
     ringk_ctx_t           *ctx;       /* the context the call was made on */
-    ringk_kernel_t        *from;      /* the sender (NULL: the host), or the kernel to terminate */
+    ringk_kernel_t        *from;      /* the sender (NULL: the host), or the kernel to terminate
+                                         * or destroy */
     int                    route;     /* RINGK_DEFER_SEND_ROUTE */
     const char            *name;      /* kernel (RINGK_DEFER_SEND) or topic
                                          * (RINGK_DEFER_PUBLISH), in data */
@@ -110,6 +111,9 @@ __attribute__((noinline)) void ringk_deferred_run(ringk_kernel_t *k)
             ret = ringk_publish(d->ctx, d->from, d->name, d->data, d->length, d->timeout_ms,
                                 &reached);
             break;
+        case RINGK_DEFER_DESTROY:
+            ret = ringk_kernel_destroy(d->from);
+            break;
         default:
             ret = ringk_kernel_terminate(d->from);
             break;
@@ -119,7 +123,8 @@ __attribute__((noinline)) void ringk_deferred_run(ringk_kernel_t *k)
             ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': a %s its handler made in a "
                           "receive callback, deferred until the callback returned, failed: %s",
                           k->name, (d->kind == RINGK_DEFER_PUBLISH) ? "publish" :
-                          (d->kind == RINGK_DEFER_TERMINATE) ? "terminate" : "send",
+                          (d->kind == RINGK_DEFER_TERMINATE) ? "terminate" :
+                          (d->kind == RINGK_DEFER_DESTROY) ? "destroy" : "send",
                           strerror(-ret));
         }
         free(d);

@@ -464,7 +464,8 @@ int ringk_inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64
 /* ---- defer.c ---- */
 
 typedef enum {
-    RINGK_DEFER_SEND, RINGK_DEFER_SEND_ROUTE, RINGK_DEFER_PUBLISH, RINGK_DEFER_TERMINATE
+    RINGK_DEFER_SEND, RINGK_DEFER_SEND_ROUTE, RINGK_DEFER_PUBLISH, RINGK_DEFER_TERMINATE,
+    RINGK_DEFER_DESTROY
 } ringk_defer_kind_t;
 
 /** Queues a call of the handler running in the receive callback (ringk_tls_inline), to be made
@@ -499,6 +500,15 @@ void ringk_route_name_init(route_t *rt, const char *name);
 /* The quiescent-state slot of this thread, NULL for a thread that is not one of the context's
  * executors (ringk_host_enter). */
 extern __thread ringk_qs_slot_t *ringk_tls_qs __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's slot if it is an executor of @a ctx (not of another context), else
+ * NULL. */
+static inline ringk_qs_slot_t *ringk_qs_mine(const ringk_ctx_t *ctx)
+{
+    ringk_qs_slot_t *slot = ringk_tls_qs;
+
+    return ((slot >= ctx->qs) && (slot < ctx->qs + RINGK_QS_SLOTS)) ? slot : NULL;
+}
 
 /** Takes a quiescent-state slot for the calling thread (NULL when none is left). */
 ringk_qs_slot_t *ringk_qs_register(ringk_ctx_t *ctx);
@@ -543,11 +553,12 @@ static inline void ringk_qs_online(ringk_qs_slot_t *slot)
     }
 }
 
-/* A thread that is not an executor of the context (the host's threads) is between a lookup of
+/* A thread that is not an executor of the context (the host's threads, or another context's
+ * executors) is between a lookup of
  * a kernel and the end of its send: a destroy waits for it. Returns whether it counted. */
 static inline int ringk_host_enter(ringk_ctx_t *ctx)
 {
-    if (ringk_tls_qs != NULL) {
+    if (ringk_qs_mine(ctx) != NULL) {
         return 0;
     }
     __atomic_add_fetch(&ctx->host_users, 1, __ATOMIC_SEQ_CST); /* H1: pairs with H2 */

@@ -407,6 +407,9 @@ int ringk_kernel_terminate(ringk_kernel_t *k)
         pthread_mutex_unlock(&k->mu);
         ringk_wake(k);
     }
+    if (k == ringk_tls_running) {
+        return 0; /* its own handler: it stops once that returned and its inbox is drained */
+    }
     pthread_mutex_lock(&k->mu);
     while (ringk_load_i(&k->state) != RINGK_KERNEL_TERMINATED) {
         struct timespec ts;
@@ -426,6 +429,16 @@ int ringk_kernel_destroy(ringk_kernel_t *k)
         return -EINVAL;
     }
     ctx = k->ctx;
+    if (ringk_tls_inline != NULL) {
+        /* it waits for @a k and for the executors, which may wait for the worker's lock */
+        return ringk_defer_call(ctx, RINGK_DEFER_DESTROY, k, -1, NULL, RINGK_MSG_DATA, NULL, 0,
+                                0);
+    }
+    if (k == ringk_tls_running) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' cannot destroy itself from its own "
+                      "handler (ringk_kernel_terminate stops it)", k->name);
+        return -EDEADLK;
+    }
     ringk_kernel_terminate(k);
     /* unlinked: no lookup finds it, no topic lists it, routes to it resolve again */
     pthread_mutex_lock(&ctx->lock);

@@ -65,7 +65,7 @@ int ringk_qs_synchronize(ringk_ctx_t *ctx, long timeout_ms)
     unsigned i, spins = 0;
 
     /* the caller's own thread, if an executor, holds nothing of what was unlinked */
-    ringk_qs_quiescent(ctx, ringk_tls_qs);
+    ringk_qs_quiescent(ctx, ringk_qs_mine(ctx));
     for (i = 0; i < RINGK_QS_SLOTS; i++) {
         while (!slot_quiet(&ctx->qs[i], want)) {
             if (ringk_now_ns() > deadline) {

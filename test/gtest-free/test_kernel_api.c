@@ -157,6 +157,50 @@ START_TEST(test_kernel_destroy_many)
 }
 END_TEST
 
+/* A kernel's own handler terminates it (returns at once: it stops after the handler) or tries
+ * to destroy it (refused). */
+static int self_results[2];
+static uint64_t self_calls;
+
+static int self_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    self_results[0] = ringk_kernel_destroy(k);
+    self_results[1] = ringk_kernel_terminate(k);
+    __atomic_store_n(&self_calls, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_kernel_terminate_self)
+{
+    ringk_ctx_t *ctx = ctx_new(0);
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
+        .name = "self", .handler = self_handler
+    };
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_STATE |
+                                             RINGK_KERNEL_STATS_FIELD_MSGS_IN};
+    ringk_kernel_t *k;
+    double deadline;
+
+    self_calls = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    host_send(ctx, "self", 0);
+    wait_for(&self_calls, 1);
+    ck_assert_int_eq(self_results[0], -EDEADLK);
+    ck_assert_int_eq(self_results[1], 0);
+    ck_assert_msg(strstr(logbuf, "cannot destroy itself") != NULL, "log: %s", logbuf);
+    deadline = test_now_s() + 30;
+    do {
+        ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+        ck_assert(test_now_s() < deadline);
+    } while (st.state != RINGK_KERNEL_TERMINATED);
+    ck_assert_uint_eq(st.msgs_in, 1);
+    host_send(ctx, "self", -EPIPE);
+    ck_assert_int_eq(ringk_kernel_destroy(k), 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 /* ---- placement -------------------------------------------------------------------------------- */
 
 static cpu_set_t placed[2];
@@ -429,6 +473,7 @@ int main(void)
     } tests[] = {
         {test_kernel_destroy_reuse, 0},
         {test_kernel_destroy_many, 0},
+        {test_kernel_terminate_self, 0},
         {test_kernel_placement, 0},
         {test_kernel_placement_bad, sizeof(bad_placement) / sizeof(bad_placement[0])},
         {test_kernel_params_unknown_bits, 4},

@@ -293,7 +293,9 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
  * took part in still count it. No thread may use @a kernel during or after the call. The
  * memory is freed once every executor thread of the context has come back to its loop or
  * slept, and no other thread is inside a send or publish that looked the kernel up (waiting
- * at most 1 s; past that it is freed with the context). @return 0, or -EINVAL.
+ * at most 1 s; past that it is freed with the context). From a handler run in a receive
+ * callback (see ringk_handler_t) it is deferred like a terminate.
+ * @return 0; -EINVAL for NULL; -EDEADLK from the kernel's own handler (terminate it instead).
  */
 int ringk_kernel_destroy(ringk_kernel_t *kernel);
 
@@ -303,7 +305,8 @@ int ringk_kernel_activate(ringk_kernel_t *kernel);
 /** Stops consuming; queued messages stay and new ones are still accepted. @return 0 (also when
  *  it is inactive), or -EINVAL (NULL, terminating or terminated). */
 int ringk_kernel_deactivate(ringk_kernel_t *kernel);
-/** Drains what is queued, then stops; later sends fail with -EPIPE. Returns when it stopped.
+/** Drains what is queued, then stops; later sends fail with -EPIPE. Returns when it stopped,
+ *  but from the kernel's own handler at once (it stops once the handler returned).
  *  @return 0, or -EINVAL for NULL. */
 int ringk_kernel_terminate(ringk_kernel_t *kernel);
 
