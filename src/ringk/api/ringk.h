@@ -150,7 +150,7 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx);
  */
 int ringk_ctx_start(ringk_ctx_t *ctx);
 
-/** This process's rank and the number of processes of the job. */
+/** This process's rank and the number of processes of the job (0 and 1 for one process). */
 int ringk_ctx_rank(const ringk_ctx_t *ctx);
 int ringk_ctx_size(const ringk_ctx_t *ctx);
 
@@ -441,7 +441,9 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
 
 /**
  * Waits at the named barrier until every kernel that lists it has arrived (call it from the
- * kernel's handler). @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT (the
+ * kernel's handler). @a timeout_ms: RINGK_WAIT_FOREVER, or milliseconds; RINGK_WAIT_NONE
+ * returns 0 only to the arrival that completes a barrier of one process, and every other
+ * arrival leaves it at once with -ETIMEDOUT. @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT (the
  * kernel has left the barrier), -EPIPE (a process with kernels that take part has left the job
  * or was lost, so the barrier cannot complete: the kernel has left it; seen within 100 ms). A
  * wait longer than RINGK_WAIT_WARN_MS logs a warning, repeated as long again passes (see
