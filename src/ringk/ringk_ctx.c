@@ -147,10 +147,11 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
                                           RINGK_CTX_PARAM_FIELD_JOB)))) {
         return -EINVAL;
     }
-    ctx = calloc(1, sizeof(*ctx));
-    if (ctx == NULL) {
+    /* its quiescent-state slots and the lines the send path reads are cache-line aligned */
+    if (posix_memalign((void**)&ctx, 64, sizeof(*ctx)) != 0) {
         return -ENOMEM;
     }
+    memset(ctx, 0, sizeof(*ctx));
     ret = ctx_configure(ctx, params);
     if (ret != 0) {
         goto err_free;
