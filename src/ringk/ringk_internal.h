@@ -48,8 +48,18 @@ static inline uint32_t ringk_sender_kernel(uint32_t sender)
 #define RINGK_BARRIER_POLL_MS      100        /* a barrier across processes looks for gone */
                                               /* processes this often */
 #define RINGK_PLACEMENT_MAX        4096       /* placements 0..4095 (modulo what exists) */
-#define RINGK_KERNEL_PARAM_FIELDS  ((RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS << 1) - 1 - \
-                                    (1u << 3) - (1u << 13) - (1u << 19)) /* 3, 13, 19 unused */
+/* every field bit of ringk_kernel_params_t */
+#define RINGK_KERNEL_PARAM_FIELDS \
+    (RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER | \
+     RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN | \
+     RINGK_KERNEL_PARAM_FIELD_MAX_OUT | RINGK_KERNEL_PARAM_FIELD_MODE | \
+     RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS | RINGK_KERNEL_PARAM_FIELD_PROCESSING | \
+     RINGK_KERNEL_PARAM_FIELD_MAX_PER_ITER | RINGK_KERNEL_PARAM_FIELD_BACKENDS | \
+     RINGK_KERNEL_PARAM_FIELD_PLACEMENT | RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS | \
+     RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_SUBSCRIBES_TO | \
+     RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB | RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB | \
+     RINGK_KERNEL_PARAM_FIELD_BARRIERS | RINGK_KERNEL_PARAM_FIELD_START_INACTIVE | \
+     RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS)
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
 
 typedef char ringk_name_t[RINGK_NAME_MAX];

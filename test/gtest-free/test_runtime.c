@@ -44,22 +44,13 @@ static ringk_ctx_t *ctx_new(void)
 
 static double now_s(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+    return test_now_s();
 }
 
 /* Waits up to 30 s for *counter to reach @a value. */
 static void wait_for(volatile uint64_t *counter, uint64_t value)
 {
-    double deadline = now_s() + 30;
-
-    while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < value) {
-        ck_assert_msg(now_s() < deadline, "waited 30 s: %llu of %llu",
-                      (unsigned long long)*counter, (unsigned long long)value);
-        usleep(100);
-    }
+    test_wait_u64((const uint64_t*)counter, value, 30);
 }
 
 /* ---- clock -------------------------------------------------------------------------------- */
