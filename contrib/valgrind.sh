@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # valgrind.sh [BUILDDIR]: the unit tests under valgrind memcheck, as TAP (default _build).
-# test_ring, test_runtime, test_kernel_api and test_topo run with full leak checking (definite
-# leaks are errors; one leak inside hwloc's PCI plugin is suppressed in contrib/valgrind.supp);
+# test_ring, test_runtime, test_kernel_api, test_device and test_topo run with full leak checking
+# (definite leaks are errors; one leak inside hwloc's PCI plugin is suppressed in contrib/valgrind.supp);
 # test_uct (the transport plugin, preloaded by ringk-run) runs with memory-error checking only:
 # its two-process tests fork children that leave through _exit() with UCX objects still open, which
 # valgrind would count as leaks (ASan's leak checker covers test_uct in contrib/sanitize.sh).
@@ -20,7 +20,7 @@ command -v valgrind >/dev/null || {
 export RINGK_TOP_BUILDDIR=$build RINGK_TOP_SRCDIR=$top CK_FORK=no
 vg=(valgrind --error-exitcode=9 --quiet --suppressions="$top/contrib/valgrind.supp"
     --track-origins=no --child-silent-after-fork=yes)
-tests="test_ring:full test_runtime:full test_kernel_api:full test_topo:full test_uct:no"
+tests="test_ring:full test_runtime:full test_kernel_api:full test_device:full test_topo:full test_uct:no"
 echo "1..$(wc -w <<<"$tests")"
 n=0 fails=0
 for spec in $tests; do

@@ -5,6 +5,7 @@
 
 #define _GNU_SOURCE
 #include "ringk_exec.h"
+#include "ringk_exec_dev.h"
 #include "ringk_internal.h"
 #include "net/ringk_net.h"
 
@@ -190,6 +191,7 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
             ringk_kernel_terminate(ctx->kernels[i]);
         }
     }
+    ringk_exec_dev_stop(ctx); /* every device kernel is done */
     if (ringk_remote_of(ctx) != NULL) {
         ringk_remote_stop(ctx);
     }
@@ -206,6 +208,7 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
         ctx->zombies = k->zombie_next;
         ringk_kernel_free(k);
     }
+    ringk_exec_dev_release(ctx);
     if (ctx->topo != NULL) {
         hwloc_topology_destroy(ctx->topo);
     }

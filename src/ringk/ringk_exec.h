@@ -2,7 +2,8 @@
 /* libringk executors: what runs a kernel's dispatch loop. A kernel is created with one
  * executor; the runtime starts it, wakes it when a send finds it asleep, and joins it once the
  * kernel terminated. The CPU executor (ringk_exec_cpu.c) runs persistent kernels on threads of
- * their own and event-driven kernels on the context's pool threads. */
+ * their own and event-driven kernels on the context's pool threads; the device executor
+ * (ringk_exec_dev.c) runs kernels of the CUDA backend on a GPU or the emulated device. */
 #ifndef RINGK_EXEC_H
 #define RINGK_EXEC_H
 
@@ -16,6 +17,8 @@ typedef struct ringk_exec_ops {
     void (*wake)(ringk_kernel_t *k);
     /** Once @a k is terminated: ends what start() began. */
     void (*join)(ringk_kernel_t *k);
+    /** After the host changed k->state (NULL: the executor reads k->state itself). */
+    void (*state)(ringk_kernel_t *k);
 } ringk_exec_ops_t;
 
 /** The CPU executor. */
@@ -33,9 +36,9 @@ void ringk_exec_cpu_pool_stop(ringk_ctx_t *ctx);
  * does not sleep. */
 static inline int ringk_sleeping_seen(ringk_kernel_t *k)
 {
-    return (k->mode == RINGK_MODE_PERSISTENT) ?
-           __atomic_load_n(&k->sleeping, __ATOMIC_SEQ_CST) :
-           __atomic_load_n(&k->ctx->pool_sleeping, __ATOMIC_SEQ_CST);
+    /* k->sleeping (a persistent kernel's thread), ctx->pool_sleeping (the pool), or a device
+     * kernel's 'idle' in its control block */
+    return __atomic_load_n(k->sleep_word, __ATOMIC_SEQ_CST);
 }
 
 /* Signals the executor of @a k, seen sleeping by ringk_sleeping_seen(). */

@@ -155,7 +155,7 @@ static int pool_has_work(ringk_ctx_t *ctx)
 
     for (i = 0; i < count; i++) {
         k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
-        if ((k == NULL) || (k->mode != RINGK_MODE_EVENT_DRIVEN)) {
+        if ((k == NULL) || (k->mode != RINGK_MODE_EVENT_DRIVEN) || (k->dev != NULL)) {
             continue;
         }
         state = ringk_load_i(&k->state);
@@ -183,7 +183,7 @@ static void *pool_main(void *arg)
         count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
         for (i = 0; i < count; i++) {
             k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
-            if ((k == NULL) || (k->mode != RINGK_MODE_EVENT_DRIVEN)) {
+            if ((k == NULL) || (k->mode != RINGK_MODE_EVENT_DRIVEN) || (k->dev != NULL)) {
                 continue;
             }
             event_driven++;
@@ -289,7 +289,8 @@ const ringk_exec_ops_t ringk_exec_cpu = {
     .name  = "cpu",
     .start = cpu_start,
     .wake  = cpu_wake,
-    .join  = cpu_join
+    .join  = cpu_join,
+    .state = NULL
 };
 
 int ringk_exec_cpu_pool_start(ringk_ctx_t *ctx)

@@ -59,7 +59,7 @@ static inline uint32_t ringk_sender_kernel(uint32_t sender)
      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_SUBSCRIBES_TO | \
      RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB | RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB | \
      RINGK_KERNEL_PARAM_FIELD_BARRIERS | RINGK_KERNEL_PARAM_FIELD_START_INACTIVE | \
-     RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS)
+     RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY)
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
 
 typedef char ringk_name_t[RINGK_NAME_MAX];
@@ -165,6 +165,7 @@ struct ringk_kernel {
      * every send cost a cache-line transfer). */
     /* read by every sender, written rarely */
     int                   state __attribute__((aligned(64))); /* ringk_kernel_state_t */
+    int                  *sleep_word;    /* nonzero: its executor must be woken (W2) */
     int                   sleeping;      /* its thread waits on cv, atomic */
     int                   running;       /* event-driven: a pool thread runs it, atomic */
     /* written by senders, rarely */
@@ -200,6 +201,7 @@ struct ringk_kernel {
     ringk_kernel_t       *blocked_on;
     uint64_t              block_gen, block_fails;
     ringk_kernel_t       *zombie_next;   /* destroyed, in ctx->zombies */
+    struct ringk_dev_host *dev;          /* a kernel of the device executor, else NULL */
 };
 
 /* Before a thread waits for anything: publishes the batch cells of the kernel whose dispatch
@@ -235,7 +237,8 @@ typedef struct {
     int      offline;  /* the thread sleeps and holds no pointer to a kernel, atomic */
 } __attribute__((aligned(64))) ringk_qs_slot_t;
 
-#define RINGK_QS_SLOTS (RINGK_MAX_KERNELS + RINGK_MAX_POOL + 1)
+/* kernels' threads, pool threads, the progress thread, the device proxy */
+#define RINGK_QS_SLOTS (RINGK_MAX_KERNELS + RINGK_MAX_POOL + 2)
 
 struct ringk_ctx {
     pthread_mutex_t  lock;            /* registry, topics, barriers: not on the send path */
@@ -273,6 +276,7 @@ struct ringk_ctx {
     unsigned         host_users __attribute__((aligned(64))); /* threads outside the executors
                                                                * between a lookup and a send */
     ringk_kernel_t  *zombies;         /* destroyed, not freed until the context goes */
+    struct ringk_devs *devs;          /* devices and the proxy (ringk_exec_dev.h), or NULL */
     ringk_qs_slot_t  qs[RINGK_QS_SLOTS];
 };
 

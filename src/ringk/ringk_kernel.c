@@ -5,6 +5,7 @@
 
 #define _GNU_SOURCE
 #include "ringk_exec.h"
+#include "ringk_exec_dev.h"
 #include "ringk_internal.h"
 #include "ringk_route.h"
 
@@ -45,6 +46,7 @@ void ringk_kernel_free(ringk_kernel_t *k)
 {
     pthread_mutex_destroy(&k->mu);
     pthread_cond_destroy(&k->cv);
+    ringk_exec_dev_free(k);
     free(k->inbox_mem);
     free(k);
 }
@@ -88,6 +90,11 @@ static int kernel_params_identity(ringk_ctx_t *ctx, const ringk_kernel_params_t 
         return -EINVAL;
     }
     strcpy(k->name, p->name);
+    if ((f & RINGK_KERNEL_PARAM_FIELD_BACKENDS) && (p->backends == RINGK_BACKEND_CUDA) &&
+        !((f & RINGK_KERNEL_PARAM_FIELD_HANDLER) && (p->handler != NULL))) {
+        k->arg = p->arg; /* a device kernel only: its handler is in device_entry */
+        return 0;
+    }
     if (!(f & RINGK_KERNEL_PARAM_FIELD_HANDLER) || (p->handler == NULL)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' needs a handler", k->name);
         return -EINVAL;
@@ -118,8 +125,8 @@ static void kernel_params_values(const ringk_kernel_params_t *p, ringk_kernel_t 
     k->peer_events       = (f & RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS) ? !!p->peer_events : 0;
 }
 
-/* Checks the values kernel_params_values() set: 0, -EINVAL or -ENOTSUP, each refusal naming
- * the value and the limit. */
+/* Checks the values kernel_params_values() set: 0 or -EINVAL, each refusal naming the value
+ * and the limit. */
 static int kernel_params_check(ringk_ctx_t *ctx, const ringk_kernel_params_t *p,
                                const ringk_kernel_t *k)
 {
@@ -151,17 +158,11 @@ static int kernel_params_check(ringk_ctx_t *ctx, const ringk_kernel_params_t *p,
                       name, k->placement, RINGK_PLACEMENT_MAX - 1);
         return -EINVAL;
     }
-    if (p->field_mask & RINGK_KERNEL_PARAM_FIELD_BACKENDS) {
-        if (p->backends & ~(unsigned)(RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA)) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x has unknown bits",
-                          name, p->backends);
-            return -EINVAL;
-        }
-        if (!(p->backends & RINGK_BACKEND_CPU)) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x: only the CPU "
-                          "backend is available in this release", name, p->backends);
-            return -ENOTSUP;
-        }
+    if ((p->field_mask & RINGK_KERNEL_PARAM_FIELD_BACKENDS) &&
+        ((p->backends == 0) || (p->backends & ~(unsigned)(RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA)))) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': backends 0x%x is not CPU (0x1), CUDA "
+                      "(0x2) or both", name, p->backends);
+        return -EINVAL;
     }
     return 0;
 }
@@ -305,11 +306,19 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     memset(k, 0, sizeof(*k));
     k->ctx  = ctx;
     k->exec = &ringk_exec_cpu;
+    k->state = (params->field_mask & RINGK_KERNEL_PARAM_FIELD_START_INACTIVE) ?
+               RINGK_KERNEL_INACTIVE : RINGK_KERNEL_ACTIVE;
     ret     = kernel_params(ctx, params, k);
     if (ret != 0) {
         goto err_free;
     }
-    ret = kernel_inbox_alloc(ctx, k);
+    /* a device kernel's inbox is its host ingress ring, in the device's mapped memory */
+    ret = ringk_exec_dev_select(ctx, params, k);
+    if (ret == 0) {
+        ret = kernel_inbox_alloc(ctx, k);
+    } else if (ret == 1) {
+        ret = 0;
+    }
     if (ret != 0) {
         goto err_free;
     }
@@ -322,9 +331,10 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     k->last_rt = &k->routes[0];
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
-    k->state = (params->field_mask & RINGK_KERNEL_PARAM_FIELD_START_INACTIVE) ?
-               RINGK_KERNEL_INACTIVE : RINGK_KERNEL_ACTIVE;
-    if (k->mode == RINGK_MODE_PERSISTENT) {
+    if (k->dev == NULL) {
+        k->sleep_word = (k->mode == RINGK_MODE_PERSISTENT) ? &k->sleeping : &ctx->pool_sleeping;
+    }
+    if ((k->mode == RINGK_MODE_PERSISTENT) && (k->dev == NULL)) {
         /* its handler may run in a receive callback (ringk_deliver_direct), unless it could
          * need a wait there that cannot be deferred (a barrier) or it publishes */
         k->recv_inline = ctx->recv_inline && (k->barriers.count == 0) &&
@@ -344,9 +354,9 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
         __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
         return ret;
     }
-    ringk_log_msg(ctx, RINGK_LOG_DEBUG, "kernel '%s' (id %u) launched: %s, inbox %u cells of %u "
-                  "bytes", k->name, k->id, (k->mode == RINGK_MODE_PERSISTENT) ? "persistent" :
-                  "event-driven", k->inbox.ncells, RINGK_CELL);
+    ringk_log_msg(ctx, RINGK_LOG_DEBUG, "kernel '%s' (id %u) launched: %s, %s, inbox %u cells of "
+                  "%u bytes", k->name, k->id, k->exec->name, (k->mode == RINGK_MODE_PERSISTENT) ?
+                  "persistent" : "event-driven", k->inbox.ncells, RINGK_CELL);
     *kernel_p = k;
     return 0;
 
@@ -354,6 +364,7 @@ err_kernel_free:
     ringk_kernel_free(k); /* its mutex, condition variable and inbox, then itself */
     return ret;
 err_free:
+    ringk_exec_dev_free(k); /* its device memory stays in the slabs */
     free(k->inbox_mem);
     free(k);
     return ret;
@@ -366,6 +377,9 @@ static int set_state(ringk_kernel_t *k, int from, int to)
     if (!__atomic_compare_exchange_n(&k->state, &expect, to, 0, __ATOMIC_SEQ_CST,
                                      __ATOMIC_RELAXED)) {
         return (expect == to) ? 0 : -EINVAL;
+    }
+    if (k->exec->state != NULL) {
+        k->exec->state(k);
     }
     pthread_mutex_lock(&k->mu);
     pthread_cond_broadcast(&k->cv);
@@ -384,10 +398,26 @@ int ringk_kernel_deactivate(ringk_kernel_t *k)
     return (k == NULL) ? -EINVAL : set_state(k, RINGK_KERNEL_ACTIVE, RINGK_KERNEL_INACTIVE);
 }
 
+void ringk_kernel_terminating(ringk_kernel_t *k)
+{
+    int state = ringk_load_i(&k->state);
+
+    if ((state == RINGK_KERNEL_ACTIVE) || (state == RINGK_KERNEL_INACTIVE)) {
+        /* an inactive kernel is resumed to drain */
+        __atomic_compare_exchange_n(&k->state, &state, RINGK_KERNEL_TERMINATING, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+        if (k->exec->state != NULL) {
+            k->exec->state(k);
+        }
+        pthread_mutex_lock(&k->mu);
+        pthread_cond_broadcast(&k->cv);
+        pthread_mutex_unlock(&k->mu);
+        ringk_wake(k);
+    }
+}
+
 int ringk_kernel_terminate(ringk_kernel_t *k)
 {
-    int state;
-
     if (k == NULL) {
         return -EINVAL;
     }
@@ -397,16 +427,7 @@ int ringk_kernel_terminate(ringk_kernel_t *k)
                                 0, 0);
     }
     ringk_wait_prepare(); /* it waits for @a k to drain */
-    state = ringk_load_i(&k->state);
-    if ((state == RINGK_KERNEL_ACTIVE) || (state == RINGK_KERNEL_INACTIVE)) {
-        /* an inactive kernel is resumed to drain */
-        __atomic_compare_exchange_n(&k->state, &state, RINGK_KERNEL_TERMINATING, 0,
-                                    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
-        pthread_mutex_lock(&k->mu);
-        pthread_cond_broadcast(&k->cv);
-        pthread_mutex_unlock(&k->mu);
-        ringk_wake(k);
-    }
+    ringk_kernel_terminating(k);
     if (k == ringk_tls_running) {
         return 0; /* its own handler: it stops once that returned and its inbox is drained */
     }
@@ -444,6 +465,7 @@ int ringk_kernel_destroy(ringk_kernel_t *k)
     pthread_mutex_lock(&ctx->lock);
     __atomic_store_n(&ctx->kernels[k->id - 1], NULL, __ATOMIC_RELEASE);
     ringk_topic_leave(ctx, k);
+    ringk_exec_dev_route_drop(ctx, k);
     __atomic_add_fetch(&ctx->kernels_gen, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&ctx->lock);
     if (ringk_qs_synchronize(ctx, RINGK_DESTROY_GRACE_MS) == 0) {
@@ -496,6 +518,21 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
     m = s->field_mask;
     if (m & RINGK_KERNEL_STATS_FIELD_STATE) {
         s->state = (ringk_kernel_state_t)ringk_load_i(&k->state);
+    }
+    if (k->dev != NULL) {
+        s->field_mask &= ~(uint64_t)RINGK_KERNEL_STATS_FIELD_STATE;
+        ringk_exec_dev_stats(k, s); /* its counters are in its control block */
+        s->field_mask = m;
+        m &= ~(uint64_t)(RINGK_KERNEL_STATS_FIELD_MSGS_IN | RINGK_KERNEL_STATS_FIELD_MSGS_OUT |
+                         RINGK_KERNEL_STATS_FIELD_HANDLER_ERRORS |
+                         RINGK_KERNEL_STATS_FIELD_QUEUE_DEPTH | RINGK_KERNEL_STATS_FIELD_DEVICE);
+    } else if (m & RINGK_KERNEL_STATS_FIELD_DEVICE) {
+        s->device      = RINGK_DEVICE_NONE;
+        s->launches    = 0;
+        s->bad_cells   = 0;
+        s->send_failed = 0;
+        s->sent_direct = 0;
+        s->parked      = 0;
     }
     STATS_COPY(m, MSGS_IN, s->msgs_in, &k->msgs_in);
     STATS_COPY(m, MSGS_OUT, s->msgs_out, &k->msgs_out);

@@ -201,7 +201,10 @@ typedef enum ringk_processing {
 
 typedef enum ringk_backend {
     RINGK_BACKEND_CPU  = 1u << 0,
-    RINGK_BACKEND_CUDA = 1u << 1   /**< reserved: not available in this release */
+    RINGK_BACKEND_CUDA = 1u << 1   /**< a resident (or relaunched) kernel on a device, running
+                                        device_entry: a CUDA GPU when the entry was compiled
+                                        by nvcc, the emulated device when it was compiled as
+                                        host C (ringk/api/ringk_device.h) */
 } ringk_backend_t;
 
 enum ringk_kernel_param_field {
@@ -223,8 +226,11 @@ enum ringk_kernel_param_field {
     RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB      = 1u << 17,
     RINGK_KERNEL_PARAM_FIELD_BARRIERS        = 1u << 18,
     RINGK_KERNEL_PARAM_FIELD_START_INACTIVE  = 1u << 20,
-    RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS     = 1u << 21
+    RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS     = 1u << 21,
+    RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY    = 1u << 22
 };
+
+struct ringk_device_entry;
 
 /** Every attribute of a ring kernel; defaults follow the ring-kernel model. */
 typedef struct ringk_kernel_params {
@@ -259,6 +265,10 @@ typedef struct ringk_kernel_params {
                                                (NULL-terminated) */
     int                 peer_events;      /**< get a ringk_peer_event_t when another process of
                                                the job is lost or leaves, default 0 */
+    const struct ringk_device_entry *device_entry; /**< the CUDA backend's loop and handler,
+                                               defined by RINGK_DEVICE_ENTRY() in
+                                               ringk/api/ringk_device.h; with the CUDA backend,
+                                               placement is the CUDA device index (-1: 0) */
 } ringk_kernel_params_t;
 
 /** What happened to another process of the job (ringk_peer_event_t.kind). */
@@ -280,10 +290,19 @@ typedef struct ringk_peer_event {
 
 /** Launches a kernel (active unless RINGK_KERNEL_PARAM_FIELD_START_INACTIVE). Errors name the
  *  bad value and the limit through the log hook.
- *  @return 0; -EINVAL a bad or missing parameter or an unknown field_mask bit; -ENOTSUP only
- *          the CUDA backend asked for; -EEXIST a kernel of that name exists; -ENOSPC more
- *          kernels, topics or barriers than a context holds; -ENOMEM; -EAGAIN its thread could
- *          not start. */
+ *
+ *  Backends: CPU runs handler on the CPU executor; CUDA runs device_entry on a device (the
+ *  handler is then not needed); CPU | CUDA runs device_entry on its device when there is one,
+ *  else handler on the CPU (logged at INFO). A CUDA kernel's memory (control block, rings) is
+ *  taken from slabs allocated when the context's first device kernel is created, before any
+ *  device kernel runs (RINGK_DEVICE_MAPPED_MB, RINGK_DEVICE_MEM_MB: their sizes), so that no
+ *  allocation synchronizes with resident kernels later.
+ *  @return 0; -EINVAL a bad or missing parameter or an unknown field_mask bit (a CUDA backend
+ *          without a valid device_entry); -ENODEV only the CUDA backend asked for and the
+ *          entry's device is not there (logged with the reason: "no CUDA device", "no NVIDIA
+ *          driver", a CUDA error); -EEXIST a kernel of that name exists; -ENOSPC more kernels,
+ *          topics or barriers than a context holds; -ENOMEM (also: the device slabs are full);
+ *          -EAGAIN its thread could not start; -EIO a CUDA call failed (logged). */
 int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
                         ringk_kernel_t **kernel_p);
 /**
@@ -336,8 +355,14 @@ enum ringk_kernel_stats_field {
     RINGK_KERNEL_STATS_FIELD_INLINE_IN       = 1u << 10,
     RINGK_KERNEL_STATS_FIELD_DEFERRED        = 1u << 11,
     RINGK_KERNEL_STATS_FIELD_DEFERRED_FAILED = 1u << 12,
-    RINGK_KERNEL_STATS_FIELD_ALL             = (1u << 13) - 1  /**< every field above */
+    RINGK_KERNEL_STATS_FIELD_DEVICE          = 1u << 13, /**< device, launches, bad_cells,
+                                                              send_failed, sent_direct,
+                                                              parked */
+    RINGK_KERNEL_STATS_FIELD_ALL             = (1u << 14) - 1  /**< every field above */
 };
+
+#define RINGK_DEVICE_NONE     (-1)  /**< ringk_kernel_stats_t.device: the CPU executor */
+#define RINGK_DEVICE_EMULATED (-2)  /**< ringk_kernel_stats_t.device: the emulated device */
 
 /** Status and statistics of a kernel. */
 typedef struct ringk_kernel_stats {
@@ -362,6 +387,17 @@ typedef struct ringk_kernel_stats {
     uint64_t deferred;         /**< calls its handler made there that would have had to wait,
                                     made once the callback returned (see RINGK_RECV_INLINE) */
     uint64_t deferred_failed;  /**< of deferred, those that failed then (each one logged) */
+    int      device;           /**< where it runs: a CUDA device index, RINGK_DEVICE_EMULATED,
+                                    or RINGK_DEVICE_NONE (the CPU executor) */
+    uint64_t launches;         /**< device kernels: launches of its loop (an event-driven one
+                                    is launched again when a message finds it returned) */
+    uint64_t bad_cells;        /**< device kernels: malformed inbox cells refused */
+    uint64_t send_failed;      /**< device kernels: sends and publishes of its outbox that the
+                                    host proxy could not make (each one logged) */
+    uint64_t sent_direct;      /**< device kernels: of msgs_out, those written straight into
+                                    the device inbox of a kernel of the same device (no host) */
+    int      parked;           /**< device kernels: 1 while an event-driven one's loop has
+                                    returned and the next message relaunches it */
 } ringk_kernel_stats_t;
 
 /** Copies the fields of the kernel's state and statistics that stats_p->field_mask names

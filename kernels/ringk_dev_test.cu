@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Device kernels of the device executor's tests, written once: compiled by nvcc they run on a
+// GPU (test_kernels), compiled as C for the host (gcc -x c) the same source runs on the emulated
+// device (test_device). Each handler records what it saw in a ringk_dev_test_t its argument
+// points to (mapped memory on a GPU), checked by the host after the kernel terminated.
+#include "kernels/ringk_dev_test.h"
+
+// Counts messages and checks FIFO per sender: a payload is {producer, n}, and producer p's
+// n-th message must come after its (n-1)-th.
+RINGK_DEVICE static int dev_count(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
+    const uint32_t *p   = (const uint32_t*)ringk_dev_msg_payload(msg);
+
+    if ((msg->length < 8) || (p[0] >= RINGK_DEV_TEST_PRODUCERS)) {
+        t->bad++;
+        return -1;
+    }
+    if (p[1] != t->next[p[0]]) {
+        t->out_of_order++;
+    }
+    t->next[p[0]] = p[1] + 1;
+    t->sum += p[1];
+    if (msg->timestamp != 0) {
+        t->stamped++;
+    }
+    ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
+    return 0;
+}
+
+// Replies on route 0 with the same payload (a ping-pong's far end).
+RINGK_DEVICE static int dev_echo(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
+    int ret = ringk_dev_send_route(k, 0, RINGK_MSG_DATA, ringk_dev_msg_payload(msg), msg->length,
+                                   RINGK_WAIT_FOREVER);
+
+    if (ret != 0) {
+        t->last_error = ret;
+        return -1;
+    }
+    ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
+    return 0;
+}
+
+// Forwards each message to the kernel named "sink" (by name: the device looks the route up).
+RINGK_DEVICE static int dev_forward(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
+    int ret = ringk_dev_send(k, "sink", RINGK_MSG_DATA, ringk_dev_msg_payload(msg), msg->length,
+                             RINGK_WAIT_FOREVER);
+
+    if (ret != 0) {
+        t->last_error = ret;
+        return -1;
+    }
+    ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
+    return 0;
+}
+
+// Publishes each message to topic "t".
+RINGK_DEVICE static int dev_publish(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
+    int ret = ringk_dev_publish(k, "t", ringk_dev_msg_payload(msg), msg->length,
+                                RINGK_WAIT_FOREVER);
+
+    if (ret != 0) {
+        t->last_error = ret;
+        return -1;
+    }
+    ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
+    return 0;
+}
+
+// Tries the calls a handler can get wrong and records each return code: a route that does not
+// exist, a name it does not publish to, a topic it does not publish to, a message above its
+// max_out, a bad type.
+RINGK_DEVICE static int dev_bad(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
+
+    t->codes[0] = ringk_dev_send_route(k, 5, RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_NONE);
+    t->codes[1] = ringk_dev_send(k, "nobody", RINGK_MSG_DATA, NULL, 0, RINGK_WAIT_NONE);
+    t->codes[2] = ringk_dev_publish(k, "nowhere", NULL, 0, RINGK_WAIT_NONE);
+    /* refused on its length before any byte is read */
+    t->codes[3] = ringk_dev_send_route(k, 0, RINGK_MSG_DATA, ringk_dev_msg_payload(msg),
+                                       RINGK_DEV_TEST_BIG, RINGK_WAIT_NONE);
+    t->codes[4] = ringk_dev_send_route(k, 0, 77, NULL, 0, RINGK_WAIT_NONE);
+    t->codes[5] = (int)ringk_dev_id(k);
+    t->codes[6] = (ringk_dev_hlc_tick(k) > 0) && (ringk_dev_hlc_now(k) > 0);
+    ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
+    return 0;
+}
+
+RINGK_DEVICE_ENTRY(ringk_dev_test_count, dev_count);
+RINGK_DEVICE_ENTRY(ringk_dev_test_echo, dev_echo);
+RINGK_DEVICE_ENTRY(ringk_dev_test_forward, dev_forward);
+RINGK_DEVICE_ENTRY(ringk_dev_test_publish, dev_publish);
+RINGK_DEVICE_ENTRY(ringk_dev_test_bad, dev_bad);

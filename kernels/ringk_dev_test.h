@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The device kernels of the device executor's tests (kernels/ringk_dev_test.cu), for the host
+ * programs that start them. */
+#ifndef RINGK_DEV_TEST_H
+#define RINGK_DEV_TEST_H
+
+#include <ringk/api/ringk_device.h>
+
+#define RINGK_DEV_TEST_PRODUCERS 8
+#define RINGK_DEV_TEST_BIG       512   /* above the max_out the tests give dev_bad */
+
+/* What a test kernel saw; its argument points to one. */
+typedef struct ringk_dev_test {
+    uint64_t count;                       /* messages handled */
+    uint64_t sum;                         /* of the producers' counters */
+    uint64_t out_of_order, bad, stamped;
+    uint32_t next[RINGK_DEV_TEST_PRODUCERS];
+    int      last_error;
+    int      codes[8];
+} ringk_dev_test_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern const ringk_device_entry_t ringk_dev_test_count;
+extern const ringk_device_entry_t ringk_dev_test_echo;
+extern const ringk_device_entry_t ringk_dev_test_forward;
+extern const ringk_device_entry_t ringk_dev_test_publish;
+extern const ringk_device_entry_t ringk_dev_test_bad;
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk: the device proxy: one host thread per context that serves its device kernels. It
+ * drains each kernel's outbox (sends and publishes the kernel made through the host: to CPU
+ * kernels, to other processes, to kernels of another device) by sending as the kernel through
+ * the runtime, rings the relaunch of event-driven kernels that a device sender found returned
+ * (their doorbell), turns a terminate message a device kernel took into its terminate, and
+ * marks a kernel terminated once its loop is done. A device polls no host thread, so the proxy
+ * polls: spinning while there was work, then napping longer and longer (at most
+ * PROXY_NAP_MAX_US). */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "ringk_exec_dev.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#define PROXY_SPINS       20000   /* idle rounds before the proxy yields, then naps */
+#define PROXY_NAP_MAX_US  200     /* its longest nap: what it adds to an idle outbox's first
+                                     message */
+#define PROXY_BUDGET      64      /* outbox records per kernel per round (fairness) */
+#define PROXY_PUBLISH_MS  1000    /* how long a publish of a device kernel may wait for room */
+
+/* Sends or publishes the outbox record @a rec of device kernel @a k, as @a k: 0, -EAGAIN (a
+ * full inbox or no credit: the record stays, the device sees its outbox fill), or another
+ * error (counted in send_failed and logged). */
+static int proxy_send(ringk_ctx_t *ctx, ringk_kernel_t *k, uint8_t op,
+                      const ringk_dev_out_t *rec)
+{
+    const void *payload = rec + 1;
+    int ret;
+
+    if (rec->msg.timestamp != 0) {
+        ringk_hlc_recv(&ctx->clock, rec->msg.timestamp); /* the device's stamp comes first */
+    }
+    if (op == RINGK_DEV_OUT_SEND) {
+        /* the message keeps the sequence number the device gave it */
+        __atomic_store_n(&k->seq, rec->msg.seq, __ATOMIC_RELAXED);
+        return ringk_send_route(ctx, k, (int)rec->op_arg, (ringk_msg_type_t)rec->msg.type,
+                                payload, rec->msg.length, RINGK_WAIT_NONE);
+    }
+    /* a publish that reached some subscribers cannot be given back: it waits (bounded) */
+    ret = ringk_publish(ctx, k, k->topics_pub.names[rec->op_arg], payload, rec->msg.length,
+                        PROXY_PUBLISH_MS, NULL);
+    return (ret < 0) ? ((ret == -EAGAIN) ? -ETIMEDOUT : ret) : 0;
+}
+
+/* Whether the record of @a len bytes in the cell at @a cell is one the proxy can act on. */
+static int proxy_record_ok(const ringk_kernel_t *k, const ringk_cell_hdr_t *cell, uint32_t len,
+                           const ringk_dev_out_t *rec)
+{
+    uint32_t n = (cell->id == RINGK_DEV_OUT_SEND) ? k->publishes_to.count : k->topics_pub.count;
+
+    return (len >= sizeof(*rec)) &&
+           ((cell->id == RINGK_DEV_OUT_SEND) || (cell->id == RINGK_DEV_OUT_PUBLISH)) &&
+           (rec->op_arg < n) && (rec->msg.length == len - sizeof(*rec)) &&
+           (rec->msg.length <= k->max_out) && (rec->msg.type <= RINGK_MSG_TERMINATE);
+}
+
+/* Drains up to PROXY_BUDGET records of @a k's outbox; returns how many it took. */
+static unsigned proxy_drain(ringk_ctx_t *ctx, ringk_kernel_t *k)
+{
+    ringk_dev_host_t *d = k->dev;
+    const ringk_cell_hdr_t *cell;
+    const ringk_dev_out_t *rec;
+    uint64_t head = d->out_head;
+    unsigned n = 0;
+    uint32_t len, ncells;
+    uint8_t flags;
+    int ret;
+
+    while (n < PROXY_BUDGET) {
+        cell = ringk_ring_peek(&d->outbox, &head);
+        if (cell == NULL) {
+            break;
+        }
+        len    = cell->len;
+        ncells = cell->ncells;
+        flags  = cell->flags;
+        rec    = (const ringk_dev_out_t*)ringk_ring_payload(&d->outbox, head);
+        /* written by the device: checked before use */
+        if ((ringk_ring_msg_check(&d->outbox, head, len, ncells, flags, d->outbox.ncells) != 0) ||
+            !proxy_record_ok(k, cell, len, rec)) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "device kernel '%s': malformed outbox record at "
+                          "%llu (length %u, op %u)", k->name, (unsigned long long)head, len,
+                          cell->id);
+            __atomic_add_fetch(&d->send_failed, 1, __ATOMIC_RELAXED);
+            ringk_ring_release(&d->outbox, head, 1, 0xff);
+            head++;
+            continue;
+        }
+        ret = proxy_send(ctx, k, cell->id, rec);
+        if (ret == -EAGAIN) {
+            break; /* tried again next round; the device meanwhile sees its outbox fill */
+        }
+        if (ret != 0) {
+            __atomic_add_fetch(&d->send_failed, 1, __ATOMIC_RELAXED);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "device kernel '%s': %s on %s %u failed: %s",
+                          k->name, (cell->id == RINGK_DEV_OUT_SEND) ? "send" : "publish",
+                          (cell->id == RINGK_DEV_OUT_SEND) ? "route" : "topic", rec->op_arg,
+                          strerror(-ret));
+        }
+        ringk_ring_release(&d->outbox, head, ncells, flags);
+        head += ncells;
+        n++;
+    }
+    d->out_head = head;
+    return n;
+}
+
+/* The control words of @a k that ask the host for something. */
+static unsigned proxy_control(ringk_kernel_t *k)
+{
+    ringk_dev_ctl_t *c = k->dev->ctl;
+    unsigned did = 0;
+
+    if (__atomic_load_n(&c->doorbell, __ATOMIC_ACQUIRE)) {
+        /* the device sender took 'idle' back already: it asks for the launch */
+        __atomic_store_n(&c->doorbell, 0, __ATOMIC_RELAXED);
+        ringk_exec_dev_launch(k);
+        did++;
+    }
+    if (__atomic_load_n(&c->term_req, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&c->term_req, 0, __ATOMIC_RELAXED);
+        ringk_kernel_terminating(k);
+        did++;
+    }
+    if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) &&
+        (ringk_load_i(&k->state) != RINGK_KERNEL_TERMINATED)) {
+        pthread_mutex_lock(&k->mu);
+        __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&k->cv);
+        pthread_mutex_unlock(&k->mu);
+        did++;
+    }
+    return did;
+}
+
+static void *proxy_main(void *arg)
+{
+    ringk_ctx_t *ctx    = arg;
+    ringk_devs_t *devs  = ctx->devs;
+    ringk_qs_slot_t *qs = ringk_qs_register(ctx);
+    unsigned i, count, did, idle = 0, nap_us = 1;
+    ringk_kernel_t *k;
+
+    while (!__atomic_load_n(&devs->stop, __ATOMIC_ACQUIRE)) {
+        ringk_qs_quiescent(ctx, qs);
+        did   = 0;
+        count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
+        for (i = 0; i < count; i++) {
+            k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
+            if ((k == NULL) || (k->dev == NULL)) {
+                continue;
+            }
+            did += proxy_drain(ctx, k);
+            did += proxy_control(k);
+        }
+        if (did > 0) {
+            idle   = 0;
+            nap_us = 1;
+            continue;
+        }
+        if (++idle < PROXY_SPINS) {
+            if ((idle & 63) == 0) {
+                sched_yield();
+            }
+            continue;
+        }
+        {
+            struct timespec ts = {0, (long)nap_us * 1000};
+            ringk_qs_offline(qs);
+            nanosleep(&ts, NULL);
+            ringk_qs_online(qs);
+        }
+        nap_us = (nap_us < PROXY_NAP_MAX_US / 2) ? 2 * nap_us : PROXY_NAP_MAX_US;
+    }
+    ringk_qs_unregister(qs);
+    return NULL;
+}
+
+int ringk_dev_proxy_start(ringk_ctx_t *ctx)
+{
+    ringk_devs_t *devs = ctx->devs;
+
+    if (devs->proxy_started) {
+        return 0;
+    }
+    if (pthread_create(&devs->proxy, NULL, proxy_main, ctx) != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot start the device proxy thread");
+        return -EAGAIN;
+    }
+    devs->proxy_started = 1;
+    return 0;
+}

@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk: the device executor: which device a kernel of the CUDA backend runs on, its memory
+ * (control block, host ingress ring, outbox and route table in mapped memory, the device inbox
+ * in device memory, all from slabs allocated before any kernel of the device runs), its
+ * launches and relaunches, and the routes between kernels of one device. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "ringk_exec_dev.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLAB_ALIGN 256u
+
+/* A slab size in MiB from environment variable @a var (default @a def): the value, or -1
+ * (logged) when it is not a number in 1..RINGK_DEV_SLAB_MB_MAX. */
+static long slab_mb(ringk_ctx_t *ctx, const char *var, long def)
+{
+    const char *s = getenv(var);
+    char *end;
+    long v;
+
+    if ((s == NULL) || (*s == '\0')) {
+        return def;
+    }
+    v = strtol(s, &end, 10);
+    if ((*end != '\0') || (v < 1) || (v > RINGK_DEV_SLAB_MB_MAX)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s='%s' is not a size in MiB in 1..%d", var, s,
+                      RINGK_DEV_SLAB_MB_MAX);
+        return -1;
+    }
+    return v;
+}
+
+/* Allocates the slabs of @a slot, before any kernel of it runs: 0, -EINVAL, -ENOMEM or -EIO. */
+static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
+{
+    long mapped_mb = slab_mb(ctx, "RINGK_DEVICE_MAPPED_MB", RINGK_DEV_MAPPED_MB_DEFAULT);
+    long mem_mb    = slab_mb(ctx, "RINGK_DEVICE_MEM_MB", RINGK_DEV_MEM_MB_DEFAULT);
+    const ringk_device_cuda_ops_t *ops = slot->ops;
+    char why[160] = "";
+    void *host = NULL, *dev = NULL;
+    int ret;
+
+    if ((mapped_mb < 0) || (mem_mb < 0)) {
+        return -EINVAL;
+    }
+    if (__atomic_load_n(&ctx->devs->running, __ATOMIC_ACQUIRE) > 0) {
+        /* the rule (GPU-NOTES.md): on a GPU this allocation would synchronize with the
+         * kernels that run; the emulated device's tests look for this line */
+        ctx->devs->late_allocs++;
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "device memory allocated while %u device kernel "
+                      "launches run", __atomic_load_n(&ctx->devs->running, __ATOMIC_ACQUIRE));
+    }
+    slot->mapped.size = (size_t)mapped_mb << 20;
+    slot->mem.size    = (size_t)mem_mb << 20;
+    if (slot->cuda_index < 0) {
+        if ((posix_memalign(&host, 4096, slot->mapped.size) != 0) ||
+            (posix_memalign(&dev, 4096, slot->mem.size) != 0)) {
+            free(host);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "emulated device: cannot allocate %ld + %ld MiB",
+                          mapped_mb, mem_mb);
+            return -ENOMEM;
+        }
+        slot->mapped.host = slot->mapped.dev = host;
+        slot->mem.host    = slot->mem.dev    = dev;
+        return 0;
+    }
+    if (((ret = ops->set_device(slot->cuda_index, why, sizeof(why))) != 0) ||
+        ((ret = ops->stream_create(&slot->stream, why, sizeof(why))) != 0) ||
+        ((ret = ops->alloc_mapped(&host, &dev, slot->mapped.size, why, sizeof(why))) != 0)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
+        return ret;
+    }
+    slot->mapped.host = host;
+    slot->mapped.dev  = dev;
+    if ((ret = ops->alloc_device(&dev, slot->mem.size, why, sizeof(why))) != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
+        ops->free_mapped(slot->mapped.host);
+        slot->mapped.host = NULL;
+        return ret;
+    }
+    slot->mem.dev = dev; /* the host has no address for it */
+    return 0;
+}
+
+/* @a bytes of @a slab: 0 with the host's and the device's address, or -ENOMEM. */
+static int slab_take(ringk_dev_slab_t *slab, size_t bytes, uint8_t **host, uint8_t **dev)
+{
+    size_t at = (slab->used + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
+
+    if ((at > slab->size) || (bytes > slab->size - at)) {
+        return -ENOMEM;
+    }
+    slab->used = at + bytes;
+    *host      = (slab->host != NULL) ? slab->host + at : NULL;
+    *dev       = slab->dev + at;
+    return 0;
+}
+
+/* The device slot for @a entry with placement @a placement, set up on first use: 0 with it in
+ * *slot_p, or a negative errno; -ENODEV with the reason in @a why. */
+static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int placement,
+                    ringk_dev_slot_t **slot_p, char *why, size_t why_len)
+{
+    ringk_devs_t *devs = ctx->devs;
+    ringk_dev_slot_t *slot;
+    int n, idx = (placement < 0) ? 0 : placement, ret = 0;
+
+    if (entry->kind == RINGK_DEVICE_ENTRY_EMULATED) {
+        slot = &devs->slot[0];
+        slot->cuda_index = -1;
+    } else {
+        n = entry->cuda->device_count(why, why_len);
+        if (n <= 0) {
+            return (n < 0) ? n : -ENODEV;
+        }
+        if ((idx >= n) || (idx >= RINGK_DEV_SLOTS - 1)) {
+            snprintf(why, why_len, "placement %d: this process sees %d CUDA devices (at most "
+                     "%d used)", placement, n, RINGK_DEV_SLOTS - 1);
+            return -ENODEV;
+        }
+        slot = &devs->slot[1 + idx];
+        slot->cuda_index = idx;
+        if (slot->ops == NULL) {
+            slot->ops = entry->cuda;
+        }
+    }
+    if (!slot->used) {
+        ret = slot_init(ctx, slot);
+        slot->used = (ret == 0);
+    }
+    *slot_p = slot;
+    return ret;
+}
+
+/* Lays out the memory of device kernel @a k on its slot: the control block, routes, topic
+ * names, host ingress ring and outbox in mapped memory, the device inbox in device memory. */
+static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, uint32_t ncells)
+{
+    ringk_dev_slot_t *slot = d->slot;
+    uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL);
+    uint64_t out_bytes = ringk_ring_bytes(RINGK_DEV_OUTBOX_CELLS, RINGK_CELL);
+    size_t head = sizeof(ringk_dev_ctl_t) + RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t) +
+                  RINGK_DEV_TOPICS_MAX * RINGK_DEV_NAME_MAX;
+    uint8_t *h, *dv, *mh, *md;
+    ringk_ring_t tmp;
+    int ret;
+
+    head = (head + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
+    if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes, &h, &dv) != 0) ||
+        (slab_take(&slot->mem, in_bytes, &mh, &md) != 0)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full (%zu MiB "
+                      "mapped, %zu MiB device memory: RINGK_DEVICE_MAPPED_MB, "
+                      "RINGK_DEVICE_MEM_MB)", k->name, slot->mapped.size >> 20,
+                      slot->mem.size >> 20);
+        return -ENOMEM;
+    }
+    memset(h, 0, head);
+    d->ctl    = (ringk_dev_ctl_t*)h;
+    d->routes = (ringk_dev_route_t*)(h + sizeof(ringk_dev_ctl_t));
+    d->view.ctl    = (ringk_dev_ctl_t*)dv;
+    d->view.routes = (ringk_dev_route_t*)(dv + sizeof(ringk_dev_ctl_t));
+    d->view.topics = (char (*)[RINGK_DEV_NAME_MAX])(dv + sizeof(ringk_dev_ctl_t) +
+                     RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t));
+    /* the host ingress ring is the kernel's inbox: every host send path writes it */
+    if ((ringk_ring_init(&k->inbox, h + head, in_bytes, ncells, RINGK_CELL) != 0) ||
+        (ringk_ring_init(&d->outbox, h + head + in_bytes, out_bytes, RINGK_DEV_OUTBOX_CELLS,
+                         RINGK_CELL) != 0)) {
+        return -EINVAL;
+    }
+    ringk_ring_view(&d->view.ingress, dv + head, ringk_ring_log2(ncells), RINGK_CELL);
+    ringk_ring_view(&d->view.outbox, dv + head + in_bytes,
+                    ringk_ring_log2(RINGK_DEV_OUTBOX_CELLS), RINGK_CELL);
+    ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
+    if (mh != NULL) {
+        return (ringk_ring_init(&tmp, mh, in_bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
+    }
+    /* device memory: formatted in the mapped slab's spare ring (the second in_bytes taken
+     * above), then copied on the setup stream */
+    if (ringk_ring_init(&tmp, h + head + in_bytes + out_bytes, in_bytes, ncells, RINGK_CELL) != 0)
+    {
+        return -EINVAL;
+    }
+    {
+        char why[160];
+        ret = slot->ops->copy_to_device(md, h + head + in_bytes + out_bytes, in_bytes,
+                                        slot->stream, why, sizeof(why));
+        if (ret != 0) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
+        }
+    }
+    return ret;
+}
+
+/* The control block's configuration, from the kernel's parameters. */
+static void dev_ctl_init(ringk_kernel_t *k, ringk_dev_host_t *d)
+{
+    ringk_dev_ctl_t *c = d->ctl;
+    char (*topics)[RINGK_DEV_NAME_MAX] = (char (*)[RINGK_DEV_NAME_MAX])(d->routes +
+                                         RINGK_DEV_ROUTES_MAX);
+    unsigned i;
+
+    c->magic             = RINGK_DEV_CTL_MAGIC;
+    c->abi               = RINGK_DEV_ABI;
+    c->mode              = k->mode;
+    c->processing        = k->processing;
+    c->max_per_iteration = k->max_per_iteration;
+    c->max_iterations    = k->max_iterations;
+    c->max_in            = k->max_in;
+    c->max_out           = k->max_out;
+    c->timestamps        = (uint32_t)k->timestamps;
+    c->nroutes           = k->publishes_to.count;
+    c->ntopics           = k->topics_pub.count;
+    c->state             = k->state;
+    for (i = 0; i < k->publishes_to.count; i++) {
+        memcpy(d->routes[i].name, k->publishes_to.names[i], RINGK_DEV_NAME_MAX);
+    }
+    for (i = 0; i < k->topics_pub.count; i++) {
+        memcpy(topics[i], k->topics_pub.names[i], RINGK_DEV_NAME_MAX);
+    }
+}
+
+/* Checks @a entry: 0, or -EINVAL (logged). */
+static int entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
+                       const ringk_device_entry_t *e)
+{
+    if ((e == NULL) || (e->magic != RINGK_DEVICE_ENTRY_MAGIC) ||
+        ((e->kind == RINGK_DEVICE_ENTRY_EMULATED) && (e->emu_run == NULL)) ||
+        ((e->kind == RINGK_DEVICE_ENTRY_CUDA) && (e->cuda == NULL)) ||
+        ((e->kind != RINGK_DEVICE_ENTRY_EMULATED) && (e->kind != RINGK_DEVICE_ENTRY_CUDA))) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the CUDA backend needs a device_entry "
+                      "defined by RINGK_DEVICE_ENTRY() (RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY)",
+                      k->name);
+        return -EINVAL;
+    }
+    if (e->abi != RINGK_DEV_ABI) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': device_entry '%s' was built for device "
+                      "layout %u, this libringk has %u: rebuild it", k->name, e->name, e->abi,
+                      RINGK_DEV_ABI);
+        return -EINVAL;
+    }
+    if (k->barriers.count > 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': barriers are not available to device "
+                      "kernels in this release", k->name);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+/* The devices of @a ctx, created on first use (under ctx->lock). */
+static ringk_devs_t *devs_of(ringk_ctx_t *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->devs == NULL) {
+        ctx->devs = calloc(1, sizeof(*ctx->devs));
+        if (ctx->devs != NULL) {
+            pthread_mutex_init(&ctx->devs->mu, NULL);
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return ctx->devs;
+}
+
+/* The device kernel's memory and host side, on slot @a slot. */
+static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
+{
+    uint32_t ncells = k->inbox_size, big = RINGK_MSG_CELLS(k->max_in);
+    int ret;
+
+    while (ncells < 2 * big) {
+        ncells *= 2;
+    }
+    if (ringk_ring_log2(ncells) > RINGK_RING_LOG2_MAX) {
+        return -EINVAL;
+    }
+    ret = dev_layout(ctx, k, d, ncells);
+    if (ret != 0) {
+        return ret;
+    }
+    dev_ctl_init(k, d);
+    d->view.arg = k->arg;
+    pthread_mutex_init(&d->mu, NULL);
+    if (d->slot->cuda_index >= 0) {
+        char why[160];
+        ret = d->slot->ops->stream_create(&d->stream, why, sizeof(why));
+        if (ret != 0) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
+            return ret;
+        }
+    }
+    k->dev        = d;
+    k->exec       = &ringk_exec_dev;
+    k->sleep_word = &d->ctl->idle;
+    return ringk_dev_proxy_start(ctx);
+}
+
+int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k)
+{
+    unsigned backends = (p->field_mask & RINGK_KERNEL_PARAM_FIELD_BACKENDS) ? p->backends
+                                                                            : RINGK_BACKEND_CPU;
+    const ringk_device_entry_t *e = (p->field_mask & RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY) ?
+                                    p->device_entry : NULL;
+    ringk_dev_host_t *d;
+    char why[160] = "";
+    int ret;
+
+    if (!(backends & RINGK_BACKEND_CUDA)) {
+        return 0;
+    }
+    if ((ret = entry_check(ctx, k, e)) != 0) {
+        return ((backends & RINGK_BACKEND_CPU) && (e == NULL)) ? 0 : ret;
+    }
+    if (devs_of(ctx) == NULL) {
+        return -ENOMEM;
+    }
+    d = calloc(1, sizeof(*d));
+    if (d == NULL) {
+        return -ENOMEM;
+    }
+    d->entry = e;
+    pthread_mutex_lock(&ctx->devs->mu);
+    ret = slot_get(ctx, e, k->placement, &d->slot, why, sizeof(why));
+    if (ret == 0) {
+        ret = dev_setup(ctx, k, d);
+    }
+    pthread_mutex_unlock(&ctx->devs->mu);
+    if (ret == 0) {
+        return 1;
+    }
+    k->dev = NULL;
+    k->exec = &ringk_exec_cpu;
+    free(d);
+    if ((ret == -ENODEV) && (backends & RINGK_BACKEND_CPU) && (k->handler != NULL)) {
+        ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s' runs on the CPU: %s", k->name, why);
+        return 0;
+    }
+    if (ret == -ENODEV) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' (CUDA backend only): %s", k->name, why);
+    }
+    return ret;
+}
+
+static void *emu_main(void *arg)
+{
+    ringk_kernel_t *k   = arg;
+    ringk_dev_host_t *d = k->dev;
+    ringk_dev_kernel_t view = d->view; /* a kernel argument: the launch's own copy */
+
+    d->entry->emu_run(&view);
+    __atomic_sub_fetch(&k->ctx->devs->running, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+int ringk_exec_dev_launch(ringk_kernel_t *k)
+{
+    ringk_dev_host_t *d = k->dev;
+    char why[160];
+    int ret = 0;
+
+    pthread_mutex_lock(&d->mu);
+    /* counted before the launch runs: what it handles is seen after the count */
+    __atomic_add_fetch(&d->launches, 1, __ATOMIC_RELEASE);
+    if (d->slot->cuda_index < 0) {
+        if (d->has_thread) {
+            pthread_join(d->thread, NULL); /* the last launch has returned, or is returning */
+        }
+        __atomic_add_fetch(&k->ctx->devs->running, 1, __ATOMIC_ACQ_REL);
+        d->has_thread = (pthread_create(&d->thread, NULL, emu_main, k) == 0);
+        if (!d->has_thread) {
+            __atomic_sub_fetch(&k->ctx->devs->running, 1, __ATOMIC_RELEASE);
+            snprintf(why, sizeof(why), "cannot start a thread for the emulated device");
+            ret = -EAGAIN;
+        }
+    } else {
+        /* stream-ordered: a relaunch queues behind a launch that is still returning */
+        ret = d->slot->ops->launch(&d->view, d->stream, why, sizeof(why));
+    }
+    if (ret != 0) {
+        __atomic_sub_fetch(&d->launches, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (ret != 0) {
+        ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': launch: %s", k->name, why);
+    }
+    return ret;
+}
+
+static int dev_start(ringk_kernel_t *k)
+{
+    ringk_dev_ctl_t *c = k->dev->ctl;
+
+    c->id     = k->id;
+    c->sender = ringk_sender_of(k->ctx, k);
+    pthread_mutex_lock(&k->ctx->lock);
+    ringk_exec_dev_routes(k->ctx);
+    pthread_mutex_unlock(&k->ctx->lock);
+    /* launched once in either mode: an event-driven kernel returns once idle, and senders
+     * relaunch it ('idle', W1/W2 in ringk_device.h) */
+    return ringk_exec_dev_launch(k);
+}
+
+/* A sender found the kernel idle (its launch returned): the one that takes 'idle' back
+ * relaunches it. */
+static void dev_wake(ringk_kernel_t *k)
+{
+    if (__atomic_load_n(&k->dev->ctl->idle, __ATOMIC_SEQ_CST) &&
+        ringk_dev_cas_sys_i32(&k->dev->ctl->idle, 1, 0)) {
+        ringk_exec_dev_launch(k);
+    }
+}
+
+/* A state the host set: the loop reads it from the control block. */
+static void dev_state(ringk_kernel_t *k)
+{
+    __atomic_store_n(&k->dev->ctl->state, ringk_load_i(&k->state), __ATOMIC_SEQ_CST);
+}
+
+static void dev_join(ringk_kernel_t *k)
+{
+    ringk_dev_host_t *d = k->dev;
+    int i;
+
+    pthread_mutex_lock(&d->mu);
+    if (d->has_thread) {
+        pthread_join(d->thread, NULL);
+        d->has_thread = 0;
+    }
+    /* a CUDA launch: the loop set 'done', so the launch is returning; bounded (10 s) */
+    for (i = 0; (d->stream != NULL) && (i < 10000) && !d->slot->ops->stream_done(d->stream);
+         i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
+const ringk_exec_ops_t ringk_exec_dev = {
+    .name  = "device",
+    .start = dev_start,
+    .wake  = dev_wake,
+    .join  = dev_join,
+    .state = dev_state
+};
+
+/* Whether kernel @a to accepts messages of @a from. */
+static int route_allowed(const ringk_kernel_t *to, const ringk_kernel_t *from)
+{
+    return (to->subscribes_to.count == 0) || ringk_list_has(&to->subscribes_to, from->name);
+}
+
+void ringk_exec_dev_routes(ringk_ctx_t *ctx)
+{
+    ringk_kernel_t *s, *t;
+    ringk_dev_route_t *rt;
+    unsigned i, j;
+
+    for (i = 0; i < ctx->nkernels; i++) {
+        s = ctx->kernels[i];
+        for (j = 0; (s != NULL) && (s->dev != NULL) && (j < s->publishes_to.count); j++) {
+            rt = &s->dev->routes[j];
+            t  = ringk_kernel_find(ctx, s->publishes_to.names[j]);
+            /* an entry once made direct is never rewritten: a send in flight may read it */
+            if ((s->dev->route_ever & (1u << j)) || (t == NULL) || (t->dev == NULL) ||
+                (t->dev->slot != s->dev->slot) || !route_allowed(t, s)) {
+                continue;
+            }
+            rt->receiver    = t->id;
+            rt->max_in      = t->max_in;
+            rt->log2_ncells = ringk_ring_log2(t->dev->view.inbox.ncells);
+            rt->cell_size   = t->dev->view.inbox.cell_size;
+            rt->inbox       = t->dev->view.inbox.shm;
+            rt->ctl         = t->dev->view.ctl;
+            rt->head_cache  = 0;
+            s->dev->route_ever |= 1u << j;
+            __atomic_store_n(&rt->direct, 1, __ATOMIC_RELEASE);
+        }
+    }
+}
+
+void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone)
+{
+    ringk_kernel_t *s;
+    unsigned i, j;
+
+    for (i = 0; (gone->dev != NULL) && (i < ctx->nkernels); i++) {
+        s = ctx->kernels[i];
+        for (j = 0; (s != NULL) && (s->dev != NULL) && (j < s->publishes_to.count); j++) {
+            if (s->dev->routes[j].ctl == gone->dev->view.ctl) {
+                __atomic_store_n(&s->dev->routes[j].direct, 0, __ATOMIC_RELEASE);
+            }
+        }
+    }
+}
+
+void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
+{
+    ringk_dev_ctl_t *c = k->dev->ctl;
+    uint64_t m = s->field_mask;
+
+    if (m & RINGK_KERNEL_STATS_FIELD_MSGS_IN) {
+        s->msgs_in = __atomic_load_n(&c->msgs_in, __ATOMIC_RELAXED);
+    }
+    if (m & RINGK_KERNEL_STATS_FIELD_MSGS_OUT) {
+        s->msgs_out = __atomic_load_n(&c->msgs_out, __ATOMIC_RELAXED);
+    }
+    if (m & RINGK_KERNEL_STATS_FIELD_HANDLER_ERRORS) {
+        s->handler_errors = __atomic_load_n(&c->handler_errors, __ATOMIC_RELAXED);
+    }
+    if (m & RINGK_KERNEL_STATS_FIELD_QUEUE_DEPTH) {
+        /* the host ingress ring (the device inbox is in memory the host may not read) */
+        s->queue_depth = __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_RELAXED) -
+                         __atomic_load_n(&k->inbox.cons->pos, __ATOMIC_RELAXED);
+    }
+    if (m & RINGK_KERNEL_STATS_FIELD_DEVICE) {
+        s->launches    = __atomic_load_n(&k->dev->launches, __ATOMIC_RELAXED);
+        s->bad_cells   = __atomic_load_n(&c->bad_cells, __ATOMIC_RELAXED);
+        s->send_failed = __atomic_load_n(&k->dev->send_failed, __ATOMIC_RELAXED);
+        s->sent_direct = __atomic_load_n(&c->msgs_direct, __ATOMIC_RELAXED);
+        s->parked      = __atomic_load_n(&c->idle, __ATOMIC_RELAXED);
+        s->device      = (k->dev->slot->cuda_index < 0) ? RINGK_DEVICE_EMULATED
+                                                        : k->dev->slot->cuda_index;
+    }
+}
+
+void ringk_exec_dev_free(ringk_kernel_t *k)
+{
+    if (k->dev != NULL) {
+        if (k->dev->stream != NULL) {
+            k->dev->slot->ops->stream_destroy(k->dev->stream);
+        }
+        pthread_mutex_destroy(&k->dev->mu);
+        free(k->dev);
+        k->dev = NULL;
+    }
+}
+
+void ringk_exec_dev_stop(ringk_ctx_t *ctx)
+{
+    if ((ctx->devs != NULL) && ctx->devs->proxy_started) {
+        __atomic_store_n(&ctx->devs->stop, 1, __ATOMIC_RELEASE);
+        pthread_join(ctx->devs->proxy, NULL);
+        ctx->devs->proxy_started = 0;
+    }
+}
+
+void ringk_exec_dev_release(ringk_ctx_t *ctx)
+{
+    ringk_dev_slot_t *slot;
+    unsigned i;
+
+    if (ctx->devs == NULL) {
+        return;
+    }
+    for (i = 0; i < RINGK_DEV_SLOTS; i++) {
+        slot = &ctx->devs->slot[i];
+        if (!slot->used) {
+            continue;
+        }
+        if (slot->cuda_index < 0) {
+            free(slot->mapped.host);
+            free(slot->mem.host);
+        } else {
+            slot->ops->free_device(slot->mem.dev);
+            slot->ops->free_mapped(slot->mapped.host);
+            slot->ops->stream_destroy(slot->stream);
+        }
+    }
+    pthread_mutex_destroy(&ctx->devs->mu);
+    free(ctx->devs);
+    ctx->devs = NULL;
+}

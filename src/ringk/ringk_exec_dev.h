@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk: the device executor (kernels of the CUDA backend). A device kernel runs the loop of
+ * ringk/api/ringk_device.h as a launch on a CUDA device, or on a host thread standing in for a
+ * GPU block (the emulated device, when its entry was compiled as host C). Its host ingress ring
+ * is the kernel's inbox (k->inbox), so every host send path reaches it unchanged; its device
+ * inbox takes sends of kernels of the same device; its outbox is drained by the proxy thread
+ * (ringk_dev_proxy.c), which sends as the kernel through the runtime. */
+#ifndef RINGK_EXEC_DEV_H
+#define RINGK_EXEC_DEV_H
+
+#include "ringk_exec.h"
+#include "ringk_internal.h"
+
+#include <ringk/api/ringk_device.h>
+
+#define RINGK_DEV_SLOTS        9       /* the emulated device and CUDA devices 0..7 */
+#define RINGK_DEV_OUTBOX_CELLS 256u    /* outbox cells of RINGK_CELL bytes */
+#define RINGK_DEV_MAPPED_MB_DEFAULT 8  /* RINGK_DEVICE_MAPPED_MB when unset */
+#define RINGK_DEV_MEM_MB_DEFAULT    16 /* RINGK_DEVICE_MEM_MB when unset */
+#define RINGK_DEV_SLAB_MB_MAX       4096
+
+/* A bump allocator over one allocation made before any kernel of its device runs: memory a
+ * resident kernel may touch is never freed while kernels run, and nothing is allocated (an
+ * implicit synchronization with running kernels on a GPU) once they do. */
+typedef struct {
+    uint8_t *host;   /* the host's address (NULL: device memory the host cannot read) */
+    uint8_t *dev;    /* the device's address */
+    size_t   size, used;
+} ringk_dev_slab_t;
+
+/* One device of the context: the emulated one (slot 0) or a CUDA device. */
+typedef struct {
+    int                            used;
+    int                            cuda_index;   /* -1: emulated */
+    const ringk_device_cuda_ops_t *ops;          /* CUDA calls of the first entry seen */
+    void                          *stream;       /* for setup copies */
+    ringk_dev_slab_t               mapped, mem;
+} ringk_dev_slot_t;
+
+/* A context's devices and the proxy thread that serves its device kernels. */
+typedef struct ringk_devs {
+    pthread_mutex_t  mu;
+    ringk_dev_slot_t slot[RINGK_DEV_SLOTS];
+    pthread_t        proxy;
+    int              proxy_started;
+    int              stop;            /* atomic */
+    unsigned         running;         /* launches that have not returned (emulated), atomic */
+    uint64_t         late_allocs;     /* allocations made while a launch ran: 0, checked by
+                                         the tests (the rule GPU-NOTES.md gives) */
+} ringk_devs_t;
+
+/* The host's side of a device kernel. */
+typedef struct ringk_dev_host {
+    const ringk_device_entry_t *entry;
+    ringk_dev_slot_t  *slot;
+    ringk_dev_ctl_t   *ctl;           /* the host's address */
+    ringk_dev_route_t *routes;        /* the host's address, RINGK_DEV_ROUTES_MAX */
+    uint32_t           route_ever;    /* routes once made direct: never written again */
+    ringk_dev_kernel_t view;          /* what a launch gets: device addresses */
+    ringk_ring_t       outbox;        /* the host's view, consumed by the proxy */
+    uint64_t           out_head;
+    uint64_t           send_failed;   /* the proxy's failed sends and publishes */
+    void              *stream;        /* CUDA: its launches, in order */
+    pthread_mutex_t    mu;            /* launches */
+    pthread_t          thread;        /* emulated: the last launch */
+    int                has_thread;
+    uint64_t           launches;      /* atomic */
+} ringk_dev_host_t;
+
+extern const ringk_exec_ops_t ringk_exec_dev;
+
+/** Whether kernel @a k (parameters read into it) runs on a device: 1 with its device memory,
+ *  inbox and executor set up, 0 for the CPU, or a negative errno (logged). */
+int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k);
+/** Frees the host side of a device kernel (its device memory stays in the slabs). */
+void ringk_exec_dev_free(ringk_kernel_t *k);
+/** Under ctx->lock: points the routes of every device kernel at the device inboxes of the
+ *  kernels of the same device they name, where the target exists and accepts the sender. */
+void ringk_exec_dev_routes(ringk_ctx_t *ctx);
+/** Under ctx->lock, when @a gone is unlinked: routes to it go through the proxy from now on. */
+void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone);
+/** Once every kernel terminated: stops the proxy. */
+void ringk_exec_dev_stop(ringk_ctx_t *ctx);
+/** Once every kernel is freed: frees the slabs. */
+void ringk_exec_dev_release(ringk_ctx_t *ctx);
+/** Launches the loop of @a k (again): 0 or a negative errno (logged). */
+int ringk_exec_dev_launch(ringk_kernel_t *k);
+/** The statistics of a device kernel, from its control block. */
+void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s);
+/** Makes @a k terminating as ringk_kernel_terminate() does, without waiting. */
+void ringk_kernel_terminating(ringk_kernel_t *k);
+
+/* ---- ringk_dev_proxy.c ---- */
+
+/** Starts the context's proxy thread if it has not: 0 or -EAGAIN (logged). */
+int ringk_dev_proxy_start(ringk_ctx_t *ctx);
+
+#endif

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests of the device executor on the emulated device: the kernels of kernels/ringk_dev_test.cu,
+ * compiled as host C, run the device loop, ring operations and device API on host threads that
+ * stand in for GPU blocks. Multi-producer inboxes (host threads and device kernels at once, every
+ * message once, FIFO per pair), backpressure with every message counted, activate / deactivate /
+ * terminate, event-driven relaunch, a CPU kernel <-> device kernel ping-pong, device-to-device
+ * sends without the host, topic fan-out, bad input, and the rule that nothing is allocated once
+ * device kernels run. */
+#define _GNU_SOURCE
+#include "test_log.h"
+#include "test_util.h"
+
+#include "kernels/ringk_dev_test.h"
+#include <ringk/api/ringk.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+static char logbuf[16384];
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void log_hook(void *arg, int level, const char *message)
+{
+    if (level <= RINGK_LOG_WARN) {
+        test_log_append(logbuf, sizeof(logbuf), &log_mu, message);
+    }
+}
+
+static ringk_ctx_t *ctx_new(void)
+{
+    ringk_ctx_params_t p = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_hook};
+    ringk_ctx_t *ctx;
+
+    logbuf[0] = '\0';
+    ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
+    return ctx;
+}
+
+/* Parameters of a device kernel (CUDA backend only) named @a name running @a entry with the
+ * result block @a t; the caller adds fields. */
+static ringk_kernel_params_t dev_params(const char *name, const ringk_device_entry_t *entry,
+                                        ringk_dev_test_t *t)
+{
+    ringk_kernel_params_t p = {
+        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
+                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY,
+        .name         = name,
+        .backends     = RINGK_BACKEND_CUDA,
+        .device_entry = entry,
+        .arg          = t
+    };
+
+    return p;
+}
+
+static ringk_kernel_stats_t stats_of(ringk_kernel_t *k)
+{
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
+
+    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
+    return st;
+}
+
+/* Sends {producer, n} from the host. */
+static int host_send(ringk_ctx_t *ctx, const char *to, uint32_t producer, uint32_t n, int wait)
+{
+    uint32_t v[2] = {producer, n};
+
+    return ringk_send(ctx, NULL, to, RINGK_MSG_DATA, v, sizeof(v), wait);
+}
+
+/* ---- placement, statistics, the allocation rule ------------------------------------------- */
+
+START_TEST(test_device_runs_emulated)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    ringk_kernel_stats_t st;
+    uint32_t i;
+
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 1000; i++) {
+        ck_assert_int_eq(host_send(ctx, "count", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&t.count, 1000, 30);
+    st = stats_of(k);
+    ck_assert_int_eq(st.device, RINGK_DEVICE_EMULATED);
+    ck_assert_uint_eq(st.msgs_in, 1000);
+    ck_assert_uint_ge(st.launches, 1);
+    ck_assert_uint_eq(st.bad_cells, 0);
+    ck_assert_uint_eq(t.out_of_order, 0);
+    ck_assert_uint_eq(t.sum, 999ull * 1000 / 2);
+    ck_assert_int_eq(ringk_kernel_destroy(k), 0);
+    ringk_ctx_destroy(ctx);
+    /* no allocation was made while a device kernel ran, nothing else was logged */
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
+/* ---- multi-producer inbox -------------------------------------------------------------------- */
+
+typedef struct {
+    ringk_ctx_t *ctx;
+    uint32_t     producer, n;
+} producer_arg_t;
+
+static void *producer_main(void *arg)
+{
+    producer_arg_t *a = arg;
+    uint32_t i;
+
+    for (i = 0; i < a->n; i++) {
+        ck_assert_int_eq(host_send(a->ctx, "sink", a->producer, i, RINGK_WAIT_FOREVER), 0);
+    }
+    return NULL;
+}
+
+/* Four host threads send to "sink" while two device kernels forward what they get into it
+ * (device to device, no host): every message arrives once, in order per sender. The forwarders'
+ * producers use ids 4 and 5. */
+START_TEST(test_device_multi_producer)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    enum { N = 3000, HOSTS = 4, FWDS = 2 };
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t ts = {0}, tf[FWDS];
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
+    ringk_kernel_t *sink, *fwd[FWDS];
+    producer_arg_t pa[HOSTS];
+    pthread_t th[HOSTS];
+    char name[16];
+    uint32_t i, j;
+
+    memset(tf, 0, sizeof(tf));
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_PROCESSING;
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_MAX_IN;
+    p.inbox_size = 64; /* small: producers meet a full inbox often */
+    p.max_in     = 64;
+    p.processing = RINGK_PROCESSING_BATCH;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    for (j = 0; j < FWDS; j++) {
+        snprintf(name, sizeof(name), "fwd%u", j);
+        p = dev_params(name, &ringk_dev_test_forward, &tf[j]);
+        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+        p.publishes_to = to_sink;
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd[j]), 0);
+    }
+    for (i = 0; i < HOSTS; i++) {
+        pa[i] = (producer_arg_t){ctx, i, N};
+        ck_assert_int_eq(pthread_create(&th[i], NULL, producer_main, &pa[i]), 0);
+    }
+    for (i = 0; i < N; i++) {
+        for (j = 0; j < FWDS; j++) {
+            snprintf(name, sizeof(name), "fwd%u", j);
+            ck_assert_int_eq(host_send(ctx, name, HOSTS + j, i, RINGK_WAIT_FOREVER), 0);
+        }
+    }
+    for (i = 0; i < HOSTS; i++) {
+        pthread_join(th[i], NULL);
+    }
+    test_wait_u64(&ts.count, (uint64_t)N * (HOSTS + FWDS), 60);
+    for (j = 0; j < FWDS; j++) {
+        ck_assert_int_eq(tf[j].last_error, 0);
+        ck_assert_uint_eq(stats_of(fwd[j]).send_failed, 0);
+        /* the path taken: every forward went device to device, none through the host */
+        ck_assert_uint_eq(stats_of(fwd[j]).sent_direct, N);
+        ck_assert_uint_eq(stats_of(fwd[j]).msgs_out, N);
+    }
+    ck_assert_uint_eq(ts.out_of_order, 0);
+    ck_assert_uint_eq(ts.bad, 0);
+    ck_assert_uint_eq(ts.sum, (uint64_t)(HOSTS + FWDS) * N * (N - 1) / 2);
+    for (i = 0; i < HOSTS + FWDS; i++) {
+        ck_assert_uint_eq(ts.next[i], N);
+    }
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
+/* ---- backpressure and life cycle ------------------------------------------------------------ */
+
+/* An inactive device kernel takes nothing: sends that must not wait fill its inbox and are then
+ * refused with -EAGAIN, a bounded wait times out; once active it handles exactly what was
+ * accepted. Deactivated again, messages queue; terminate drains them. */
+START_TEST(test_device_backpressure_lifecycle)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    ringk_kernel_stats_t st;
+    uint32_t accepted = 0, refused = 0, i;
+    int ret;
+
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_START_INACTIVE |
+                    RINGK_KERNEL_PARAM_FIELD_MAX_IN;
+    p.inbox_size  = 64;
+    p.max_in      = 64; /* the inbox is 64 cells: 64 messages fill it */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 1000; i++) {
+        ret = host_send(ctx, "count", 0, accepted, RINGK_WAIT_NONE);
+        ck_assert(ret == 0 || ret == -EAGAIN);
+        accepted += (ret == 0);
+        refused  += (ret == -EAGAIN);
+    }
+    ck_assert_uint_eq(accepted, 64);
+    ck_assert_uint_eq(accepted + refused, 1000);
+    ck_assert_int_eq(host_send(ctx, "count", 0, accepted, 20), -ETIMEDOUT);
+    usleep(20000);
+    st = stats_of(k);
+    ck_assert_int_eq(st.state, RINGK_KERNEL_INACTIVE);
+    ck_assert_uint_eq(st.msgs_in, 0);
+    ck_assert_uint_eq(st.queue_depth, accepted);
+    ck_assert_uint_ge(st.refused_full, refused);
+    ck_assert_int_eq(ringk_kernel_activate(k), 0);
+    test_wait_u64(&t.count, accepted, 30);
+    ck_assert_int_eq(ringk_kernel_deactivate(k), 0);
+    usleep(10000); /* the loop reads the new state */
+    for (i = 0; i < 20; i++) {
+        ck_assert_int_eq(host_send(ctx, "count", 0, accepted + i, RINGK_WAIT_NONE), 0);
+    }
+    usleep(20000);
+    ck_assert_uint_eq(stats_of(k).msgs_in, accepted);
+    ck_assert_int_eq(ringk_kernel_terminate(k), 0); /* drains the 20 */
+    st = stats_of(k);
+    ck_assert_int_eq(st.state, RINGK_KERNEL_TERMINATED);
+    ck_assert_uint_eq(st.msgs_in, accepted + 20);
+    ck_assert_uint_eq(t.out_of_order, 0);
+    ck_assert_int_eq(host_send(ctx, "count", 0, 0, RINGK_WAIT_NONE), -EPIPE);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A terminate message ends a device kernel after what came before it. */
+START_TEST(test_device_terminate_message)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    uint32_t i;
+
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 100; i++) {
+        ck_assert_int_eq(host_send(ctx, "count", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    ck_assert_int_eq(ringk_send(ctx, NULL, "count", RINGK_MSG_TERMINATE, NULL, 0, 1000), 0);
+    for (i = 0; (i < 3000) && (stats_of(k).state != RINGK_KERNEL_TERMINATED); i++) {
+        usleep(1000);
+    }
+    ck_assert_int_eq(stats_of(k).state, RINGK_KERNEL_TERMINATED);
+    ck_assert_uint_eq(__atomic_load_n(&t.count, __ATOMIC_ACQUIRE), 100);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* An event-driven device kernel returns after max_iterations idle iterations; a message
+ * relaunches it, from the host or from another device kernel (its doorbell). */
+START_TEST(test_device_event_driven)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t ts = {0}, tf = {0};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
+    ringk_kernel_t *sink, *fwd;
+    uint64_t launches;
+    uint32_t i, j;
+
+    p.field_mask    |= RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS;
+    p.mode           = RINGK_MODE_EVENT_DRIVEN;
+    p.max_iterations = 50;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = to_sink;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
+    for (i = 0; i < 10; i++) {
+        for (j = 0; (j < 10000) && !stats_of(sink).parked; j++) {
+            usleep(1000); /* idle long enough, its loop returns */
+        }
+        /* 'parked' is set just before the loop looks at its inboxes a last time: past that
+         * look, the launch has returned */
+        usleep(20000);
+        ck_assert_int_eq(stats_of(sink).parked, 1);
+        launches = stats_of(sink).launches;
+        if (i % 2) {
+            ck_assert_int_eq(host_send(ctx, "sink", 0, i / 2, RINGK_WAIT_FOREVER), 0);
+        } else {
+            ck_assert_int_eq(host_send(ctx, "fwd", 1, i / 2, RINGK_WAIT_FOREVER), 0);
+        }
+        test_wait_u64(&ts.count, i + 1, 30);
+        ck_assert_uint_gt(stats_of(sink).launches, launches);
+    }
+    ck_assert_uint_eq(ts.out_of_order, 0);
+    ck_assert_int_eq(tf.last_error, 0);
+    ck_assert_uint_eq(stats_of(fwd).sent_direct, 5); /* relaunched by its doorbell */
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
+/* ---- with CPU kernels ------------------------------------------------------------------------- */
+
+static uint64_t pongs;
+
+/* The CPU end of a ping-pong: each reply from "echo" sends the next ping until 2000. */
+static int ping_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint32_t v[2];
+
+    memcpy(v, ringk_msg_payload(msg), sizeof(v));
+    if (v[1] + 1 < 2000) {
+        v[1]++;
+        if (ringk_send_route(ringk_kernel_ctx(k), k, 0, RINGK_MSG_DATA, v, sizeof(v),
+                             RINGK_WAIT_FOREVER) != 0) {
+            return -1;
+        }
+    }
+    __atomic_add_fetch(&pongs, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* A CPU kernel and a device kernel bounce a message 2000 times (host ingress one way, the
+ * outbox and the proxy the other), with timestamps on. */
+START_TEST(test_device_cpu_pingpong)
+{
+    static const char *const to_echo[] = {"echo", NULL}, *const to_ping[] = {"ping", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("echo", &ringk_dev_test_echo, &t);
+    ringk_kernel_params_t cp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS,
+        .name = "ping", .handler = ping_handler, .publishes_to = to_echo, .timestamps = 1
+    };
+    ringk_kernel_t *echo, *ping;
+    uint32_t v[2] = {0, 0};
+
+    pongs = 0;
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS;
+    p.publishes_to = to_ping;
+    p.timestamps   = 1;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &echo), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &ping), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "echo", RINGK_MSG_DATA, v, sizeof(v), 1000), 0);
+    test_wait_u64(&pongs, 2000, 60);
+    ck_assert_uint_eq(__atomic_load_n(&t.count, __ATOMIC_ACQUIRE), 2000);
+    ck_assert_int_eq(t.last_error, 0);
+    ck_assert_uint_eq(stats_of(echo).msgs_out, 2000);
+    ck_assert_uint_eq(stats_of(echo).sent_direct, 0); /* a CPU target: through the proxy */
+    ck_assert_uint_eq(stats_of(ping).handler_errors, 0);
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
+static uint64_t cpu_subs[2];
+
+static int sub_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_add_fetch((uint64_t*)arg, 1, __ATOMIC_RELEASE);
+    return (msg->receiver == RINGK_MSG_BROADCAST) ? 0 : -1;
+}
+
+/* A device kernel publishes to a topic that two CPU kernels and a device kernel subscribe to:
+ * each gets every message once. */
+START_TEST(test_device_topic_fanout)
+{
+    static const char *const topics[] = {"t", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t tp = {0}, td = {0};
+    ringk_kernel_params_t p = dev_params("pub", &ringk_dev_test_publish, &tp);
+    ringk_kernel_params_t cp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB,
+        .handler = sub_handler, .topics_sub = topics
+    };
+    ringk_kernel_t *k;
+    uint32_t i;
+
+    cpu_subs[0] = cpu_subs[1] = 0;
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB;
+    p.topics_pub  = topics;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 2; i++) {
+        cp.name = i ? "sub1" : "sub0";
+        cp.arg  = &cpu_subs[i];
+        ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &k), 0);
+    }
+    p = dev_params("dsub", &ringk_dev_test_count, &td);
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB;
+    p.topics_sub  = topics;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 500; i++) {
+        ck_assert_int_eq(host_send(ctx, "pub", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&cpu_subs[0], 500, 30);
+    test_wait_u64(&cpu_subs[1], 500, 30);
+    test_wait_u64(&td.count, 500, 30);
+    usleep(10000);
+    ck_assert_uint_eq(cpu_subs[0], 500);
+    ck_assert_uint_eq(cpu_subs[1], 500);
+    ck_assert_uint_eq(__atomic_load_n(&td.count, __ATOMIC_ACQUIRE), 500);
+    ck_assert_uint_eq(td.out_of_order, 0);
+    ck_assert_int_eq(tp.last_error, 0);
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
+/* ---- bad input -------------------------------------------------------------------------------- */
+
+/* The device API refuses what a handler gets wrong with the documented codes. */
+START_TEST(test_device_bad_calls)
+{
+    static const char *const to_x[] = {"x", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("bad", &ringk_dev_test_bad, &t);
+    ringk_kernel_t *k;
+
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_MAX_OUT;
+    p.publishes_to = to_x;
+    p.max_out      = 256;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(host_send(ctx, "bad", 0, 0, 1000), 0);
+    test_wait_u64(&t.count, 1, 30);
+    ck_assert_int_eq(t.codes[0], -EINVAL);   /* route 5 of 1 */
+    ck_assert_int_eq(t.codes[1], -EPERM);    /* not in publishes_to */
+    ck_assert_int_eq(t.codes[2], -EPERM);    /* not in topics_pub */
+    ck_assert_int_eq(t.codes[3], -EMSGSIZE); /* 512 bytes, max_out 256 */
+    ck_assert_int_eq(t.codes[4], -EINVAL);   /* message type 77 */
+    ck_assert_int_eq(t.codes[5], (int)ringk_kernel_id(k));
+    ck_assert_int_eq(t.codes[6], 1);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+static int fake_count(char *why, size_t why_len)
+{
+    snprintf(why, why_len, "no CUDA device");
+    return -ENODEV;
+}
+
+/* A CUDA backend needs a device entry; a CUDA entry without a device is -ENODEV with the reason
+ * logged, unless the CPU backend is allowed too (then the CPU runs the handler). */
+START_TEST(test_device_bad_params)
+{
+    static const ringk_device_cuda_ops_t ops = {.device_count = fake_count};
+    static const ringk_device_entry_t cuda_entry = {
+        RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, "fake", NULL, &ops
+    };
+    static const char *const barriers[] = {"b", NULL};
+    ringk_device_entry_t old = ringk_dev_test_count;
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("k", NULL, &t);
+    ringk_kernel_t *k;
+    uint64_t n = 0;
+
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(logbuf, "needs a device_entry"));
+    old.abi = RINGK_DEV_ABI + 1;
+    p.device_entry = &old;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(logbuf, "rebuild it"));
+    p.device_entry = &cuda_entry;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -ENODEV);
+    ck_assert_ptr_nonnull(strstr(logbuf, "no CUDA device"));
+    p.device_entry = &ringk_dev_test_count;
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_BARRIERS;
+    p.barriers     = barriers;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -ENOTSUP);
+    /* CPU | CUDA without a device: the CPU handler */
+    p = dev_params("k", &cuda_entry, NULL);
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_HANDLER;
+    p.backends    = RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA;
+    p.handler     = sub_handler;
+    p.arg         = &n;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(stats_of(k).device, RINGK_DEVICE_NONE);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "k", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    test_wait_u64(&n, 1, 30);
+    p.backends = 4;
+    p.name     = "k2";
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -EINVAL);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s  = suite_create("device");
+    TCase *tc = tcase_create("device");
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_device_runs_emulated);
+    tcase_add_test(tc, test_device_multi_producer);
+    tcase_add_test(tc, test_device_backpressure_lifecycle);
+    tcase_add_test(tc, test_device_terminate_message);
+    tcase_add_test(tc, test_device_event_driven);
+    tcase_add_test(tc, test_device_cpu_pingpong);
+    tcase_add_test(tc, test_device_topic_fanout);
+    tcase_add_test(tc, test_device_bad_calls);
+    tcase_add_test(tc, test_device_bad_params);
+    suite_add_tcase(s, tc);
+    return test_run_suite(s);
+}
