@@ -93,8 +93,25 @@ RINGK_DEVICE static int dev_bad(ringk_dev_kernel_t *k, const ringk_msg_t *msg, v
     return 0;
 }
 
+// Waits at barrier "b" for each message, with the timeout in ms its payload's first word
+// gives, and records the result of the n-th wait in codes[n % 8].
+RINGK_DEVICE static int dev_barrier(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
+    const uint32_t *p   = (const uint32_t*)ringk_dev_msg_payload(msg);
+    int ret = ringk_dev_barrier_wait(k, "b", (msg->length >= 4) ? (int)p[0] : 1000);
+
+    t->codes[t->count % 8] = ret;
+    if (ringk_dev_barrier_wait(k, "nobody", 0) != -ENOENT) {
+        t->bad++;
+    }
+    ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
+    return 0;
+}
+
 RINGK_DEVICE_ENTRY(ringk_dev_test_count, dev_count);
 RINGK_DEVICE_ENTRY(ringk_dev_test_echo, dev_echo);
 RINGK_DEVICE_ENTRY(ringk_dev_test_forward, dev_forward);
 RINGK_DEVICE_ENTRY(ringk_dev_test_publish, dev_publish);
 RINGK_DEVICE_ENTRY(ringk_dev_test_bad, dev_bad);
+RINGK_DEVICE_ENTRY(ringk_dev_test_barrier, dev_barrier);

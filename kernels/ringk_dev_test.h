@@ -27,6 +27,7 @@ extern const ringk_device_entry_t ringk_dev_test_echo;
 extern const ringk_device_entry_t ringk_dev_test_forward;
 extern const ringk_device_entry_t ringk_dev_test_publish;
 extern const ringk_device_entry_t ringk_dev_test_bad;
+extern const ringk_device_entry_t ringk_dev_test_barrier;
 #ifdef __cplusplus
 }
 #endif

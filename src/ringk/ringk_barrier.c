@@ -184,6 +184,72 @@ static int barrier_sleep(ringk_kernel_t *k, barrier_t *b, uint64_t gen, int glob
     return 0;
 }
 
+/* Under ctx->lock, returned with it held: @a k arrives at barrier @a b. 1: the generation is
+ * complete; 0: it waits for generation *gen_p to pass (*global_p: across processes); or a
+ * negative errno (the root could not be told). */
+static int barrier_arrive_locked(ringk_kernel_t *k, barrier_t *b, uint64_t *gen_p,
+                                 int *global_p)
+{
+    ringk_ctx_t *ctx = k->ctx;
+    uint64_t gen     = b->generation;
+    int global = (ringk_remote_of(ctx) != NULL) &&
+                 (ringk_remote_barrier_processes(ctx, b->name) > 1);
+    int ret;
+
+    *gen_p    = gen;
+    *global_p = global;
+    if (++b->arrived < b->expected) {
+        return 0;
+    }
+    if (!global) {
+        barrier_complete(ctx, b);
+        return 1;
+    }
+    /* every participant of this process is here: the root completes the generation once
+     * each process has arrived (a release bumps the generation here) */
+    pthread_mutex_unlock(&ctx->lock);
+    ret = barrier_process_arrived(ctx, b->name, gen);
+    pthread_mutex_lock(&ctx->lock);
+    if (ret != 0) {
+        b->arrived--;
+        return ret;
+    }
+    return (b->generation != gen);
+}
+
+int ringk_barrier_arrive(ringk_kernel_t *k, const char *name, uint64_t *gen_p)
+{
+    barrier_t *b;
+    int ret, global;
+
+    pthread_mutex_lock(&k->ctx->lock);
+    b   = barrier_find(k->ctx, name);
+    ret = (b == NULL) ? -ENOENT : barrier_arrive_locked(k, b, gen_p, &global);
+    pthread_mutex_unlock(&k->ctx->lock);
+    return ret;
+}
+
+int ringk_barrier_poll(ringk_kernel_t *k, const char *name, uint64_t gen, int expired)
+{
+    ringk_ctx_t *ctx = k->ctx;
+    barrier_t *b;
+    int ret = 0, gone;
+
+    pthread_mutex_lock(&ctx->lock);
+    b = barrier_find(ctx, name);
+    if ((b != NULL) && (b->generation == gen)) {
+        gone = ((ringk_remote_of(ctx) != NULL) &&
+                (ringk_remote_barrier_processes(ctx, name) > 1)) ?
+               ringk_remote_barrier_gone(ctx, name) : -1;
+        ret = (gone >= 0) ? -EPIPE : expired ? -ETIMEDOUT : -EAGAIN;
+        if ((ret != -EAGAIN) && (b->arrived > 0)) {
+            b->arrived--; /* leave: the others still wait for everyone */
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return ret;
+}
+
 int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
 {
     ringk_ctx_t *ctx = k->ctx;
@@ -204,29 +270,11 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
     }
     ringk_wait_prepare();
     pthread_mutex_lock(&ctx->lock);
-    b      = barrier_find(ctx, name); /* the kernel joined it: it exists */
-    gen    = b->generation;
-    global = (ringk_remote_of(ctx) != NULL) && (ringk_remote_barrier_processes(ctx, name) > 1);
-    if (++b->arrived == b->expected) {
-        if (!global) {
-            barrier_complete(ctx, b);
-            pthread_mutex_unlock(&ctx->lock);
-            return 0;
-        }
-        /* every participant of this process is here: the root completes the generation once
-         * each process has arrived (a release bumps the generation here) */
-        pthread_mutex_unlock(&ctx->lock);
-        ret = barrier_process_arrived(ctx, name, gen);
-        pthread_mutex_lock(&ctx->lock);
-        if (ret != 0) {
-            b->arrived--;
-            pthread_mutex_unlock(&ctx->lock);
-            return ret;
-        }
-    }
-    if (b->generation == gen) {
-        ret = barrier_sleep(k, b, gen, global, timeout_ms);
+    b   = barrier_find(ctx, name); /* the kernel joined it: it exists */
+    ret = barrier_arrive_locked(k, b, &gen, &global);
+    if (ret == 0) {
+        ret = (b->generation == gen) ? barrier_sleep(k, b, gen, global, timeout_ms) : 0;
     }
     pthread_mutex_unlock(&ctx->lock);
-    return ret;
+    return (ret == 1) ? 0 : ret;
 }

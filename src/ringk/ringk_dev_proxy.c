@@ -23,6 +23,51 @@
 #define PROXY_BUDGET      64      /* outbox records per kernel per round (fairness) */
 #define PROXY_PUBLISH_MS  1000    /* how long a publish of a device kernel may wait for room */
 
+/* Answers the device kernel's barrier wait with @a result. */
+static void proxy_barrier_answer(ringk_kernel_t *k, int result)
+{
+    ringk_dev_host_t *d = k->dev;
+
+    d->bar_pending = 0;
+    __atomic_store_n(&d->ctl->barrier_result, result, __ATOMIC_RELAXED);
+    /* the device reads the result after it sees this (acquire) */
+    __atomic_store_n(&d->ctl->barrier_done, ++d->bar_answered, __ATOMIC_RELEASE);
+}
+
+/* A barrier wait of @a k: arrives for it, and answers now or once the generation passed (the
+ * wait stays pending meanwhile: proxy_barrier_poll). */
+static void proxy_barrier(ringk_kernel_t *k, const ringk_dev_out_t *rec)
+{
+    ringk_dev_host_t *d = k->dev;
+    int ret = ringk_barrier_arrive(k, k->barriers.names[rec->op_arg], &d->bar_gen);
+
+    if (ret != 0) {
+        proxy_barrier_answer(k, (ret == 1) ? 0 : ret);
+        return;
+    }
+    d->bar_pending     = 1;
+    d->bar_index       = rec->op_arg;
+    d->bar_deadline_ns = (rec->timeout_ms >= 0) ?
+                         ringk_now_ns() + (uint64_t)rec->timeout_ms * 1000000u : 0;
+}
+
+/* A pending barrier wait: answered once its generation passed, it timed out, or a process
+ * taking part is gone. A kernel being terminated leaves the barrier and gets -ECANCELED, so
+ * that a wait without a bound cannot hold the terminate (and the context's destroy) forever. */
+static unsigned proxy_barrier_poll(ringk_kernel_t *k)
+{
+    ringk_dev_host_t *d = k->dev;
+    int cancel  = (ringk_load_i(&k->state) >= RINGK_KERNEL_TERMINATING);
+    int expired = cancel || ((d->bar_deadline_ns != 0) && (ringk_now_ns() >= d->bar_deadline_ns));
+    int ret = ringk_barrier_poll(k, k->barriers.names[d->bar_index], d->bar_gen, expired);
+
+    if (ret == -EAGAIN) {
+        return 0;
+    }
+    proxy_barrier_answer(k, (cancel && (ret == -ETIMEDOUT)) ? -ECANCELED : ret);
+    return 1;
+}
+
 /* Sends or publishes the outbox record @a rec of device kernel @a k, as @a k: 0, -EAGAIN (a
  * full inbox or no credit: the record stays, the device sees its outbox fill), or another
  * error (counted in send_failed and logged). */
@@ -51,10 +96,11 @@ static int proxy_send(ringk_ctx_t *ctx, ringk_kernel_t *k, uint8_t op,
 static int proxy_record_ok(const ringk_kernel_t *k, const ringk_cell_hdr_t *cell, uint32_t len,
                            const ringk_dev_out_t *rec)
 {
-    uint32_t n = (cell->id == RINGK_DEV_OUT_SEND) ? k->publishes_to.count : k->topics_pub.count;
+    uint32_t n = (cell->id == RINGK_DEV_OUT_SEND)    ? k->publishes_to.count :
+                 (cell->id == RINGK_DEV_OUT_PUBLISH) ? k->topics_pub.count :
+                 (cell->id == RINGK_DEV_OUT_BARRIER) ? k->barriers.count : 0;
 
-    return (len >= sizeof(*rec)) &&
-           ((cell->id == RINGK_DEV_OUT_SEND) || (cell->id == RINGK_DEV_OUT_PUBLISH)) &&
+    return (len >= sizeof(*rec)) && (n > 0) &&
            (rec->op_arg < n) && (rec->msg.length == len - sizeof(*rec)) &&
            (rec->msg.length <= k->max_out) && (rec->msg.type <= RINGK_MSG_TERMINATE);
 }
@@ -91,6 +137,13 @@ static unsigned proxy_drain(ringk_ctx_t *ctx, ringk_kernel_t *k)
             head++;
             continue;
         }
+        if (cell->id == RINGK_DEV_OUT_BARRIER) {
+            proxy_barrier(k, rec); /* the device waits: nothing follows it in the outbox */
+            ringk_ring_release(&d->outbox, head, ncells, flags);
+            head += ncells;
+            n++;
+            continue;
+        }
         ret = proxy_send(ctx, k, cell->id, rec);
         if (ret == -EAGAIN) {
             break; /* tried again next round; the device meanwhile sees its outbox fill */
@@ -114,7 +167,7 @@ static unsigned proxy_drain(ringk_ctx_t *ctx, ringk_kernel_t *k)
 static unsigned proxy_control(ringk_kernel_t *k)
 {
     ringk_dev_ctl_t *c = k->dev->ctl;
-    unsigned did = 0;
+    unsigned did = k->dev->bar_pending ? proxy_barrier_poll(k) : 0;
 
     if (__atomic_load_n(&c->doorbell, __ATOMIC_ACQUIRE)) {
         /* the device sender took 'idle' back already: it asks for the launch */

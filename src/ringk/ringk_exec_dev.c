@@ -143,8 +143,8 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     ringk_dev_slot_t *slot = d->slot;
     uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL);
     uint64_t out_bytes = ringk_ring_bytes(RINGK_DEV_OUTBOX_CELLS, RINGK_CELL);
-    size_t head = sizeof(ringk_dev_ctl_t) + RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t) +
-                  RINGK_DEV_TOPICS_MAX * RINGK_DEV_NAME_MAX;
+    size_t names = sizeof(ringk_dev_ctl_t) + RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t);
+    size_t head  = names + (RINGK_DEV_TOPICS_MAX + RINGK_DEV_BARRIERS_MAX) * RINGK_DEV_NAME_MAX;
     uint8_t *h, *dv, *mh, *md;
     ringk_ring_t tmp;
     int ret;
@@ -163,8 +163,8 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     d->routes = (ringk_dev_route_t*)(h + sizeof(ringk_dev_ctl_t));
     d->view.ctl    = (ringk_dev_ctl_t*)dv;
     d->view.routes = (ringk_dev_route_t*)(dv + sizeof(ringk_dev_ctl_t));
-    d->view.topics = (char (*)[RINGK_DEV_NAME_MAX])(dv + sizeof(ringk_dev_ctl_t) +
-                     RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t));
+    d->view.topics   = (char (*)[RINGK_DEV_NAME_MAX])(dv + names);
+    d->view.barriers = d->view.topics + RINGK_DEV_TOPICS_MAX;
     /* the host ingress ring is the kernel's inbox: every host send path writes it */
     if ((ringk_ring_init(&k->inbox, h + head, in_bytes, ncells, RINGK_CELL) != 0) ||
         (ringk_ring_init(&d->outbox, h + head + in_bytes, out_bytes, RINGK_DEV_OUTBOX_CELLS,
@@ -201,6 +201,7 @@ static void dev_ctl_init(ringk_kernel_t *k, ringk_dev_host_t *d)
     ringk_dev_ctl_t *c = d->ctl;
     char (*topics)[RINGK_DEV_NAME_MAX] = (char (*)[RINGK_DEV_NAME_MAX])(d->routes +
                                          RINGK_DEV_ROUTES_MAX);
+    char (*barriers)[RINGK_DEV_NAME_MAX] = topics + RINGK_DEV_TOPICS_MAX;
     unsigned i;
 
     c->magic             = RINGK_DEV_CTL_MAGIC;
@@ -214,12 +215,16 @@ static void dev_ctl_init(ringk_kernel_t *k, ringk_dev_host_t *d)
     c->timestamps        = (uint32_t)k->timestamps;
     c->nroutes           = k->publishes_to.count;
     c->ntopics           = k->topics_pub.count;
+    c->nbarriers         = k->barriers.count;
     c->state             = k->state;
     for (i = 0; i < k->publishes_to.count; i++) {
         memcpy(d->routes[i].name, k->publishes_to.names[i], RINGK_DEV_NAME_MAX);
     }
     for (i = 0; i < k->topics_pub.count; i++) {
         memcpy(topics[i], k->topics_pub.names[i], RINGK_DEV_NAME_MAX);
+    }
+    for (i = 0; i < k->barriers.count; i++) {
+        memcpy(barriers[i], k->barriers.names[i], RINGK_DEV_NAME_MAX);
     }
 }
 
@@ -241,11 +246,6 @@ static int entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
                       "layout %u, this libringk has %u: rebuild it", k->name, e->name, e->abi,
                       RINGK_DEV_ABI);
         return -EINVAL;
-    }
-    if (k->barriers.count > 0) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': barriers are not available to device "
-                      "kernels in this release", k->name);
-        return -ENOTSUP;
     }
     return 0;
 }

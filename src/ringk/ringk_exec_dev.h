@@ -60,6 +60,11 @@ typedef struct ringk_dev_host {
     ringk_ring_t       outbox;        /* the host's view, consumed by the proxy */
     uint64_t           out_head;
     uint64_t           send_failed;   /* the proxy's failed sends and publishes */
+    /* the barrier wait the proxy makes for it (the device waits for the answer) */
+    int                bar_pending;   /* 1: waiting for generation bar_gen of bar_index */
+    uint32_t           bar_index;
+    uint64_t           bar_gen, bar_deadline_ns; /* deadline 0: none */
+    uint64_t           bar_answered;  /* waits answered, as ctl->barrier_done */
     void              *stream;        /* CUDA: its launches, in order */
     pthread_mutex_t    mu;            /* launches */
     pthread_t          thread;        /* emulated: the last launch */

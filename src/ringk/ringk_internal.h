@@ -612,6 +612,13 @@ void ringk_ctx_directory(ringk_ctx_t *ctx, ringk_directory_t *dir);
 
 /** Adds kernel @a k to the barriers it takes part in; under ctx->lock. 0 or -ENOSPC. */
 int ringk_barrier_join(ringk_ctx_t *ctx, const ringk_kernel_t *k);
+/** Kernel @a k arrives at barrier @a name without waiting (the device proxy, for a device
+ *  kernel): 1 the generation is complete; 0 it waits for generation *gen_p to pass
+ *  (ringk_barrier_poll); -ENOENT, or the error of telling the root. */
+int ringk_barrier_arrive(ringk_kernel_t *k, const char *name, uint64_t *gen_p);
+/** Whether generation @a gen of barrier @a name has passed: 0; -EAGAIN not yet; -EPIPE a
+ *  process taking part is gone, or (@a expired) -ETIMEDOUT: then @a k has left the barrier. */
+int ringk_barrier_poll(ringk_kernel_t *k, const char *name, uint64_t gen, int expired);
 /** From the network layer: an arrival at (@a release 0; rank 0 only) or the release of
  *  generation @a gen of barrier @a name. Takes ctx->lock itself. */
 void ringk_barrier_deliver(ringk_ctx_t *ctx, const char *name, uint64_t gen, int release);

@@ -111,9 +111,10 @@ __attribute__((noinline)) int ringk_route_resolve(ringk_ctx_t *ctx, ringk_kernel
     if (to != NULL) {
         route->allowed = (to->subscribes_to.count == 0) ||
                          ringk_list_has(&to->subscribes_to, from->name);
-        /* what batch_send() may take on this route, checked once here */
+        /* what batch_send() may take on this route, checked once here; a device kernel's
+         * loop takes single messages only (batch cells are the CPU dispatch loop's format) */
         route->batch_lim =
-            (route->allowed && !from->timestamps && !to->timestamps) ?
+            (route->allowed && !from->timestamps && !to->timestamps && (to->dev == NULL)) ?
             RINGK_MIN(RINGK_MIN(RINGK_BATCH_MAX_LEN, to->max_in), from->max_out) + 1 : 0;
         __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
     } else if ((ringk_remote_of(ctx) != NULL) &&

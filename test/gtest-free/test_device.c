@@ -4,7 +4,8 @@
  * stand in for GPU blocks. Multi-producer inboxes (host threads and device kernels at once, every
  * message once, FIFO per pair), backpressure with every message counted, activate / deactivate /
  * terminate, event-driven relaunch, a CPU kernel <-> device kernel ping-pong, device-to-device
- * sends without the host, topic fan-out, bad input, and the rule that nothing is allocated once
+ * sends without the host, topic fan-out, a barrier across CPU and device kernels, bad input, and
+ * the rule that nothing is allocated once
  * device kernels run. */
 #define _GNU_SOURCE
 #include "test_log.h"
@@ -358,6 +359,59 @@ START_TEST(test_device_cpu_pingpong)
 }
 END_TEST
 
+static uint64_t bursts;
+
+/* Sends 20 small messages {1, n} to route 0 per call: a CPU kernel's handler sending in a burst
+ * (what the CPU dispatch loop packs into batch cells when the target is a CPU kernel). */
+static int burst_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint32_t v[2] = {1, 0}, i;
+
+    for (i = 0; i < 20; i++) {
+        v[1] = (uint32_t)bursts * 20 + i;
+        if (ringk_send_route(ringk_kernel_ctx(k), k, 0, RINGK_MSG_DATA, v, sizeof(v),
+                             RINGK_WAIT_FOREVER) != 0) {
+            return -1;
+        }
+    }
+    __atomic_add_fetch(&bursts, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* A CPU kernel's bursts of small sends reach a device kernel as single messages, every one in
+ * order (no batch cell, which the device loop would count as a bad cell). */
+START_TEST(test_device_cpu_burst)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &t);
+    ringk_kernel_params_t cp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+        .name = "burst", .handler = burst_handler, .publishes_to = to_sink
+    };
+    ringk_kernel_t *sink, *burst;
+    uint32_t i;
+
+    bursts = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &burst), 0);
+    for (i = 0; i < 50; i++) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "burst", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+    }
+    test_wait_u64(&bursts, 50, 60);
+    test_wait_u64(&t.count, 50 * 20, 60);
+    ck_assert_uint_eq(t.out_of_order, 0);
+    ck_assert_uint_eq(t.bad, 0);
+    ck_assert_uint_eq(stats_of(sink).bad_cells, 0);
+    ck_assert_uint_eq(stats_of(sink).msgs_in, 50 * 20);
+    ck_assert_uint_eq(stats_of(burst).handler_errors, 0);
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
 static uint64_t cpu_subs[2];
 
 static int sub_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -412,6 +466,79 @@ START_TEST(test_device_topic_fanout)
 }
 END_TEST
 
+static uint64_t cpu_barrier_calls;
+static int cpu_barrier_codes[8];
+
+/* The CPU side of the barrier test: waits at "b" for each message. */
+static int cpu_barrier_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t n = __atomic_load_n(&cpu_barrier_calls, __ATOMIC_RELAXED);
+
+    cpu_barrier_codes[n % 8] = ringk_barrier_wait(k, "b", 10000);
+    __atomic_store_n(&cpu_barrier_calls, n + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* A named barrier across a CPU kernel and two device kernels: five generations pass with
+ * every participant; then, with the CPU kernel away, a device kernel's bounded wait times out
+ * and it leaves the barrier. */
+START_TEST(test_device_barrier)
+{
+    static const char *const bars[] = {"b", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t[2];
+    ringk_kernel_params_t p;
+    ringk_kernel_params_t cp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_BARRIERS,
+        .name = "cpu", .handler = cpu_barrier_handler, .barriers = bars
+    };
+    ringk_kernel_t *k, *dev1 = NULL;
+    uint32_t i, j, timeout = 10000;
+
+    memset(t, 0, sizeof(t));
+    cpu_barrier_calls = 0;
+    for (j = 0; j < 2; j++) {
+        p = dev_params(j ? "dev1" : "dev0", &ringk_dev_test_barrier, &t[j]);
+        p.field_mask |= RINGK_KERNEL_PARAM_FIELD_BARRIERS;
+        p.barriers    = bars;
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, j ? &dev1 : &k), 0);
+    }
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &k), 0);
+    for (i = 0; i < 5; i++) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "cpu", RINGK_MSG_DATA, NULL, 0, 1000), 0);
+        for (j = 0; j < 2; j++) {
+            ck_assert_int_eq(ringk_send(ctx, NULL, j ? "dev1" : "dev0", RINGK_MSG_DATA, &timeout,
+                                        sizeof(timeout), 1000), 0);
+        }
+    }
+    test_wait_u64(&cpu_barrier_calls, 5, 60);
+    for (j = 0; j < 2; j++) {
+        test_wait_u64(&t[j].count, 5, 60);
+        for (i = 0; i < 5; i++) {
+            ck_assert_int_eq(t[j].codes[i], 0);
+        }
+        ck_assert_uint_eq(t[j].bad, 0);
+    }
+    for (i = 0; i < 5; i++) {
+        ck_assert_int_eq(cpu_barrier_codes[i], 0);
+    }
+    timeout = 50;
+    ck_assert_int_eq(ringk_send(ctx, NULL, "dev0", RINGK_MSG_DATA, &timeout, sizeof(timeout),
+                                1000), 0);
+    test_wait_u64(&t[0].count, 6, 60);
+    ck_assert_int_eq(t[0].codes[5], -ETIMEDOUT);
+    /* a wait without a bound does not hold a terminate: the kernel leaves with -ECANCELED */
+    timeout = (uint32_t)RINGK_WAIT_FOREVER;
+    ck_assert_int_eq(ringk_send(ctx, NULL, "dev1", RINGK_MSG_DATA, &timeout, sizeof(timeout),
+                                1000), 0);
+    ck_assert_int_eq(ringk_kernel_terminate(dev1), 0);
+    test_wait_u64(&t[1].count, 6, 60);
+    ck_assert_int_eq(t[1].codes[5], -ECANCELED);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 /* ---- bad input -------------------------------------------------------------------------------- */
 
 /* The device API refuses what a handler gets wrong with the documented codes. */
@@ -454,7 +581,6 @@ START_TEST(test_device_bad_params)
     static const ringk_device_entry_t cuda_entry = {
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, "fake", NULL, &ops
     };
-    static const char *const barriers[] = {"b", NULL};
     ringk_device_entry_t old = ringk_dev_test_count;
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t t = {0};
@@ -471,10 +597,6 @@ START_TEST(test_device_bad_params)
     p.device_entry = &cuda_entry;
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -ENODEV);
     ck_assert_ptr_nonnull(strstr(logbuf, "no CUDA device"));
-    p.device_entry = &ringk_dev_test_count;
-    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_BARRIERS;
-    p.barriers     = barriers;
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -ENOTSUP);
     /* CPU | CUDA without a device: the CPU handler */
     p = dev_params("k", &cuda_entry, NULL);
     p.field_mask |= RINGK_KERNEL_PARAM_FIELD_HANDLER;
@@ -504,7 +626,9 @@ int main(void)
     tcase_add_test(tc, test_device_terminate_message);
     tcase_add_test(tc, test_device_event_driven);
     tcase_add_test(tc, test_device_cpu_pingpong);
+    tcase_add_test(tc, test_device_cpu_burst);
     tcase_add_test(tc, test_device_topic_fanout);
+    tcase_add_test(tc, test_device_barrier);
     tcase_add_test(tc, test_device_bad_calls);
     tcase_add_test(tc, test_device_bad_params);
     suite_add_tcase(s, tc);

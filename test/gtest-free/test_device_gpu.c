@@ -134,6 +134,8 @@ START_TEST(test_device_gpu_scenarios)
     }
     test_wait_u64(&ts->count, N, 60);
     ck_assert_uint_eq(ts->out_of_order, 0);
+    ck_assert_uint_eq(tf->count, N / 2);
+    ck_assert_int_eq(tf->last_error, 0);
     ck_assert_int_eq(ringk_kernel_stats_query(fwd, &st), 0);
     ck_assert_int_eq(st.device, 0);
     ck_assert_uint_eq(st.sent_direct, N / 2);

@@ -143,6 +143,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
 #define RINGK_DEV_TOPICS_MAX 32
+#define RINGK_DEV_BARRIERS_MAX 32
 #define RINGK_DEV_NAP_MIN_NS 100u          /* the idle loop's first nap */
 #define RINGK_DEV_NAP_MAX_NS 50000u        /* and its longest: what an idle kernel adds to the
                                               latency of the next message */
@@ -151,6 +152,8 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 /* Outbox record operations (the cell id of an outbox message). */
 #define RINGK_DEV_OUT_SEND    1u   /* op_arg: route index */
 #define RINGK_DEV_OUT_PUBLISH 2u   /* op_arg: topic index */
+#define RINGK_DEV_OUT_BARRIER 3u   /* op_arg: barrier index; the proxy answers in the control
+                                      block (barrier_done, barrier_result) */
 
 /* A route of a device kernel: the target's name, and where the host resolved it to a kernel of
  * the same device, that kernel's device inbox and control block. */
@@ -181,10 +184,11 @@ typedef struct ringk_dev_ctl {
     uint32_t max_iterations;     /**< event-driven: idle iterations before returning */
     uint32_t max_in, max_out;
     uint32_t timestamps;
-    uint32_t nroutes, ntopics;
-    uint32_t pad0;
+    uint32_t nroutes, ntopics, nbarriers;
     /* written by the host at run time: its own line */
     int32_t  state __attribute__((aligned(64))); /**< ringk_kernel_state_t, as the host set it */
+    int32_t  barrier_result;     /**< the answer to the last barrier wait: 0 or -errno */
+    uint64_t barrier_done;       /**< barrier waits answered (release, after barrier_result) */
     /* written by the device: lines of their own */
     int32_t  done __attribute__((aligned(64)));  /**< the loop finished terminating */
     int32_t  idle;               /**< event-driven: no launch runs the loop (senders wake it) */
@@ -194,6 +198,7 @@ typedef struct ringk_dev_ctl {
     uint64_t msgs_out, msgs_direct;  /**< sent; of them, straight into a device inbox */
     uint64_t seq;                /**< its next sequence number */
     uint64_t hlc;                /**< its hybrid logical clock (ringk_hlc_t's format) */
+    uint64_t barrier_req;        /**< barrier waits asked for */
 } ringk_dev_ctl_t;
 
 /* What each launch of the loop gets (a kernel argument, by value): addresses valid on the
@@ -205,6 +210,7 @@ typedef struct ringk_dev_kernel {
     ringk_ring_t       outbox;    /**< to the host proxy: pinned mapped memory */
     ringk_dev_route_t *routes;    /**< ctl->nroutes of them */
     char             (*topics)[RINGK_DEV_NAME_MAX]; /**< topics it publishes to */
+    char             (*barriers)[RINGK_DEV_NAME_MAX]; /**< barriers it takes part in */
     void              *arg;
     /* the loop's own state, kept in the launch (positions are read back from the rings at
      * each launch) */
@@ -501,6 +507,47 @@ RINGK_DEV_FN int ringk_dev_publish(ringk_dev_kernel_t *k, const char *topic, con
         }
     }
     return -EPERM;
+}
+
+/**
+ * Waits at named barrier @a name (in the kernel's barriers, else -ENOENT) until every
+ * participant of the job (CPU and device kernels, in every process) has arrived. The host proxy
+ * arrives for the kernel and answers; the loop takes no message meanwhile. @a timeout_ms:
+ * RINGK_WAIT_FOREVER or milliseconds (then -ETIMEDOUT, and the kernel has left the barrier).
+ * @return 0, -ENOENT, -ETIMEDOUT, -EPIPE (a process taking part is gone), -ECANCELED (the
+ * kernel is being terminated: it has left the barrier), -EAGAIN / -ETIMEDOUT also when the
+ * outbox stayed full (RINGK_WAIT_NONE / for @a timeout_ms), -EINVAL (@a timeout_ms below
+ * RINGK_WAIT_FOREVER).
+ */
+RINGK_DEV_FN int ringk_dev_barrier_wait(ringk_dev_kernel_t *k, const char *name, int timeout_ms)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    uint32_t i, nap = RINGK_DEV_NAP_MIN_NS;
+    uint64_t req;
+    int ret;
+
+    if (timeout_ms < RINGK_WAIT_FOREVER) {
+        return -EINVAL;
+    }
+    for (i = 0; (i < c->nbarriers) && !ringk_dev_name_eq(k->barriers[i], name); i++) {
+    }
+    if (i == c->nbarriers) {
+        return -ENOENT;
+    }
+    ret = ringk_dev_outbox_put(k, RINGK_DEV_OUT_BARRIER, i, 0, RINGK_MSG_CONTROL, NULL, 0,
+                               timeout_ms);
+    if (ret != 0) {
+        return ret; /* not asked: the answers still match the requests */
+    }
+    /* the proxy answers requests in order, one at a time: this one is answered by count req */
+    req = c->barrier_req + 1;
+    ringk_dev_store_rel_sys_u64(&c->barrier_req, req);
+    /* the proxy stores the result, then barrier_done with a release store */
+    while (ringk_load_acquire_u64(&c->barrier_done) != req) {
+        ringk_dev_nap(nap);
+        nap = (nap < RINGK_DEV_NAP_MAX_NS / 2) ? 2 * nap : RINGK_DEV_NAP_MAX_NS;
+    }
+    return ringk_dev_load_acq_sys_i32(&c->barrier_result);
 }
 
 /* ---- the dispatch loop ------------------------------------------------------------------- */
