@@ -18,7 +18,7 @@ NET_MAY_INCLUDE = {'src/ringk/ringk_internal.h'}   # the runtime's types and upc
 
 def files(top):
     out = []
-    for d in ('src/ringk', 'src/ringk/net'):
+    for d in ('src/ringk', 'src/ringk/net', 'src/ringk/api'):
         for f in sorted(os.listdir(os.path.join(top, d))):
             if f.endswith(('.c', '.h')):
                 out.append(os.path.join(d, f))

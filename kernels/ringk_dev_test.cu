@@ -109,9 +109,57 @@ RINGK_DEVICE static int dev_barrier(ringk_dev_kernel_t *k, const ringk_msg_t *ms
     return 0;
 }
 
+// Receives from within the handler (ringk_dev_recv), as the payload's first word says:
+//   0 {0, n}: a group of four: takes {0, n+1..n+3} with a bound, each must follow in order;
+//   1: probes: nothing queued (-EAGAIN), a 20 ms bound (-ETIMEDOUT), a NULL buffer (-EINVAL);
+//   2: the next message (8 bytes) into 4 bytes (-EMSGSIZE, its length), then into 64 (0);
+//   3: takes messages until recv fails: codes[6] the failure, codes[7] how many it took;
+//   4: a filler, counted.
+RINGK_DEVICE static int dev_recv(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
+    const uint32_t *p   = (const uint32_t*)ringk_dev_msg_payload(msg);
+    union {
+        ringk_msg_t m;
+        uint8_t     bytes[sizeof(ringk_msg_t) + 64];
+    } in;
+    const uint32_t *q = (const uint32_t*)ringk_dev_msg_payload(&in.m);
+    uint32_t i, got = 1;
+    int ret = 0;
+
+    if (p[0] == 0) {
+        for (i = 1; (i < 4) && (ret == 0); i++) {
+            ret = ringk_dev_recv(k, &in.m, 64, 5000);
+            if ((ret == 0) && ((in.m.length != 8) || (q[0] != 0) || (q[1] != p[1] + i))) {
+                t->out_of_order++;
+            }
+            got += (ret == 0);
+        }
+        t->last_error = (ret != 0) ? ret : t->last_error;
+    } else if (p[0] == 1) {
+        t->codes[0] = ringk_dev_recv(k, &in.m, 64, RINGK_WAIT_NONE);
+        t->codes[1] = ringk_dev_recv(k, &in.m, 64, 20);
+        t->codes[2] = ringk_dev_recv(k, NULL, 64, RINGK_WAIT_NONE);
+    } else if (p[0] == 2) {
+        t->codes[3] = ringk_dev_recv(k, &in.m, 4, 5000);
+        t->codes[4] = (int)in.m.length;
+        t->codes[5] = ringk_dev_recv(k, &in.m, 64, 5000);
+        got++;
+    } else if (p[0] == 3) {
+        for (i = 0; (ret = ringk_dev_recv(k, &in.m, 64, 5000)) == 0; i++) {
+        }
+        t->codes[6] = ret;
+        t->codes[7] = (int)i;
+        got += i;
+    }
+    ringk_dev_store_rel_sys_u64(&t->count, t->count + got);
+    return 0;
+}
+
 RINGK_DEVICE_ENTRY(ringk_dev_test_count, dev_count);
 RINGK_DEVICE_ENTRY(ringk_dev_test_echo, dev_echo);
 RINGK_DEVICE_ENTRY(ringk_dev_test_forward, dev_forward);
 RINGK_DEVICE_ENTRY(ringk_dev_test_publish, dev_publish);
 RINGK_DEVICE_ENTRY(ringk_dev_test_bad, dev_bad);
 RINGK_DEVICE_ENTRY(ringk_dev_test_barrier, dev_barrier);
+RINGK_DEVICE_ENTRY(ringk_dev_test_recv, dev_recv);

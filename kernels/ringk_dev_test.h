@@ -28,6 +28,7 @@ extern const ringk_device_entry_t ringk_dev_test_forward;
 extern const ringk_device_entry_t ringk_dev_test_publish;
 extern const ringk_device_entry_t ringk_dev_test_bad;
 extern const ringk_device_entry_t ringk_dev_test_barrier;
+extern const ringk_device_entry_t ringk_dev_test_recv;
 #ifdef __cplusplus
 }
 #endif

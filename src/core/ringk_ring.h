@@ -488,14 +488,17 @@ RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t n
 }
 
 /**
- * Returns the message at *@a pos_p if one is published, else NULL. Skip cells (padding to the
- * ring's end) and cancel cells (cells given up, not crossing the ring's end) at *@a pos_p are
- * released and passed over (*@a pos_p moves past them). The header is a producer's writing: the
- * caller validates it with ringk_ring_msg_check() before using it. A skip cell whose size does
- * not reach the ring's end exactly, or a cancel cell of no cells or crossing the end, is
- * returned like a message, for that check to refuse.
+ * Returns the message at *@a pos_p if one is published, else NULL, for a consumer that holds
+ * back its head (cells before *@a pos_p handled but not yet handed back, or still in use):
+ * skip cells (padding to the ring's end) and cancel cells (cells given up, not crossing the
+ * ring's end) at *@a pos_p are passed to ringk_ring_done() and passed over (*@a pos_p moves
+ * past them); they go back to the producers with the caller's next ringk_ring_release_to()
+ * past them. The header is a producer's writing: the caller validates it with
+ * ringk_ring_msg_check() before using it. A skip cell whose size does not reach the ring's end
+ * exactly, or a cancel cell of no cells or crossing the end, is returned like a message, for
+ * that check to refuse.
  */
-RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t *pos_p)
+RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek_held(const ringk_ring_t *r, uint64_t *pos_p)
 {
     const ringk_cell_hdr_t *cell;
     uint64_t pos = *pos_p;
@@ -519,10 +522,24 @@ RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t
             *pos_p = pos;
             return cell;
         }
-        /* the cell belongs to the producers again once released: use the copies */
-        ringk_ring_release(r, pos, skip, flags);
+        ringk_ring_done(r, pos, skip, flags);
         pos += skip;
     }
+}
+
+/**
+ * ringk_ring_peek_held() for a consumer that holds no cell: the skip and cancel cells passed
+ * over go back to the producers at once (with every cell before them).
+ */
+RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek(const ringk_ring_t *r, uint64_t *pos_p)
+{
+    uint64_t start = *pos_p;
+    const ringk_cell_hdr_t *cell = ringk_ring_peek_held(r, pos_p);
+
+    if (*pos_p != start) {
+        ringk_ring_release_to(r, *pos_p);
+    }
+    return cell;
 }
 
 /**

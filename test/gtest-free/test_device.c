@@ -539,6 +539,59 @@ START_TEST(test_device_barrier)
 }
 END_TEST
 
+/* ---- receiving from a handler ----------------------------------------------------------- */
+
+/* ringk_dev_recv from a device handler: groups of four taken in order with a bound, the
+ * documented failures (nothing queued, a bound that passes, a NULL buffer, a buffer too small
+ * for the next message, which stays first), and a handler that takes until the cells it holds
+ * back fill half its inbox (-ENOBUFS after 127 of a 256-cell inbox); every message counted
+ * once. */
+START_TEST(test_device_recv)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("r", &ringk_dev_test_recv, &t);
+    ringk_kernel_t *k;
+    uint32_t i, v[2];
+
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
+    p.inbox_size  = 256;
+    p.max_in      = 64; /* a message is one cell: the inbox is 256 cells */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 40; i++) {
+        ck_assert_int_eq(host_send(ctx, "r", 0, i, 1000), 0);
+    }
+    test_wait_u64(&t.count, 40, 60);
+    ck_assert_uint_eq(t.out_of_order, 0);
+    ck_assert_int_eq(t.last_error, 0);
+    ck_assert_int_eq(host_send(ctx, "r", 1, 0, 1000), 0);
+    test_wait_u64(&t.count, 41, 60);
+    ck_assert_int_eq(t.codes[0], -EAGAIN);
+    ck_assert_int_eq(t.codes[1], -ETIMEDOUT);
+    ck_assert_int_eq(t.codes[2], -EINVAL);
+    ck_assert_int_eq(host_send(ctx, "r", 2, 0, 1000), 0);
+    ck_assert_int_eq(host_send(ctx, "r", 4, 0, 1000), 0);
+    test_wait_u64(&t.count, 43, 60);
+    ck_assert_int_eq(t.codes[3], -EMSGSIZE);
+    ck_assert_int_eq(t.codes[4], 8);
+    ck_assert_int_eq(t.codes[5], 0);
+    ck_assert_int_eq(host_send(ctx, "r", 3, 0, 1000), 0);
+    for (i = 0; i < 200; i++) {
+        v[0] = 4;
+        v[1] = i;
+        ck_assert_int_eq(ringk_send(ctx, NULL, "r", RINGK_MSG_DATA, v, sizeof(v),
+                                    RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&t.count, 244, 60);
+    ck_assert_msg(t.codes[6] == -ENOBUFS, "code %d after %d", t.codes[6], t.codes[7]);
+    ck_assert_int_eq(t.codes[7], 127);
+    ck_assert_uint_eq(stats_of(k).msgs_in, 244);
+    ck_assert_uint_eq(stats_of(k).bad_cells, 0);
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
 /* ---- bad input -------------------------------------------------------------------------------- */
 
 /* The device API refuses what a handler gets wrong with the documented codes. */
@@ -629,6 +682,7 @@ int main(void)
     tcase_add_test(tc, test_device_cpu_burst);
     tcase_add_test(tc, test_device_topic_fanout);
     tcase_add_test(tc, test_device_barrier);
+    tcase_add_test(tc, test_device_recv);
     tcase_add_test(tc, test_device_bad_calls);
     tcase_add_test(tc, test_device_bad_params);
     suite_add_tcase(s, tc);

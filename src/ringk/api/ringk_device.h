@@ -10,224 +10,11 @@
 #ifndef RINGK_API_RINGK_DEVICE_H
 #define RINGK_API_RINGK_DEVICE_H
 
-#include <core/ringk_ring.h>
-#include <ringk/api/ringk.h>
-
-#include <errno.h>
-#include <stdint.h>
-
-#if defined(__CUDACC__)
-#  include <cuda/atomic>
-#  include <cuda_runtime.h>
-#  include <stdio.h>
-#  define RINGK_DEV_FN static __device__ __forceinline__
-#  define RINGK_DEVICE __device__   /**< marks a handler (and what it calls) as device code */
-#else
-#  define RINGK_DEVICE
-#  include <sched.h>
-#  include <time.h>
-#  define RINGK_DEV_FN static inline
-#endif
+#include <ringk/api/ringk_device_abi.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- portability: atomics with an explicit scope, fences, time, back-off --------------------
- * System scope ("sys") orders against the host and other GPUs: the control block, the host
- * ingress ring and the outbox live in pinned host memory mapped into the device. The ring
- * operations of core/ringk_ring.h use system scope on the device for every ring, the device
- * inbox included (only kernels of one GPU write it, so device scope would be enough there; a
- * device-scope variant is a measured change for a GPU run). On the host (the emulated device)
- * these are C11 atomics. */
-#if defined(__CUDA_ARCH__)
-#  define RINGK_DEV_ATOMIC(T, s, p) cuda::atomic_ref<T, cuda::thread_scope_##s>(*(T*)(p))
-RINGK_DEV_FN int32_t ringk_dev_load_acq_sys_i32(const int32_t *p)
-{
-    return RINGK_DEV_ATOMIC(int32_t, system, p).load(cuda::memory_order_acquire);
-}
-RINGK_DEV_FN void ringk_dev_store_rel_sys_i32(int32_t *p, int32_t v)
-{
-    RINGK_DEV_ATOMIC(int32_t, system, p).store(v, cuda::memory_order_release);
-}
-RINGK_DEV_FN int ringk_dev_cas_sys_i32(int32_t *p, int32_t expect, int32_t desired)
-{
-    return RINGK_DEV_ATOMIC(int32_t, system, p).compare_exchange_strong(
-               expect, desired, cuda::memory_order_seq_cst, cuda::memory_order_relaxed);
-}
-RINGK_DEV_FN void ringk_dev_store_rel_sys_u64(uint64_t *p, uint64_t v)
-{
-    RINGK_DEV_ATOMIC(uint64_t, system, p).store(v, cuda::memory_order_release);
-}
-RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
-{
-    return RINGK_DEV_ATOMIC(uint64_t, system, p).load(cuda::memory_order_relaxed);
-}
-/* fence.sc.sys: orders a store before a later load of another word, against the host too (the
- * sleep and terminate protocols: W1/W2, T1/T2 below) */
-RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
-{
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
-}
-/* %globaltimer: nanoseconds since the Unix epoch as the driver keeps it (its update step is
- * coarse on some GPUs: GPU-NOTES.md, "Timestamps") */
-RINGK_DEV_FN uint64_t ringk_dev_now_ns(void)
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-RINGK_DEV_FN void ringk_dev_nap(uint32_t ns)
-{
-    __nanosleep(ns);
-}
-/* one thread of the block runs the loop; the others return at once */
-RINGK_DEV_FN int ringk_dev_leader(void)
-{
-    return (threadIdx.x == 0) && (threadIdx.y == 0) && (threadIdx.z == 0);
-}
-#else
-RINGK_DEV_FN int32_t ringk_dev_load_acq_sys_i32(const int32_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-RINGK_DEV_FN void ringk_dev_store_rel_sys_i32(int32_t *p, int32_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-RINGK_DEV_FN int ringk_dev_cas_sys_i32(int32_t *p, int32_t expect, int32_t desired)
-{
-    return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST,
-                                       __ATOMIC_RELAXED);
-}
-RINGK_DEV_FN void ringk_dev_store_rel_sys_u64(uint64_t *p, uint64_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
-{
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-}
-RINGK_DEV_FN uint64_t ringk_dev_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-/* a host thread standing in for a block: short naps yield the core, long ones sleep */
-RINGK_DEV_FN void ringk_dev_nap(uint32_t ns)
-{
-    struct timespec ts = {0, (long)ns};
-
-    if (ns < 2000) {
-        sched_yield();
-    } else {
-        nanosleep(&ts, NULL);
-    }
-}
-RINGK_DEV_FN int ringk_dev_leader(void)
-{
-    return 1;
-}
-#endif
-
-/* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
-
-#define RINGK_DEV_ABI        1u
-#define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
-#define RINGK_DEV_NAME_MAX   64
-#define RINGK_DEV_ROUTES_MAX 32
-#define RINGK_DEV_TOPICS_MAX 32
-#define RINGK_DEV_BARRIERS_MAX 32
-#define RINGK_DEV_NAP_MIN_NS 100u          /* the idle loop's first nap */
-#define RINGK_DEV_NAP_MAX_NS 50000u        /* and its longest: what an idle kernel adds to the
-                                              latency of the next message */
-#define RINGK_DEV_SPINS      64u           /* idle polls before the first nap */
-
-/* Outbox record operations (the cell id of an outbox message). */
-#define RINGK_DEV_OUT_SEND    1u   /* op_arg: route index */
-#define RINGK_DEV_OUT_PUBLISH 2u   /* op_arg: topic index */
-#define RINGK_DEV_OUT_BARRIER 3u   /* op_arg: barrier index; the proxy answers in the control
-                                      block (barrier_done, barrier_result) */
-
-/* A route of a device kernel: the target's name, and where the host resolved it to a kernel of
- * the same device, that kernel's device inbox and control block. */
-typedef struct ringk_dev_route {
-    int32_t  direct;       /**< 1: the fields below hold a same-device target; 0: through the
-                                host proxy. Written last by the host (release), read first
-                                (acquire) */
-    uint32_t receiver;     /**< target kernel id */
-    uint32_t max_in;       /**< target's max_in */
-    uint32_t log2_ncells;  /**< target inbox geometry */
-    uint32_t cell_size;
-    uint32_t pad;
-    void    *inbox;        /**< target's device inbox (device address) */
-    struct ringk_dev_ctl *ctl; /**< target's control block (device address) */
-    uint64_t head_cache;   /**< this sender's copy of the target inbox's head */
-    char     name[RINGK_DEV_NAME_MAX];
-} ringk_dev_route_t;
-
-/* A device kernel's control block, in memory both sides see (mapped pinned memory on a GPU). */
-typedef struct ringk_dev_ctl {
-    uint32_t magic, abi;
-    /* written by the host before the first launch */
-    uint32_t id;                 /**< kernel id */
-    uint32_t sender;             /**< sender id of its messages: rank << 20 | id */
-    uint32_t mode;               /**< ringk_kernel_mode_t */
-    uint32_t processing;         /**< ringk_processing_t */
-    uint32_t max_per_iteration;  /**< 0: unlimited */
-    uint32_t max_iterations;     /**< event-driven: idle iterations before returning */
-    uint32_t max_in, max_out;
-    uint32_t timestamps;
-    uint32_t nroutes, ntopics, nbarriers;
-    /* written by the host at run time: its own line */
-    int32_t  state __attribute__((aligned(64))); /**< ringk_kernel_state_t, as the host set it */
-    int32_t  barrier_result;     /**< the answer to the last barrier wait: 0 or -errno */
-    uint64_t barrier_done;       /**< barrier waits answered (release, after barrier_result) */
-    /* written by the device: lines of their own */
-    int32_t  done __attribute__((aligned(64)));  /**< the loop finished terminating */
-    int32_t  idle;               /**< event-driven: no launch runs the loop (senders wake it) */
-    int32_t  doorbell;           /**< a device sender found it idle: the host relaunches */
-    int32_t  term_req;           /**< a terminate message arrived: the host terminates it */
-    uint64_t msgs_in, handler_errors, bad_cells, iterations, launches_run;
-    uint64_t msgs_out, msgs_direct;  /**< sent; of them, straight into a device inbox */
-    uint64_t seq;                /**< its next sequence number */
-    uint64_t hlc;                /**< its hybrid logical clock (ringk_hlc_t's format) */
-    uint64_t barrier_req;        /**< barrier waits asked for */
-} ringk_dev_ctl_t;
-
-/* What each launch of the loop gets (a kernel argument, by value): addresses valid on the
- * device, and the user's argument. */
-typedef struct ringk_dev_kernel {
-    ringk_dev_ctl_t   *ctl;
-    ringk_ring_t       ingress;   /**< from the host: pinned mapped memory */
-    ringk_ring_t       inbox;     /**< from kernels of the same device: device memory */
-    ringk_ring_t       outbox;    /**< to the host proxy: pinned mapped memory */
-    ringk_dev_route_t *routes;    /**< ctl->nroutes of them */
-    char             (*topics)[RINGK_DEV_NAME_MAX]; /**< topics it publishes to */
-    char             (*barriers)[RINGK_DEV_NAME_MAX]; /**< barriers it takes part in */
-    void              *arg;
-    /* the loop's own state, kept in the launch (positions are read back from the rings at
-     * each launch) */
-    uint64_t           in_head, dev_head;
-    ringk_ring_prod_t  out_prod;
-    uint32_t           turn;
-} ringk_dev_kernel_t;
-
-/* Outbox record: what follows the cell header of an outbox message. */
-typedef struct ringk_dev_out {
-    uint32_t    op_arg;    /**< route or topic index */
-    int32_t     timeout_ms;
-    ringk_msg_t msg;       /**< the message as the device built it; its payload follows */
-} ringk_dev_out_t;
-
-/** A device kernel's handler: as ringk_handler_t, on the device. */
-typedef int (*ringk_dev_handler_t)(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg);
 
 /* ---- the device API ------------------------------------------------------------------------ */
 
@@ -552,57 +339,188 @@ RINGK_DEV_FN int ringk_dev_barrier_wait(ringk_dev_kernel_t *k, const char *name,
 
 /* ---- the dispatch loop ------------------------------------------------------------------- */
 
-/* Takes up to @a limit messages of ring @a r from *@a head_p, hands each to @a h; returns how
- * many. Cells go back to their producers once the batch is done (one release store). */
-RINGK_DEV_FN uint32_t ringk_dev_take(ringk_dev_kernel_t *k, ringk_ring_t *r, uint64_t *head_p,
-                                     uint32_t limit, ringk_dev_handler_t h)
+/* The message of the published cell at @a head of @a r (a producer's writing: checked before
+ * use), its cell count in *@a ncells_p and flags in *@a flags_p; NULL for a malformed cell,
+ * which is counted in bad_cells and passed to ringk_ring_done() (the caller moves past it). */
+RINGK_DEV_FN const ringk_msg_t *ringk_dev_cell_msg(ringk_dev_kernel_t *k, const ringk_ring_t *r,
+                                                   uint64_t head, const ringk_cell_hdr_t *cell,
+                                                   uint32_t *ncells_p, uint8_t *flags_p)
 {
     ringk_dev_ctl_t *c = k->ctl;
-    uint64_t head = *head_p, start = head;
+    uint32_t len    = cell->len, ncells = cell->ncells;
+    uint8_t flags   = cell->flags, id = cell->id;
+    const ringk_msg_t *msg = (const ringk_msg_t*)ringk_ring_payload(r, head);
+
+    if ((ringk_ring_msg_check(r, head, len, ncells, flags, r->ncells) != 0) ||
+        (len < sizeof(ringk_msg_t)) || (id > RINGK_MSG_TERMINATE) ||
+        (msg->length != len - sizeof(ringk_msg_t)) || (msg->length > c->max_in)) {
+        ringk_dev_store_rel_sys_u64(&c->bad_cells, c->bad_cells + 1);
+        ringk_ring_done(r, head, 1, 0xff);
+        return NULL;
+    }
+    if (msg->timestamp != 0) {
+        ringk_dev_hlc_recv(k, msg->timestamp);
+    }
+    *ncells_p = ncells;
+    *flags_p  = flags;
+    return msg;
+}
+
+/* Takes up to @a limit messages of ring @a r from *@a head_p, hands each to @a h; returns how
+ * many. *@a head_p is the next message while a handler runs (ringk_dev_recv() in the handler
+ * moves it on); the cells go back to their producers once the batch is done (one release
+ * store). */
+RINGK_DEV_FN uint32_t ringk_dev_take(ringk_dev_kernel_t *k, const ringk_ring_t *r,
+                                     uint64_t *head_p, uint32_t limit, ringk_dev_handler_t h)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    uint64_t head, start = *head_p;
     const ringk_cell_hdr_t *cell;
     const ringk_msg_t *msg;
-    uint32_t n = 0, len, ncells;
-    uint8_t flags, id;
+    uint32_t n = 0, ncells;
+    uint8_t flags;
 
     while (n < limit) {
+        head = *head_p;
         cell = ringk_ring_peek(r, &head);
+        *head_p = head;
         if (cell == NULL) {
             break;
         }
-        len    = cell->len;
-        ncells = cell->ncells;
-        flags  = cell->flags;
-        id     = cell->id;
-        msg    = (const ringk_msg_t*)ringk_ring_payload(r, head);
-        /* a cell is a producer's writing: checked before use, refused whole when malformed */
-        if ((ringk_ring_msg_check(r, head, len, ncells, flags, r->ncells) != 0) ||
-            (len < sizeof(ringk_msg_t)) || (id > RINGK_MSG_TERMINATE) ||
-            (msg->length != len - sizeof(ringk_msg_t)) || (msg->length > c->max_in)) {
-            ringk_dev_store_rel_sys_u64(&c->bad_cells, c->bad_cells + 1);
-            ringk_ring_done(r, head, 1, 0xff);
-            head++;
+        msg = ringk_dev_cell_msg(k, r, head, cell, &ncells, &flags);
+        if (msg == NULL) {
+            *head_p = head + 1;
             continue;
         }
-        if (msg->timestamp != 0) {
-            ringk_dev_hlc_recv(k, msg->timestamp);
-        }
+        *head_p     = head + ncells;
+        k->cur_ring = r;
+        k->cur_pos  = head;
         if (msg->type == RINGK_MSG_TERMINATE) {
             /* everything before it is handled; the host makes the kernel terminating */
             ringk_dev_store_rel_sys_i32(&c->term_req, 1);
         } else if (h(k, msg, k->arg) < 0) {
             ringk_dev_store_rel_sys_u64(&c->handler_errors, c->handler_errors + 1);
         }
+        k->cur_ring = NULL;
         ringk_ring_done(r, head, ncells, flags);
-        head += ncells;
         n++;
     }
-    if (head != start) {
+    if (*head_p != start) {
         /* R1: after the reads above; the producers waiting for room see it */
-        ringk_ring_release_to(r, head);
-        *head_p = head;
+        ringk_ring_release_to(r, *head_p);
+    }
+    if (n > 0) {
         ringk_dev_store_rel_sys_u64(&c->msgs_in, c->msgs_in + n);
     }
     return n;
+}
+
+/* ringk_dev_recv() from ring @a r: 0 (a message copied to @a out), -EAGAIN (none), -EMSGSIZE
+ * (the next one's payload is above @a cap: its header is in @a out, the message stays), or
+ * -ENOBUFS (the cells the running handler holds back fill half of @a r). */
+RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *r,
+                                     uint64_t *head_p, ringk_msg_t *out, uint32_t cap)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    int held = (k->cur_ring == r);
+    const ringk_cell_hdr_t *cell;
+    const ringk_msg_t *msg;
+    uint32_t ncells;
+    uint64_t head;
+    uint8_t flags;
+
+    for (;;) {
+        if (held && (*head_p - k->cur_pos >= r->ncells / 2)) {
+            return -ENOBUFS; /* its producers could wait for room this handler holds */
+        }
+        head = *head_p;
+        /* cells of the handler's own ring go back when the handler returned (its message is
+         * still in use); another ring's at once */
+        cell = held ? ringk_ring_peek_held(r, &head) : ringk_ring_peek(r, &head);
+        *head_p = head;
+        if (cell == NULL) {
+            return -EAGAIN;
+        }
+        msg = ringk_dev_cell_msg(k, r, head, cell, &ncells, &flags);
+        if ((msg != NULL) && (msg->length > cap)) {
+            ringk_dev_copy(out, msg, sizeof(*msg));
+            return -EMSGSIZE;
+        }
+        if (msg == NULL) {
+            ncells = 1;
+        } else if (msg->type == RINGK_MSG_TERMINATE) {
+            ringk_dev_store_rel_sys_i32(&c->term_req, 1);
+            ringk_ring_done(r, head, ncells, flags);
+        } else {
+            ringk_dev_copy(out, msg, sizeof(*msg) + msg->length);
+            ringk_dev_store_rel_sys_u64(&c->msgs_in, c->msgs_in + 1);
+            ringk_ring_done(r, head, ncells, flags);
+        }
+        *head_p = head + ncells;
+        if (!held) {
+            ringk_ring_release_to(r, *head_p); /* R1 */
+        }
+        if ((msg != NULL) && (msg->type != RINGK_MSG_TERMINATE)) {
+            return 0;
+        }
+    }
+}
+
+/**
+ * Takes the next message of the kernel's inboxes into @a out (a buffer of sizeof(ringk_msg_t)
+ * + @a cap bytes: the header, then the payload, ringk_dev_msg_payload(out)), from a handler
+ * that wants more than the message it was given (a reply it waits for, the rest of a group).
+ * Messages come in the order the loop would hand them over; FIFO per sender. An inactive
+ * kernel takes nothing. A terminate message is taken as the loop takes it (the host terminates
+ * the kernel after the handler returned) and the next message is looked for.
+ * @a timeout_ms: RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds.
+ * @return 0; -EAGAIN none with RINGK_WAIT_NONE; -ETIMEDOUT none in @a timeout_ms; -EMSGSIZE the
+ * next message's payload is above @a cap (its header is in @a out, out->length its size; it
+ * stays first); -ECANCELED the kernel is terminating and its inboxes are empty; -ENOBUFS the
+ * messages this handler took hold half of its message's inbox (they go back to the senders
+ * when it returns); -EINVAL a NULL @a out or a timeout below RINGK_WAIT_FOREVER.
+ */
+RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_t cap,
+                                int timeout_ms)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    uint32_t i, nap = RINGK_DEV_NAP_MIN_NS;
+    uint64_t t0 = 0;
+    int32_t state;
+    int ret = -EAGAIN, full;
+
+    if ((out == NULL) || (timeout_ms < RINGK_WAIT_FOREVER)) {
+        return -EINVAL;
+    }
+    for (;;) {
+        state = ringk_dev_load_acq_sys_i32(&c->state);
+        full  = 0;
+        for (i = 0; (i < 2) && (state != RINGK_KERNEL_INACTIVE); i++) {
+            ret = ((i ^ k->turn) & 1u) ?
+                  ringk_dev_recv_from(k, &k->inbox, &k->dev_head, out, cap) :
+                  ringk_dev_recv_from(k, &k->ingress, &k->in_head, out, cap);
+            if ((ret == 0) || (ret == -EMSGSIZE)) {
+                return ret;
+            }
+            full |= (ret == -ENOBUFS);
+        }
+        if (full) {
+            return -ENOBUFS;
+        }
+        if (state == RINGK_KERNEL_TERMINATING) {
+            return -ECANCELED;
+        }
+        if (timeout_ms == RINGK_WAIT_NONE) {
+            return -EAGAIN;
+        }
+        if (t0 == 0) {
+            t0 = ringk_dev_now_ns();
+        } else if (ringk_dev_wait_over(t0, timeout_ms)) {
+            return -ETIMEDOUT;
+        }
+        ringk_dev_nap(nap);
+        nap = (nap < RINGK_DEV_NAP_MAX_NS / 2) ? 2 * nap : RINGK_DEV_NAP_MAX_NS;
+    }
 }
 
 /* One iteration: up to the processing mode's number of messages, from the device inbox and the
@@ -691,6 +609,7 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
     k->out_prod.pos = ringk_load_relaxed_u64(&k->outbox.prod->pos);
     k->out_prod.head = ringk_load_acquire_u64(&k->outbox.cons->pos);
     k->turn         = 0;
+    k->cur_ring     = NULL;
     for (;;) {
         state = ringk_dev_load_acq_sys_i32(&c->state);
         if ((state != RINGK_KERNEL_INACTIVE) && (ringk_dev_iteration(k, h) > 0)) {
@@ -717,163 +636,10 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
     }
 }
 
-/* ---- the entry ----------------------------------------------------------------------------- */
-
-#define RINGK_DEVICE_ENTRY_MAGIC 0x524b4445u   /* "RKDE" */
-#define RINGK_DEVICE_ENTRY_EMULATED 1u         /* compiled as host C: the emulated device */
-#define RINGK_DEVICE_ENTRY_CUDA     2u         /* compiled by nvcc: a CUDA device */
-
-/* The CUDA calls a device kernel needs, compiled in the user's translation unit (so that they
- * use the CUDA runtime the user's program links, whatever libringk was built with). Every
- * function returns 0 or a negative errno, with the CUDA error in @a why. */
-typedef struct ringk_device_cuda_ops {
-    int (*device_count)(char *why, size_t why_len);
-    int (*set_device)(int device, char *why, size_t why_len);
-    int (*alloc_device)(void **p, size_t bytes, char *why, size_t why_len);
-    int (*alloc_mapped)(void **host, void **dev, size_t bytes, char *why, size_t why_len);
-    int (*copy_to_device)(void *dst, const void *src, size_t bytes, void *stream, char *why,
-                          size_t why_len);
-    int (*stream_create)(void **stream, char *why, size_t why_len);
-    int (*launch)(const ringk_dev_kernel_t *k, void *stream, char *why, size_t why_len);
-    int (*stream_done)(void *stream);      /**< 1 when the stream's work finished, 0 if not */
-    void (*free_device)(void *p);
-    void (*free_mapped)(void *host);
-    void (*stream_destroy)(void *stream);
-} ringk_device_cuda_ops_t;
-
-/** What RINGK_DEVICE_ENTRY() defines and a kernel's parameters name (device_entry). */
-typedef struct ringk_device_entry {
-    uint32_t    magic;      /**< RINGK_DEVICE_ENTRY_MAGIC */
-    uint32_t    abi;        /**< RINGK_DEV_ABI */
-    uint32_t    kind;       /**< RINGK_DEVICE_ENTRY_EMULATED or _CUDA */
-    const char *name;
-    /** emulated: runs the loop on the calling thread until the launch returns */
-    void      (*emu_run)(ringk_dev_kernel_t *k);
-    /** CUDA: the runtime calls */
-    const ringk_device_cuda_ops_t *cuda;
-} ringk_device_entry_t;
-
 #ifdef __cplusplus
 }
 #endif
 
-#if defined(__CUDACC__)
-/* The CUDA calls, once per translation unit that defines an entry (host code). */
-#  define RINGK_CUDA_FN static
-#  define RINGK_DEVICE_CUDA_WHY(err, what) \
-    (snprintf(why, why_len, "%s: %s", what, cudaGetErrorString(err)), -EIO)
-RINGK_CUDA_FN int ringk_cuda_device_count(char *why, size_t why_len)
-{
-    int n = 0;
-    cudaError_t err = cudaGetDeviceCount(&n);
-
-    if (err == cudaErrorNoDevice || (err == cudaSuccess && n == 0)) {
-        snprintf(why, why_len, "no CUDA device");
-        return -ENODEV;
-    }
-    if (err == cudaErrorInsufficientDriver) {
-        snprintf(why, why_len, "no NVIDIA driver (or one older than the CUDA runtime): %s",
-                 cudaGetErrorString(err));
-        return -ENODEV;
-    }
-    return (err == cudaSuccess) ? n : RINGK_DEVICE_CUDA_WHY(err, "cudaGetDeviceCount");
-}
-RINGK_CUDA_FN int ringk_cuda_set_device(int device, char *why, size_t why_len)
-{
-    cudaError_t err = cudaSetDevice(device);
-    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaSetDevice");
-}
-RINGK_CUDA_FN int ringk_cuda_alloc_device(void **p, size_t bytes, char *why, size_t why_len)
-{
-    cudaError_t err = cudaMalloc(p, bytes);
-    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaMalloc");
-}
-RINGK_CUDA_FN int ringk_cuda_alloc_mapped(void **host, void **dev, size_t bytes, char *why,
-                                   size_t why_len)
-{
-    cudaError_t err = cudaHostAlloc(host, bytes, cudaHostAllocMapped);
-
-    if (err != cudaSuccess) {
-        return RINGK_DEVICE_CUDA_WHY(err, "cudaHostAlloc");
-    }
-    err = cudaHostGetDevicePointer(dev, *host, 0);
-    if (err != cudaSuccess) {
-        cudaFreeHost(*host);
-        return RINGK_DEVICE_CUDA_WHY(err, "cudaHostGetDevicePointer");
-    }
-    return 0;
-}
-RINGK_CUDA_FN int ringk_cuda_copy_to_device(void *dst, const void *src, size_t bytes, void *stream,
-                                     char *why, size_t why_len)
-{
-    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-                                      (cudaStream_t)stream);
-    if (err == cudaSuccess) {
-        err = cudaStreamSynchronize((cudaStream_t)stream);
-    }
-    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaMemcpyAsync");
-}
-RINGK_CUDA_FN int ringk_cuda_stream_create(void **stream, char *why, size_t why_len)
-{
-    /* non-blocking: it never synchronizes with the legacy NULL stream (GPU-NOTES.md) */
-    cudaError_t err = cudaStreamCreateWithFlags((cudaStream_t*)stream, cudaStreamNonBlocking);
-    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaStreamCreateWithFlags");
-}
-RINGK_CUDA_FN int ringk_cuda_stream_done(void *stream)
-{
-    return cudaStreamQuery((cudaStream_t)stream) != cudaErrorNotReady;
-}
-RINGK_CUDA_FN void ringk_cuda_free_device(void *p)
-{
-    cudaFree(p);
-}
-RINGK_CUDA_FN void ringk_cuda_free_mapped(void *host)
-{
-    cudaFreeHost(host);
-}
-RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
-{
-    cudaStreamDestroy((cudaStream_t)stream);
-}
-#  define RINGK_DEVICE_ENTRY(sym, handler) \
-    __global__ void sym##_ringk_global(ringk_dev_kernel_t k) \
-    { \
-        ringk_dev_run(&k, handler); \
-    } \
-    static int sym##_ringk_launch(const ringk_dev_kernel_t *k, void *stream, char *why, \
-                                  size_t why_len) \
-    { \
-        cudaError_t err; \
-        sym##_ringk_global<<<1, 32, 0, (cudaStream_t)stream>>>(*k); \
-        err = cudaGetLastError(); \
-        return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "kernel launch"); \
-    } \
-    static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
-        ringk_cuda_device_count, ringk_cuda_set_device, ringk_cuda_alloc_device, \
-        ringk_cuda_alloc_mapped, ringk_cuda_copy_to_device, ringk_cuda_stream_create, \
-        sym##_ringk_launch, ringk_cuda_stream_done, ringk_cuda_free_device, \
-        ringk_cuda_free_mapped, ringk_cuda_stream_destroy \
-    }; \
-    extern "C" const ringk_device_entry_t sym = { \
-        RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
-        &sym##_ringk_ops \
-    }
-#else
-/**
- * Defines the device kernel entry @a sym (a const ringk_device_entry_t, given to
- * ringk_kernel_create as params.device_entry) whose loop hands messages to @a handler, a
- * function of type ringk_dev_handler_t (__device__ under nvcc). Compiled by nvcc, @a sym is a
- * CUDA kernel of one block; compiled as host C, the same source runs on the emulated device.
- */
-#  define RINGK_DEVICE_ENTRY(sym, handler) \
-    static void sym##_ringk_run(ringk_dev_kernel_t *k) \
-    { \
-        ringk_dev_run(k, handler); \
-    } \
-    const ringk_device_entry_t sym = { \
-        RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_EMULATED, #sym, \
-        sym##_ringk_run, NULL \
-    }
-#endif
+#include <ringk/api/ringk_device_cuda.h>
 
 #endif

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk device API, part 1: the portability layer (atomics with an explicit scope, fences,
+ * time, back-off: CUDA on a GPU, C11 on the host) and the layout libringk and a device kernel
+ * share (control block, routes, the view a launch gets, outbox records, the entry). libringk's
+ * host side includes this; device code includes ringk_device.h. */
+#ifndef RINGK_API_RINGK_DEVICE_ABI_H
+#define RINGK_API_RINGK_DEVICE_ABI_H
+
+#include <core/ringk_ring.h>
+#include <ringk/api/ringk.h>
+
+#include <errno.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#  include <cuda/atomic>
+#  include <cuda_runtime.h>
+#  include <stdio.h>
+#  define RINGK_DEV_FN static __device__ __forceinline__
+#  define RINGK_DEVICE __device__   /**< marks a handler (and what it calls) as device code */
+#else
+#  define RINGK_DEVICE
+#  include <sched.h>
+#  include <time.h>
+#  define RINGK_DEV_FN static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- portability: atomics with an explicit scope, fences, time, back-off --------------------
+ * System scope ("sys") orders against the host and other GPUs: the control block, the host
+ * ingress ring and the outbox live in pinned host memory mapped into the device. The ring
+ * operations of core/ringk_ring.h use system scope on the device for every ring, the device
+ * inbox included (only kernels of one GPU write it, so device scope would be enough there; a
+ * device-scope variant is a measured change for a GPU run). On the host (the emulated device)
+ * these are C11 atomics. */
+#if defined(__CUDA_ARCH__)
+#  define RINGK_DEV_ATOMIC(T, s, p) cuda::atomic_ref<T, cuda::thread_scope_##s>(*(T*)(p))
+RINGK_DEV_FN int32_t ringk_dev_load_acq_sys_i32(const int32_t *p)
+{
+    return RINGK_DEV_ATOMIC(int32_t, system, p).load(cuda::memory_order_acquire);
+}
+RINGK_DEV_FN void ringk_dev_store_rel_sys_i32(int32_t *p, int32_t v)
+{
+    RINGK_DEV_ATOMIC(int32_t, system, p).store(v, cuda::memory_order_release);
+}
+RINGK_DEV_FN int ringk_dev_cas_sys_i32(int32_t *p, int32_t expect, int32_t desired)
+{
+    return RINGK_DEV_ATOMIC(int32_t, system, p).compare_exchange_strong(
+               expect, desired, cuda::memory_order_seq_cst, cuda::memory_order_relaxed);
+}
+RINGK_DEV_FN void ringk_dev_store_rel_sys_u64(uint64_t *p, uint64_t v)
+{
+    RINGK_DEV_ATOMIC(uint64_t, system, p).store(v, cuda::memory_order_release);
+}
+RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
+{
+    return RINGK_DEV_ATOMIC(uint64_t, system, p).load(cuda::memory_order_relaxed);
+}
+/* fence.sc.sys: orders a store before a later load of another word, against the host too (the
+ * sleep and terminate protocols: W1/W2, T1/T2 below) */
+RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
+{
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
+}
+/* %globaltimer: nanoseconds since the Unix epoch as the driver keeps it (its update step is
+ * coarse on some GPUs: GPU-NOTES.md, "Timestamps") */
+RINGK_DEV_FN uint64_t ringk_dev_now_ns(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+RINGK_DEV_FN void ringk_dev_nap(uint32_t ns)
+{
+    __nanosleep(ns);
+}
+/* one thread of the block runs the loop; the others return at once */
+RINGK_DEV_FN int ringk_dev_leader(void)
+{
+    return (threadIdx.x == 0) && (threadIdx.y == 0) && (threadIdx.z == 0);
+}
+#else
+RINGK_DEV_FN int32_t ringk_dev_load_acq_sys_i32(const int32_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+RINGK_DEV_FN void ringk_dev_store_rel_sys_i32(int32_t *p, int32_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+RINGK_DEV_FN int ringk_dev_cas_sys_i32(int32_t *p, int32_t expect, int32_t desired)
+{
+    return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN void ringk_dev_store_rel_sys_u64(uint64_t *p, uint64_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+RINGK_DEV_FN uint64_t ringk_dev_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+/* a host thread standing in for a block: short naps yield the core, long ones sleep */
+RINGK_DEV_FN void ringk_dev_nap(uint32_t ns)
+{
+    struct timespec ts = {0, (long)ns};
+
+    if (ns < 2000) {
+        sched_yield();
+    } else {
+        nanosleep(&ts, NULL);
+    }
+}
+RINGK_DEV_FN int ringk_dev_leader(void)
+{
+    return 1;
+}
+#endif
+
+/* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
+
+#define RINGK_DEV_ABI        2u
+#define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
+#define RINGK_DEV_NAME_MAX   64
+#define RINGK_DEV_ROUTES_MAX 32
+#define RINGK_DEV_TOPICS_MAX 32
+#define RINGK_DEV_BARRIERS_MAX 32
+#define RINGK_DEV_NAP_MIN_NS 100u          /* the idle loop's first nap */
+#define RINGK_DEV_NAP_MAX_NS 50000u        /* and its longest: what an idle kernel adds to the
+                                              latency of the next message */
+#define RINGK_DEV_SPINS      64u           /* idle polls before the first nap */
+
+/* Outbox record operations (the cell id of an outbox message). */
+#define RINGK_DEV_OUT_SEND    1u   /* op_arg: route index */
+#define RINGK_DEV_OUT_PUBLISH 2u   /* op_arg: topic index */
+#define RINGK_DEV_OUT_BARRIER 3u   /* op_arg: barrier index; the proxy answers in the control
+                                      block (barrier_done, barrier_result) */
+
+/* A route of a device kernel: the target's name, and where the host resolved it to a kernel of
+ * the same device, that kernel's device inbox and control block. */
+typedef struct ringk_dev_route {
+    int32_t  direct;       /**< 1: the fields below hold a same-device target; 0: through the
+                                host proxy. Written last by the host (release), read first
+                                (acquire) */
+    uint32_t receiver;     /**< target kernel id */
+    uint32_t max_in;       /**< target's max_in */
+    uint32_t log2_ncells;  /**< target inbox geometry */
+    uint32_t cell_size;
+    uint32_t pad;
+    void    *inbox;        /**< target's device inbox (device address) */
+    struct ringk_dev_ctl *ctl; /**< target's control block (device address) */
+    uint64_t head_cache;   /**< this sender's copy of the target inbox's head */
+    char     name[RINGK_DEV_NAME_MAX];
+} ringk_dev_route_t;
+
+/* A device kernel's control block, in memory both sides see (mapped pinned memory on a GPU). */
+typedef struct ringk_dev_ctl {
+    uint32_t magic, abi;
+    /* written by the host before the first launch */
+    uint32_t id;                 /**< kernel id */
+    uint32_t sender;             /**< sender id of its messages: rank << 20 | id */
+    uint32_t mode;               /**< ringk_kernel_mode_t */
+    uint32_t processing;         /**< ringk_processing_t */
+    uint32_t max_per_iteration;  /**< 0: unlimited */
+    uint32_t max_iterations;     /**< event-driven: idle iterations before returning */
+    uint32_t max_in, max_out;
+    uint32_t timestamps;
+    uint32_t nroutes, ntopics, nbarriers;
+    /* written by the host at run time: its own line */
+    int32_t  state __attribute__((aligned(64))); /**< ringk_kernel_state_t, as the host set it */
+    int32_t  barrier_result;     /**< the answer to the last barrier wait: 0 or -errno */
+    uint64_t barrier_done;       /**< barrier waits answered (release, after barrier_result) */
+    /* written by the device: lines of their own */
+    int32_t  done __attribute__((aligned(64)));  /**< the loop finished terminating */
+    int32_t  idle;               /**< event-driven: no launch runs the loop (senders wake it) */
+    int32_t  doorbell;           /**< a device sender found it idle: the host relaunches */
+    int32_t  term_req;           /**< a terminate message arrived: the host terminates it */
+    uint64_t msgs_in, handler_errors, bad_cells, iterations, launches_run;
+    uint64_t msgs_out, msgs_direct;  /**< sent; of them, straight into a device inbox */
+    uint64_t seq;                /**< its next sequence number */
+    uint64_t hlc;                /**< its hybrid logical clock (ringk_hlc_t's format) */
+    uint64_t barrier_req;        /**< barrier waits asked for */
+} ringk_dev_ctl_t;
+
+/* What each launch of the loop gets (a kernel argument, by value): addresses valid on the
+ * device, and the user's argument. */
+typedef struct ringk_dev_kernel {
+    ringk_dev_ctl_t   *ctl;
+    ringk_ring_t       ingress;   /**< from the host: pinned mapped memory */
+    ringk_ring_t       inbox;     /**< from kernels of the same device: device memory */
+    ringk_ring_t       outbox;    /**< to the host proxy: pinned mapped memory */
+    ringk_dev_route_t *routes;    /**< ctl->nroutes of them */
+    char             (*topics)[RINGK_DEV_NAME_MAX]; /**< topics it publishes to */
+    char             (*barriers)[RINGK_DEV_NAME_MAX]; /**< barriers it takes part in */
+    void              *arg;
+    /* the loop's own state, kept in the launch (positions are read back from the rings at
+     * each launch) */
+    uint64_t           in_head, dev_head;  /**< the next message of each inbox */
+    ringk_ring_prod_t  out_prod;
+    uint32_t           turn;
+    /* while a handler runs: the ring its message came from and the message's position (what
+     * ringk_dev_recv() must not hand back to the producers before the handler returns) */
+    const ringk_ring_t *cur_ring;
+    uint64_t           cur_pos;
+} ringk_dev_kernel_t;
+
+/* Outbox record: what follows the cell header of an outbox message. */
+typedef struct ringk_dev_out {
+    uint32_t    op_arg;    /**< route or topic index */
+    int32_t     timeout_ms;
+    ringk_msg_t msg;       /**< the message as the device built it; its payload follows */
+} ringk_dev_out_t;
+
+/** A device kernel's handler: as ringk_handler_t, on the device. */
+typedef int (*ringk_dev_handler_t)(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg);
+
+/* ---- the entry ----------------------------------------------------------------------------- */
+
+#define RINGK_DEVICE_ENTRY_MAGIC 0x524b4445u   /* "RKDE" */
+#define RINGK_DEVICE_ENTRY_EMULATED 1u         /* compiled as host C: the emulated device */
+#define RINGK_DEVICE_ENTRY_CUDA     2u         /* compiled by nvcc: a CUDA device */
+
+/* The CUDA calls a device kernel needs, compiled in the user's translation unit (so that they
+ * use the CUDA runtime the user's program links, whatever libringk was built with). Every
+ * function returns 0 or a negative errno, with the CUDA error in @a why. */
+typedef struct ringk_device_cuda_ops {
+    int (*device_count)(char *why, size_t why_len);
+    int (*set_device)(int device, char *why, size_t why_len);
+    int (*alloc_device)(void **p, size_t bytes, char *why, size_t why_len);
+    int (*alloc_mapped)(void **host, void **dev, size_t bytes, char *why, size_t why_len);
+    int (*copy_to_device)(void *dst, const void *src, size_t bytes, void *stream, char *why,
+                          size_t why_len);
+    int (*stream_create)(void **stream, char *why, size_t why_len);
+    int (*launch)(const ringk_dev_kernel_t *k, void *stream, char *why, size_t why_len);
+    int (*stream_done)(void *stream);      /**< 1 when the stream's work finished, 0 if not */
+    void (*free_device)(void *p);
+    void (*free_mapped)(void *host);
+    void (*stream_destroy)(void *stream);
+} ringk_device_cuda_ops_t;
+
+/** What RINGK_DEVICE_ENTRY() defines and a kernel's parameters name (device_entry). */
+typedef struct ringk_device_entry {
+    uint32_t    magic;      /**< RINGK_DEVICE_ENTRY_MAGIC */
+    uint32_t    abi;        /**< RINGK_DEV_ABI */
+    uint32_t    kind;       /**< RINGK_DEVICE_ENTRY_EMULATED or _CUDA */
+    const char *name;
+    /** emulated: runs the loop on the calling thread until the launch returns */
+    void      (*emu_run)(ringk_dev_kernel_t *k);
+    /** CUDA: the runtime calls */
+    const ringk_device_cuda_ops_t *cuda;
+} ringk_device_entry_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

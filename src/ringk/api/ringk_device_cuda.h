@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk device API, part 3 (included by ringk_device.h): RINGK_DEVICE_ENTRY() and, under
+ * nvcc, the CUDA runtime calls the executor makes for a device kernel, compiled in the
+ * translation unit that defines the entry. */
+#ifndef RINGK_API_RINGK_DEVICE_CUDA_H
+#define RINGK_API_RINGK_DEVICE_CUDA_H
+
+#ifndef RINGK_API_RINGK_DEVICE_H
+#  error "include <ringk/api/ringk_device.h>, not this file"
+#endif
+
+#if defined(__CUDACC__)
+/* The CUDA calls, once per translation unit that defines an entry (host code). */
+#  define RINGK_CUDA_FN static
+#  define RINGK_DEVICE_CUDA_WHY(err, what) \
+    (snprintf(why, why_len, "%s: %s", what, cudaGetErrorString(err)), -EIO)
+RINGK_CUDA_FN int ringk_cuda_device_count(char *why, size_t why_len)
+{
+    int n = 0;
+    cudaError_t err = cudaGetDeviceCount(&n);
+
+    if (err == cudaErrorNoDevice || (err == cudaSuccess && n == 0)) {
+        snprintf(why, why_len, "no CUDA device");
+        return -ENODEV;
+    }
+    if (err == cudaErrorInsufficientDriver) {
+        snprintf(why, why_len, "no NVIDIA driver (or one older than the CUDA runtime): %s",
+                 cudaGetErrorString(err));
+        return -ENODEV;
+    }
+    return (err == cudaSuccess) ? n : RINGK_DEVICE_CUDA_WHY(err, "cudaGetDeviceCount");
+}
+RINGK_CUDA_FN int ringk_cuda_set_device(int device, char *why, size_t why_len)
+{
+    cudaError_t err = cudaSetDevice(device);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaSetDevice");
+}
+RINGK_CUDA_FN int ringk_cuda_alloc_device(void **p, size_t bytes, char *why, size_t why_len)
+{
+    cudaError_t err = cudaMalloc(p, bytes);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaMalloc");
+}
+RINGK_CUDA_FN int ringk_cuda_alloc_mapped(void **host, void **dev, size_t bytes, char *why,
+                                   size_t why_len)
+{
+    cudaError_t err = cudaHostAlloc(host, bytes, cudaHostAllocMapped);
+
+    if (err != cudaSuccess) {
+        return RINGK_DEVICE_CUDA_WHY(err, "cudaHostAlloc");
+    }
+    err = cudaHostGetDevicePointer(dev, *host, 0);
+    if (err != cudaSuccess) {
+        cudaFreeHost(*host);
+        return RINGK_DEVICE_CUDA_WHY(err, "cudaHostGetDevicePointer");
+    }
+    return 0;
+}
+RINGK_CUDA_FN int ringk_cuda_copy_to_device(void *dst, const void *src, size_t bytes, void *stream,
+                                     char *why, size_t why_len)
+{
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                      (cudaStream_t)stream);
+    if (err == cudaSuccess) {
+        err = cudaStreamSynchronize((cudaStream_t)stream);
+    }
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaMemcpyAsync");
+}
+RINGK_CUDA_FN int ringk_cuda_stream_create(void **stream, char *why, size_t why_len)
+{
+    /* non-blocking: it never synchronizes with the legacy NULL stream (GPU-NOTES.md) */
+    cudaError_t err = cudaStreamCreateWithFlags((cudaStream_t*)stream, cudaStreamNonBlocking);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaStreamCreateWithFlags");
+}
+RINGK_CUDA_FN int ringk_cuda_stream_done(void *stream)
+{
+    return cudaStreamQuery((cudaStream_t)stream) != cudaErrorNotReady;
+}
+RINGK_CUDA_FN void ringk_cuda_free_device(void *p)
+{
+    cudaFree(p);
+}
+RINGK_CUDA_FN void ringk_cuda_free_mapped(void *host)
+{
+    cudaFreeHost(host);
+}
+RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
+{
+    cudaStreamDestroy((cudaStream_t)stream);
+}
+#  define RINGK_DEVICE_ENTRY(sym, handler) \
+    __global__ void sym##_ringk_global(ringk_dev_kernel_t k) \
+    { \
+        ringk_dev_run(&k, handler); \
+    } \
+    static int sym##_ringk_launch(const ringk_dev_kernel_t *k, void *stream, char *why, \
+                                  size_t why_len) \
+    { \
+        cudaError_t err; \
+        sym##_ringk_global<<<1, 32, 0, (cudaStream_t)stream>>>(*k); \
+        err = cudaGetLastError(); \
+        return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "kernel launch"); \
+    } \
+    static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
+        ringk_cuda_device_count, ringk_cuda_set_device, ringk_cuda_alloc_device, \
+        ringk_cuda_alloc_mapped, ringk_cuda_copy_to_device, ringk_cuda_stream_create, \
+        sym##_ringk_launch, ringk_cuda_stream_done, ringk_cuda_free_device, \
+        ringk_cuda_free_mapped, ringk_cuda_stream_destroy \
+    }; \
+    extern "C" const ringk_device_entry_t sym = { \
+        RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
+        &sym##_ringk_ops \
+    }
+#else
+/**
+ * Defines the device kernel entry @a sym (a const ringk_device_entry_t, given to
+ * ringk_kernel_create as params.device_entry) whose loop hands messages to @a handler, a
+ * function of type ringk_dev_handler_t (__device__ under nvcc). Compiled by nvcc, @a sym is a
+ * CUDA kernel of one block; compiled as host C, the same source runs on the emulated device.
+ */
+#  define RINGK_DEVICE_ENTRY(sym, handler) \
+    static void sym##_ringk_run(ringk_dev_kernel_t *k) \
+    { \
+        ringk_dev_run(k, handler); \
+    } \
+    const ringk_device_entry_t sym = { \
+        RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_EMULATED, #sym, \
+        sym##_ringk_run, NULL \
+    }
+#endif
+
+#endif
