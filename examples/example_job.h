@@ -41,11 +41,11 @@ static void example_job_end(void)
     MPI_Finalize();
 }
 #else
-static void example_job_begin(ringk_ctx_params_t *params, int *argc, char ***argv)
+static inline void example_job_begin(ringk_ctx_params_t *params, int *argc, char ***argv)
 {
 }
 
-static void example_job_end(void)
+static inline void example_job_end(void)
 {
 }
 #endif

@@ -62,7 +62,8 @@ fields() {
 }
 
 # results LOG NPROCS SPEC... -- CMD...: checks the RESULT lines in file LOG of a job of NPROCS
-# processes that ran CMD (the program is CMD's first word with a '/', less any _mpi suffix):
+# processes that ran CMD (the program is CMD's first word with a '/', less any _mpi or _emu
+# suffix):
 # each rank has exactly one, saying ok=1 and size=NPROCS; a SPEC "RANKS: COND..." checks the
 # CONDs (as fields does) in rank RANKS: a number, "rest" (every rank but 0) or "all". Prints
 # what fails, and fails then.
@@ -76,7 +77,7 @@ results() {
         shift
     done
     for w in "$@"; do
-        case $w in */*) prog=${w##*/}; prog=${prog%_mpi}; break ;; esac
+        case $w in */*) prog=${w##*/}; prog=${prog%_mpi}; prog=${prog%_emu}; break ;; esac
     done
     for r in $(seq 0 $((np - 1))); do
         if ! line=$(result "$log" "$prog" "$r"); then

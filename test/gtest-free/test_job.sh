@@ -15,7 +15,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..29"
+echo "1..31"
 
 log0=$(mktemp) log1=$(mktemp) logs=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -81,6 +81,19 @@ job "pipeline across 4 processes (RINGK_* bootstrap)" 4 \
 
 job "heat stencil across 3 processes, 5 strips" 3 "0: strips=5 cells=65536 differ=0 match=1" -- \
     "$top/examples/heat" 256 256 100 5
+# a device kernel in one process, a CPU kernel in the other: pong on the emulated device of
+# rank 1 (the same device code as on a GPU), and the nvcc build (a GPU when there is one)
+job "device pingpong across 2 processes: CPU ping, pong on the emulated device" 2 \
+    "all: rounds=5000 errors=0" "1: device=-2 seen=5000" -- "$top/examples/gpu/gpu_pingpong_emu" 5000
+# (built without CUDA, the nvcc build is the emulated one)
+gpu=-1
+if ! grep -q '^#define HAVE_CUDA 1' "$top/ringk_config.h"; then
+    gpu=-2
+elif command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU 0'; then
+    gpu=0
+fi
+job "device pingpong across 2 processes: pong on device $gpu (nvcc build)" 2 \
+    "all: rounds=5000 errors=0" "1: device=$gpu seen=5000" -- "$top/examples/gpu/gpu_pingpong" 5000
 job "pagerank across 2 processes, 4 partitions" 2 \
     "0: vertices=20000 supersteps=20 partitions=4 match=1" -- "$top/examples/pagerank" 20000 20 4
 job "pagerank across 4 processes, 6 partitions" 4 \
