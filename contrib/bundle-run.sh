@@ -175,6 +175,29 @@ if [ $built = 1 ]; then
     else
         skipped "GPU benchmark (bench/gpu_rma)" "built without CUDA"
     fi
+    # device kernels: the ring kernels on the GPU against the raw references
+    if [ -x "$build/bench/device_bench" ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "device-kernel benchmark (bench/device_bench)" 600 bash -c '"$1" "$2" > "$3"' _ \
+            "$build/contrib/ringk-run" "$build/bench/device_bench" "$report/device_bench.txt"
+    else
+        skipped "device-kernel benchmark (bench/device_bench)" "built without CUDA"
+    fi
+    # compute-sanitizer's tools on the device executor's GPU tests (CK_FORK=no: one process)
+    sanitizer=""
+    [ -n "$cuda" ] && [ -x "$cuda/bin/compute-sanitizer" ] && sanitizer=$cuda/bin/compute-sanitizer
+    if [ -n "$sanitizer" ] && [ -x "$build/test/gtest-free/test_device_gpu" ] &&
+       nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+        for tool in memcheck racecheck synccheck; do
+            # shellcheck disable=SC2016 # expanded by the inner shell
+            step "compute-sanitizer --tool $tool test_device_gpu" 600 bash -c \
+                'cd "$1" && CK_FORK=no ./libtool --mode=execute "$2" --tool "$3" --error-exitcode 9 \
+                     test/gtest-free/test_device_gpu > "$4" 2>&1; rc=$?; tail -n 20 "$4"; exit $rc' \
+                _ "$build" "$sanitizer" "$tool" "$report/sanitizer-$tool.txt"
+        done
+    else
+        skipped "compute-sanitizer on test_device_gpu" "no compute-sanitizer, GPU or CUDA build"
+    fi
 fi
 
 # The report: plain text and JSON.
@@ -194,6 +217,11 @@ json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1" 2
          "$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)') failed," \
          "$(printf '%s\n' "${tests[@]}" | grep -c '^SKIP') skipped"
     printf '%s\n' "${tests[@]}" | grep -v '^PASS' | sed 's/^/  /'
+    if [ -s "$report/device_bench.txt" ]; then
+        echo
+        echo "device-kernel benchmark (bench/device_bench):"
+        grep -v '^RESULT' "$report/device_bench.txt" | sed 's/^/  /'
+    fi
     if [ -s "$report/gpu_rma.txt" ]; then
         echo
         echo "GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower):"
@@ -221,10 +249,15 @@ json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1" 2
     done
     echo "  ],"
     echo "  \"benchmarks\": ["
-    [ -s "$report/gpu_rma.txt" ] && grep '^RESULT ' "$report/gpu_rma.txt" |
-        awk '{printf "%s    {\"bench\": \"gpu_rma\", \"method\": \"%s\", \"bytes\": %s, " \
-                     "\"usec\": %s, \"GBps\": %s, \"x_d2d\": %s, \"x_staged\": %s}", \
-                     (NR > 1 ? ",\n" : ""), $2, $3, $4, $5, $6, $7} END {if (NR) print ""}'
+    {
+        [ -s "$report/gpu_rma.txt" ] && grep '^RESULT ' "$report/gpu_rma.txt" |
+            awk '{printf "    {\"bench\": \"gpu_rma\", \"method\": \"%s\", \"bytes\": %s, " \
+                         "\"usec\": %s, \"GBps\": %s, \"x_d2d\": %s, \"x_staged\": %s}\n", \
+                         $2, $3, $4, $5, $6, $7}'
+        [ -s "$report/device_bench.txt" ] && grep '^RESULT device_bench ' "$report/device_bench.txt" |
+            awk '{printf "    {\"bench\": \"device_bench\", \"method\": \"%s\", " \
+                         "\"value\": %s, \"unit\": \"%s\"}\n", $3, $4, $5}'
+    } | sed '$!s/$/,/'
     echo "  ]"
     echo "}"
 } > "$report/report.json"
