@@ -227,13 +227,19 @@ ringk_hlc_t *ringk_ctx_clock(ringk_ctx_t *ctx)
 
 int ringk_ctx_start(ringk_ctx_t *ctx)
 {
+    int ret;
+
     if (ctx == NULL) {
         return -EINVAL;
     }
     if ((ctx->job.size == 1) || (ringk_remote_of(ctx) != NULL)) {
         return 0;
     }
-    return ringk_remote_start(ctx);
+    ret = ringk_remote_start(ctx);
+    if ((ret == 0) && (ctx->devs != NULL)) {
+        ringk_exec_dev_start_deferred(ctx);
+    }
+    return ret;
 }
 
 int ringk_ctx_rank(const ringk_ctx_t *ctx)

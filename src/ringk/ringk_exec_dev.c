@@ -397,9 +397,44 @@ static int dev_start(ringk_kernel_t *k)
     pthread_mutex_lock(&k->ctx->lock);
     ringk_exec_dev_routes(k->ctx);
     pthread_mutex_unlock(&k->ctx->lock);
+    /* In a job of several processes whose ringk_ctx_start has not run yet, the launch waits
+     * for it: starting the network layer makes UCP open its transports, and a transport may
+     * allocate pinned memory (ringk's GPU bounce buffer), which can wait for resident kernels
+     * (GPU-NOTES.md, "implicit synchronization"). Its inboxes take messages meanwhile. */
+    if ((k->ctx->job.size > 1) && (ringk_remote_of(k->ctx) == NULL)) {
+        k->dev->deferred = 1;
+        return 0;
+    }
     /* launched once in either mode: an event-driven kernel returns once idle, and senders
      * relaunch it ('idle', W1/W2 in ringk_device.h) */
     return ringk_exec_dev_launch(k);
+}
+
+/* Launches @a k if its first launch waited for ringk_ctx_start. */
+static void dev_launch_deferred(ringk_kernel_t *k)
+{
+    int deferred;
+
+    pthread_mutex_lock(&k->dev->mu);
+    deferred = k->dev->deferred;
+    k->dev->deferred = 0;
+    pthread_mutex_unlock(&k->dev->mu);
+    if (deferred) {
+        ringk_exec_dev_launch(k);
+    }
+}
+
+void ringk_exec_dev_start_deferred(ringk_ctx_t *ctx)
+{
+    unsigned i, count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
+    ringk_kernel_t *k;
+
+    for (i = 0; i < count; i++) {
+        k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
+        if ((k != NULL) && (k->dev != NULL)) {
+            dev_launch_deferred(k);
+        }
+    }
 }
 
 /* A sender found the kernel idle (its launch returned): the one that takes 'idle' back
@@ -416,6 +451,9 @@ static void dev_wake(ringk_kernel_t *k)
 static void dev_state(ringk_kernel_t *k)
 {
     __atomic_store_n(&k->dev->ctl->state, ringk_load_i(&k->state), __ATOMIC_SEQ_CST);
+    if (ringk_load_i(&k->state) == RINGK_KERNEL_TERMINATING) {
+        dev_launch_deferred(k); /* never launched (no ringk_ctx_start): it drains and stops */
+    }
 }
 
 static void dev_join(ringk_kernel_t *k)

@@ -69,6 +69,7 @@ typedef struct ringk_dev_host {
     pthread_mutex_t    mu;            /* launches */
     pthread_t          thread;        /* emulated: the last launch */
     int                has_thread;
+    int                deferred;      /* created before ringk_ctx_start of a job: launched by it */
     uint64_t           launches;      /* atomic */
 } ringk_dev_host_t;
 
@@ -88,6 +89,9 @@ void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone);
 void ringk_exec_dev_stop(ringk_ctx_t *ctx);
 /** Once every kernel is freed: frees the slabs. */
 void ringk_exec_dev_release(ringk_ctx_t *ctx);
+/** After the job's network layer started (ringk_ctx_start): launches the device kernels
+ *  created before it. */
+void ringk_exec_dev_start_deferred(ringk_ctx_t *ctx);
 /** Launches the loop of @a k (again): 0 or a negative errno (logged). */
 int ringk_exec_dev_launch(ringk_kernel_t *k);
 /** The statistics of a device kernel, from its control block. */

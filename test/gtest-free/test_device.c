@@ -592,6 +592,38 @@ START_TEST(test_device_recv)
 }
 END_TEST
 
+static int no_allgather(void *arg, const void *in, void *out, size_t len)
+{
+    return -EIO;
+}
+
+/* In a job of several processes, device kernels created before ringk_ctx_start are launched
+ * by it (starting the network layer may allocate pinned memory, which must come before any
+ * resident kernel): until then their inbox holds what is sent; a context destroyed without a
+ * start launches them to drain and stop. */
+START_TEST(test_device_job_deferred)
+{
+    ringk_ctx_params_t cp = {
+        .field_mask = RINGK_CTX_PARAM_FIELD_LOG | RINGK_CTX_PARAM_FIELD_JOB, .log = log_hook,
+        .job = {.rank = 0, .size = 2, .allgather = no_allgather}
+    };
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    ringk_ctx_t *ctx;
+
+    logbuf[0] = '\0';
+    ck_assert_int_eq(ringk_ctx_create(&cp, &ctx), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(host_send(ctx, "count", 0, 0, 1000), 0);
+    usleep(20000);
+    ck_assert_uint_eq(stats_of(k).launches, 0);
+    ck_assert_uint_eq(__atomic_load_n(&t.count, __ATOMIC_ACQUIRE), 0);
+    ringk_ctx_destroy(ctx);
+    ck_assert_uint_eq(t.count, 1);
+}
+END_TEST
+
 /* ---- bad input -------------------------------------------------------------------------------- */
 
 /* The device API refuses what a handler gets wrong with the documented codes. */
@@ -683,6 +715,7 @@ int main(void)
     tcase_add_test(tc, test_device_topic_fanout);
     tcase_add_test(tc, test_device_barrier);
     tcase_add_test(tc, test_device_recv);
+    tcase_add_test(tc, test_device_job_deferred);
     tcase_add_test(tc, test_device_bad_calls);
     tcase_add_test(tc, test_device_bad_params);
     suite_add_tcase(s, tc);
