@@ -2,8 +2,10 @@
 /* Tests of the device executor with the kernels of kernels/ringk_dev_test.cu compiled by nvcc.
  * Without a GPU: a CUDA-only kernel is refused with -ENODEV and the reason, CPU | CUDA runs on
  * the CPU. With a GPU: the emulated-device scenarios again on the device (every message once in
- * order, CPU <-> GPU ping-pong, GPU-to-GPU sends with relaunch), and the runtime's CUDA-touching
- * calls (kernel create and destroy) made while resident kernels run, each with a bounded wait. */
+ * order, CPU <-> GPU ping-pong, GPU-to-GPU sends with relaunch), and the runtime's and the
+ * transport's CUDA-touching calls (kernel create and destroy; the transport's copies, bounce
+ * buffer allocation, IPC export and open) made while resident kernels run, each with a bounded
+ * wait. */
 #include "ringk_config.h"
 #include "test_log.h"
 #include "test_util.h"
@@ -12,10 +14,14 @@
 #include <string.h>
 
 #ifdef HAVE_CUDA
+#include "core/ringk_cuda.h"
 #include "kernels/ringk_dev_test.h"
 #include <ringk/api/ringk.h>
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
 
 static char logbuf[16384];
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -194,6 +200,130 @@ START_TEST(test_device_gpu_pingpong)
 }
 END_TEST
 
+/* ---- no deadlock with resident kernels ------------------------------------------------------ */
+
+enum { OP_COPY_D2D, OP_COPY_H2D, OP_COPY_D2H, OP_HOST_ALLOC, OP_IPC_EXPORT, OP_IPC_OPEN };
+
+typedef struct {
+    int     op;
+    void   *dst, *src;
+    size_t  len;
+    uint8_t handle[128];
+    int     ret, done;
+    char    why[160];
+} cuda_call_t;
+
+static void *call_main(void *arg)
+{
+    cuda_call_t *c = arg;
+    uint64_t base, size;
+    void *p;
+
+    switch (c->op) {
+    case OP_COPY_D2D:
+    case OP_COPY_H2D:
+    case OP_COPY_D2H:
+        c->ret = ringk_cuda_copy(c->dst, c->src, c->len, c->why, sizeof(c->why));
+        break;
+    case OP_HOST_ALLOC: /* the transport's pinned GPU bounce buffer */
+        p      = ringk_cuda_host_alloc(c->len);
+        c->ret = (p != NULL) ? 0 : -ENOMEM;
+        ringk_cuda_host_free(p);
+        break;
+    case OP_IPC_EXPORT:
+        c->ret = ringk_cuda_ipc_export(c->src, c->handle, &base, &size, c->why, sizeof(c->why));
+        break;
+    case OP_IPC_OPEN: /* of this process's own handle: refused, but it must return */
+        c->ret = ringk_cuda_ipc_open(c->handle, c->len, &p, c->why, sizeof(c->why));
+        if (c->ret == 0) {
+            ringk_cuda_ipc_close(p);
+        }
+        break;
+    }
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Makes @a c on a thread of its own and waits for it at most 20 s: a call that waits for the
+ * resident kernels fails the test, naming itself (its thread is left behind). */
+static int bounded_call(cuda_call_t *c, const char *what)
+{
+    struct timespec ts = {0, 1000000};
+    pthread_t th;
+    int i;
+
+    ck_assert_int_eq(pthread_create(&th, NULL, call_main, c), 0);
+    for (i = 0; (i < 20000) && !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); i++) {
+        nanosleep(&ts, NULL);
+    }
+    ck_assert_msg(__atomic_load_n(&c->done, __ATOMIC_ACQUIRE), "%s did not return in 20 s with "
+                  "resident kernels running", what);
+    pthread_join(th, NULL);
+    return c->ret;
+}
+
+/* With persistent device kernels resident (one taking messages all along), the transport's
+ * CUDA calls each return within a bound and do their work, and the kernel still runs. */
+START_TEST(test_device_gpu_no_deadlock)
+{
+    enum { LEN = 1 << 20 };
+    ringk_ctx_t *ctx;
+    ringk_dev_test_t *t_d, *t = test_block(&t_d);
+    ringk_kernel_params_t p;
+    ringk_kernel_t *k;
+    uint8_t *dev_a, *dev_b, *pinned, *pageable = malloc(LEN);
+    cuda_call_t c;
+    uint32_t v[2] = {0, 0}, i;
+
+    /* every buffer before any kernel runs */
+    ck_assert_int_eq(cudaMalloc((void**)&dev_a, LEN), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void**)&dev_b, LEN), cudaSuccess);
+    ck_assert_int_eq(cudaMallocHost((void**)&pinned, LEN), cudaSuccess);
+    ck_assert_ptr_nonnull(pageable);
+    for (i = 0; i < LEN; i++) {
+        pinned[i] = (uint8_t)(i * 7 + 1);
+    }
+    ctx = ctx_new();
+    p   = dev_params("sink", &ringk_dev_test_count, t_d);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    p = dev_params("other", &ringk_dev_test_count, NULL);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, v, sizeof(v), 1000), 0);
+    test_wait_u64(&t->count, 1, 30); /* resident and taking messages */
+
+    memset(&c, 0, sizeof(c));
+    c.op = OP_COPY_H2D; c.dst = dev_a; c.src = pinned; c.len = LEN;
+    ck_assert_int_eq(bounded_call(&c, "copy host -> device (ringk_cuda_copy)"), 0);
+    memset(&c, 0, sizeof(c));
+    c.op = OP_COPY_D2D; c.dst = dev_b; c.src = dev_a; c.len = LEN;
+    ck_assert_int_eq(bounded_call(&c, "copy device -> same device (ringk_cuda_copy)"), 0);
+    memset(&c, 0, sizeof(c));
+    c.op = OP_COPY_D2H; c.dst = pageable; c.src = dev_b; c.len = LEN;
+    ck_assert_int_eq(bounded_call(&c, "copy device -> pageable host (ringk_cuda_copy)"), 0);
+    ck_assert_int_eq(memcmp(pageable, pinned, LEN), 0);
+    memset(&c, 0, sizeof(c));
+    c.op = OP_HOST_ALLOC; c.len = 4 << 20;
+    ck_assert_int_eq(bounded_call(&c, "pinned allocation (ringk_cuda_host_alloc)"), 0);
+    memset(&c, 0, sizeof(c));
+    c.op = OP_IPC_EXPORT; c.src = dev_a;
+    ck_assert_int_eq(bounded_call(&c, "IPC export (ringk_cuda_ipc_export)"), 0);
+    c.op = OP_IPC_OPEN; c.len = LEN; c.done = 0;
+    bounded_call(&c, "IPC open (ringk_cuda_ipc_open)"); /* its result: refused in-process */
+
+    for (i = 1; i < 100; i++) { /* the kernel kept running through all of it */
+        v[1] = i;
+        ck_assert_int_eq(ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, v, sizeof(v), 1000), 0);
+    }
+    test_wait_u64(&t->count, 100, 30);
+    ck_assert_uint_eq(t->out_of_order, 0);
+    ringk_ctx_destroy(ctx);
+    cudaFree(dev_a);
+    cudaFree(dev_b);
+    cudaFreeHost(pinned);
+    free(pageable);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("device_gpu");
@@ -207,6 +337,7 @@ int main(void)
     if (ndevices > 0) {
         tcase_add_test(tc, test_device_gpu_scenarios);
         tcase_add_test(tc, test_device_gpu_pingpong);
+        tcase_add_test(tc, test_device_gpu_no_deadlock);
     } else {
         printf("# no CUDA device: the GPU scenarios are not run (test_device runs them on the "
                "emulated device)\n");
