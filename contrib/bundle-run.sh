@@ -183,16 +183,19 @@ if [ $built = 1 ]; then
     else
         skipped "device-kernel benchmark (bench/device_bench)" "built without CUDA"
     fi
-    # compute-sanitizer's tools on the device executor's GPU tests (CK_FORK=no: one process)
+    # compute-sanitizer's memcheck, racecheck and synccheck on the device executor's CPU <-> GPU
+    # ping-pong (CK_FORK=no: one process). The sanitizer serializes kernel launches, so only a
+    # test with one resident kernel can run under it.
     sanitizer=""
     [ -n "$cuda" ] && [ -x "$cuda/bin/compute-sanitizer" ] && sanitizer=$cuda/bin/compute-sanitizer
     if [ -n "$sanitizer" ] && [ -x "$build/test/gtest-free/test_device_gpu" ] &&
        nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
         for tool in memcheck racecheck synccheck; do
             # shellcheck disable=SC2016 # expanded by the inner shell
-            step "compute-sanitizer --tool $tool test_device_gpu" 600 bash -c \
-                'cd "$1" && CK_FORK=no ./libtool --mode=execute "$2" --tool "$3" --error-exitcode 9 \
-                     test/gtest-free/test_device_gpu > "$4" 2>&1; rc=$?; tail -n 20 "$4"; exit $rc' \
+            step "compute-sanitizer --tool $tool test_device_gpu (pingpong)" 300 bash -c \
+                'cd "$1" && CK_FORK=no RINGK_DEVICE_GPU_ONLY=pingpong ./libtool --mode=execute \
+                     "$2" --tool "$3" --error-exitcode 9 test/gtest-free/test_device_gpu \
+                     > "$4" 2>&1; rc=$?; tail -n 20 "$4"; exit $rc' \
                 _ "$build" "$sanitizer" "$tool" "$report/sanitizer-$tool.txt"
         done
     else

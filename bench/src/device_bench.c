@@ -186,6 +186,14 @@ static void round_ringk(int r, ringk_bufs_t *b)
     wait_for(b->sink_done, N_K2K_TPUT, "K2K burst");
     results[K2K_TPUT_RINGK][r] = N_K2K_TPUT / (now() - t0) / 1e6;
     ringk_ctx_destroy(ctx);
+    /* the kernels are gone: the sink's state can be read back */
+    if (bench_copy_from_device(&s0, b->sink_d, sizeof(s0)) != 0) {
+        exit(1);
+    }
+    if ((s0.count != N_K2K_TPUT) || (s0.errors != 0)) {
+        DIE("K2K burst: the sink counted %llu of %d messages, %llu out of order",
+            (unsigned long long)s0.count, N_K2K_TPUT, (unsigned long long)s0.errors);
+    }
 }
 
 /* ---- the raw references ---------------------------------------------------------------------- */
@@ -271,6 +279,12 @@ void *bench_device_alloc(size_t bytes)
 }
 
 int bench_copy_to_device(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+int bench_copy_from_device(void *dst, const void *src, size_t bytes)
 {
     memcpy(dst, src, bytes);
     return 0;

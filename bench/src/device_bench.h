@@ -36,6 +36,7 @@ int bench_cuda_init(int *ndev, char *name, size_t name_len);
 void *bench_mapped_alloc(size_t bytes, void **dev_p);
 void *bench_device_alloc(size_t bytes);
 int bench_copy_to_device(void *dst, const void *src, size_t bytes);
+int bench_copy_from_device(void *dst, const void *src, size_t bytes);
 /* a resident kernel answering host_flag's values in dev_flag (both mapped) until BENCH_STOP */
 int bench_flag_pong_start(uint64_t *host_flag_d, uint64_t *dev_flag_d, void **stream_p);
 int bench_stream_sync(void *stream);

@@ -143,6 +143,12 @@ extern "C" int bench_copy_to_device(void *dst, const void *src, size_t bytes)
     return 0;
 }
 
+extern "C" int bench_copy_from_device(void *dst, const void *src, size_t bytes)
+{
+    CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
 static int stream_of(void **stream_p)
 {
     if (*stream_p == NULL) {

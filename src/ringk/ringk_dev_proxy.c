@@ -163,6 +163,42 @@ static unsigned proxy_drain(ringk_ctx_t *ctx, ringk_kernel_t *k)
     return n;
 }
 
+/* Marks @a k terminated (its loop finished, or it can no longer run), waking its waiters. */
+static void proxy_terminated(ringk_kernel_t *k)
+{
+    pthread_mutex_lock(&k->mu);
+    __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* A CUDA kernel whose launch failed (a fault in its loop or handler) never sets 'done': its
+ * stream is looked at every millisecond, and on an error the kernel is logged and marked
+ * terminated, so that a terminate or the context's destroy does not wait for it forever. */
+static unsigned proxy_fault(ringk_kernel_t *k)
+{
+    ringk_dev_host_t *d = k->dev;
+    char why[160] = "";
+    uint64_t now;
+
+    if ((d->stream == NULL) || d->faulted) {
+        return 0;
+    }
+    now = ringk_now_ns();
+    if (now < d->fault_check_ns) {
+        return 0;
+    }
+    d->fault_check_ns = now + 1000000u;
+    if (d->slot->ops->stream_status(d->stream, why, sizeof(why)) >= 0) {
+        return 0;
+    }
+    d->faulted = 1;
+    ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s' failed on CUDA device %d (%s): it is "
+                  "terminated", k->name, d->slot->cuda_index, why);
+    proxy_terminated(k);
+    return 1;
+}
+
 /* The control words of @a k that ask the host for something. */
 static unsigned proxy_control(ringk_kernel_t *k)
 {
@@ -182,13 +218,10 @@ static unsigned proxy_control(ringk_kernel_t *k)
     }
     if (__atomic_load_n(&c->done, __ATOMIC_ACQUIRE) &&
         (ringk_load_i(&k->state) != RINGK_KERNEL_TERMINATED)) {
-        pthread_mutex_lock(&k->mu);
-        __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
-        pthread_cond_broadcast(&k->cv);
-        pthread_mutex_unlock(&k->mu);
+        proxy_terminated(k);
         did++;
     }
-    return did;
+    return did + proxy_fault(k);
 }
 
 static void *proxy_main(void *arg)

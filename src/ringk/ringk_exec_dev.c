@@ -113,6 +113,11 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
         slot = &devs->slot[0];
         slot->cuda_index = -1;
     } else {
+        /* Streams share the device's hardware queues (8 by default): a launch or copy on a
+         * stream that shares one with a resident kernel waits behind it forever. 32 queues
+         * unless the program says otherwise (read when CUDA creates the device's context, so
+         * this helps only where CUDA was not used before; dev_setup warns past the limit). */
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
         n = entry->cuda->device_count(why, why_len);
         if (n <= 0) {
             return (n < 0) ? n : -ENODEV;
@@ -141,14 +146,19 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
 static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, uint32_t ncells)
 {
     ringk_dev_slot_t *slot = d->slot;
-    uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL);
-    uint64_t out_bytes = ringk_ring_bytes(RINGK_DEV_OUTBOX_CELLS, RINGK_CELL);
+    uint32_t need      = ringk_ring_cells_for(sizeof(ringk_dev_out_t) + k->max_out, RINGK_CELL);
+    uint32_t out_cells = RINGK_DEV_OUTBOX_CELLS;
+    uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL), out_bytes;
     size_t names = sizeof(ringk_dev_ctl_t) + RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t);
     size_t head  = names + (RINGK_DEV_TOPICS_MAX + RINGK_DEV_BARRIERS_MAX) * RINGK_DEV_NAME_MAX;
     uint8_t *h, *dv, *mh, *md;
     ringk_ring_t tmp;
     int ret;
 
+    while (out_cells < 2 * need) { /* two records of the largest message at least */
+        out_cells <<= 1;
+    }
+    out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
     head = (head + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
     if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes, &h, &dv) != 0) ||
         (slab_take(&slot->mem, in_bytes, &mh, &md) != 0)) {
@@ -167,13 +177,13 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     d->view.barriers = d->view.topics + RINGK_DEV_TOPICS_MAX;
     /* the host ingress ring is the kernel's inbox: every host send path writes it */
     if ((ringk_ring_init(&k->inbox, h + head, in_bytes, ncells, RINGK_CELL) != 0) ||
-        (ringk_ring_init(&d->outbox, h + head + in_bytes, out_bytes, RINGK_DEV_OUTBOX_CELLS,
+        (ringk_ring_init(&d->outbox, h + head + in_bytes, out_bytes, out_cells,
                          RINGK_CELL) != 0)) {
         return -EINVAL;
     }
     ringk_ring_view(&d->view.ingress, dv + head, ringk_ring_log2(ncells), RINGK_CELL);
-    ringk_ring_view(&d->view.outbox, dv + head + in_bytes,
-                    ringk_ring_log2(RINGK_DEV_OUTBOX_CELLS), RINGK_CELL);
+    ringk_ring_view(&d->view.outbox, dv + head + in_bytes, ringk_ring_log2(out_cells),
+                    RINGK_CELL);
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
     if (mh != NULL) {
         return (ringk_ring_init(&tmp, mh, in_bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
@@ -284,11 +294,20 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     d->view.arg = k->arg;
     pthread_mutex_init(&d->mu, NULL);
     if (d->slot->cuda_index >= 0) {
+        const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+        long queues = (conn != NULL) ? strtol(conn, NULL, 10) : 8;
         char why[160];
+
         ret = d->slot->ops->stream_create(&d->stream, why, sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
             return ret;
+        }
+        if (++d->slot->kernels + 1 > (unsigned long)queues) { /* + the setup stream */
+            ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': %u device kernels on CUDA device "
+                          "%d, more streams than its %ld hardware queues "
+                          "(CUDA_DEVICE_MAX_CONNECTIONS): a launch may wait behind a resident "
+                          "kernel", k->name, d->slot->kernels, d->slot->cuda_index, queues);
         }
     }
     k->dev        = d;
@@ -376,7 +395,7 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
         }
     } else {
         /* stream-ordered: a relaunch queues behind a launch that is still returning */
-        ret = d->slot->ops->launch(&d->view, d->stream, why, sizeof(why));
+        ret = d->slot->ops->launch(&d->view, d->slot->cuda_index, d->stream, why, sizeof(why));
     }
     if (ret != 0) {
         __atomic_sub_fetch(&d->launches, 1, __ATOMIC_RELAXED);
@@ -459,6 +478,7 @@ static void dev_state(ringk_kernel_t *k)
 static void dev_join(ringk_kernel_t *k)
 {
     ringk_dev_host_t *d = k->dev;
+    char why[160];
     int i;
 
     pthread_mutex_lock(&d->mu);
@@ -467,8 +487,8 @@ static void dev_join(ringk_kernel_t *k)
         d->has_thread = 0;
     }
     /* a CUDA launch: the loop set 'done', so the launch is returning; bounded (10 s) */
-    for (i = 0; (d->stream != NULL) && (i < 10000) && !d->slot->ops->stream_done(d->stream);
-         i++) {
+    for (i = 0; (d->stream != NULL) && (i < 10000) &&
+                (d->slot->ops->stream_status(d->stream, why, sizeof(why)) == 0); i++) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
     }
@@ -568,6 +588,7 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
     if (k->dev != NULL) {
         if (k->dev->stream != NULL) {
             k->dev->slot->ops->stream_destroy(k->dev->stream);
+            k->dev->slot->kernels--;
         }
         pthread_mutex_destroy(&k->dev->mu);
         free(k->dev);

@@ -14,7 +14,8 @@
 #include <ringk/api/ringk_device.h>
 
 #define RINGK_DEV_SLOTS        9       /* the emulated device and CUDA devices 0..7 */
-#define RINGK_DEV_OUTBOX_CELLS 256u    /* outbox cells of RINGK_CELL bytes */
+#define RINGK_DEV_OUTBOX_CELLS 256u    /* outbox cells of RINGK_CELL bytes, at least (more for
+                                          two records of the kernel's largest message) */
 #define RINGK_DEV_MAPPED_MB_DEFAULT 8  /* RINGK_DEVICE_MAPPED_MB when unset */
 #define RINGK_DEV_MEM_MB_DEFAULT    16 /* RINGK_DEVICE_MEM_MB when unset */
 #define RINGK_DEV_SLAB_MB_MAX       4096
@@ -35,6 +36,7 @@ typedef struct {
     const ringk_device_cuda_ops_t *ops;          /* CUDA calls of the first entry seen */
     void                          *stream;       /* for setup copies */
     ringk_dev_slab_t               mapped, mem;
+    unsigned                       kernels;      /* its kernels: a stream each */
 } ringk_dev_slot_t;
 
 /* A context's devices and the proxy thread that serves its device kernels. */
@@ -70,6 +72,8 @@ typedef struct ringk_dev_host {
     pthread_t          thread;        /* emulated: the last launch */
     int                has_thread;
     int                deferred;      /* created before ringk_ctx_start of a job: launched by it */
+    int                faulted;       /* CUDA: a launch failed (the proxy marked it terminated) */
+    uint64_t           fault_check_ns; /* the proxy's next look at its stream */
     uint64_t           launches;      /* atomic */
 } ringk_dev_host_t;
 

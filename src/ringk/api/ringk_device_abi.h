@@ -134,7 +134,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        2u
+#define RINGK_DEV_ABI        3u
 #define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
@@ -246,8 +246,12 @@ typedef struct ringk_device_cuda_ops {
     int (*copy_to_device)(void *dst, const void *src, size_t bytes, void *stream, char *why,
                           size_t why_len);
     int (*stream_create)(void **stream, char *why, size_t why_len);
-    int (*launch)(const ringk_dev_kernel_t *k, void *stream, char *why, size_t why_len);
-    int (*stream_done)(void *stream);      /**< 1 when the stream's work finished, 0 if not */
+    /** launches the loop on @a device (the calling thread's current device is kept) */
+    int (*launch)(const ringk_dev_kernel_t *k, int device, void *stream, char *why,
+                  size_t why_len);
+    /** 1 when the stream's work finished, 0 while it runs, -EIO (with the CUDA error in
+     *  @a why) when a launch on it failed: the kernel faulted */
+    int (*stream_status)(void *stream, char *why, size_t why_len);
     void (*free_device)(void *p);
     void (*free_mapped)(void *host);
     void (*stream_destroy)(void *stream);

@@ -71,9 +71,19 @@ RINGK_CUDA_FN int ringk_cuda_stream_create(void **stream, char *why, size_t why_
     cudaError_t err = cudaStreamCreateWithFlags((cudaStream_t*)stream, cudaStreamNonBlocking);
     return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaStreamCreateWithFlags");
 }
-RINGK_CUDA_FN int ringk_cuda_stream_done(void *stream)
+RINGK_CUDA_FN int ringk_cuda_stream_status(void *stream, char *why, size_t why_len)
 {
-    return cudaStreamQuery((cudaStream_t)stream) != cudaErrorNotReady;
+    cudaError_t err = cudaStreamQuery((cudaStream_t)stream);
+
+    if (err == cudaErrorNotReady) {
+        cudaGetLastError(); /* not left as this thread's last error for its next launch check */
+        return 0;
+    }
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return RINGK_DEVICE_CUDA_WHY(err, "the device kernel");
+    }
+    return 1;
 }
 RINGK_CUDA_FN void ringk_cuda_free_device(void *p)
 {
@@ -92,18 +102,26 @@ RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
     { \
         ringk_dev_run(&k, handler); \
     } \
-    static int sym##_ringk_launch(const ringk_dev_kernel_t *k, void *stream, char *why, \
-                                  size_t why_len) \
+    static int sym##_ringk_launch(const ringk_dev_kernel_t *k, int device, void *stream, \
+                                  char *why, size_t why_len) \
     { \
         cudaError_t err; \
+        int current = device; \
+        cudaGetDevice(&current); \
+        if ((current != device) && ((err = cudaSetDevice(device)) != cudaSuccess)) { \
+            return RINGK_DEVICE_CUDA_WHY(err, "cudaSetDevice"); \
+        } \
         sym##_ringk_global<<<1, 32, 0, (cudaStream_t)stream>>>(*k); \
         err = cudaGetLastError(); \
+        if (current != device) { \
+            cudaSetDevice(current); \
+        } \
         return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "kernel launch"); \
     } \
     static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
         ringk_cuda_device_count, ringk_cuda_set_device, ringk_cuda_alloc_device, \
         ringk_cuda_alloc_mapped, ringk_cuda_copy_to_device, ringk_cuda_stream_create, \
-        sym##_ringk_launch, ringk_cuda_stream_done, ringk_cuda_free_device, \
+        sym##_ringk_launch, ringk_cuda_stream_status, ringk_cuda_free_device, \
         ringk_cuda_free_mapped, ringk_cuda_stream_destroy \
     }; \
     extern "C" const ringk_device_entry_t sym = { \
