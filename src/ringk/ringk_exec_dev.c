@@ -531,7 +531,7 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
             rt->cell_size   = t->dev->view.inbox.cell_size;
             rt->inbox       = t->dev->view.inbox.shm;
             rt->ctl         = t->dev->view.ctl;
-            rt->head_cache  = 0;
+            rt->event_driven = (t->mode == RINGK_MODE_EVENT_DRIVEN);
             s->dev->route_ever |= 1u << j;
             __atomic_store_n(&rt->direct, 1, __ATOMIC_RELEASE);
         }

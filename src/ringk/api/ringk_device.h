@@ -16,6 +16,11 @@
 extern "C" {
 #endif
 
+/* Adds @a n to counter @a f of the launch's own copies and stores it to the control block (a
+ * release store: the host reads it; the loop is its only writer, so nothing is read back). */
+#define RINGK_DEV_COUNT(k, f, n) \
+    ringk_dev_store_rel_sys_u64(&(k)->ctl->f, (k)->own.f += (n))
+
 /* ---- the device API ------------------------------------------------------------------------ */
 
 /** The kernel's id (as ringk_kernel_id on the host). */
@@ -35,9 +40,10 @@ RINGK_DEV_FN const void *ringk_dev_msg_payload(const ringk_msg_t *msg)
 RINGK_DEV_FN uint64_t ringk_dev_hlc_tick(ringk_dev_kernel_t *k)
 {
     uint64_t now  = (ringk_dev_now_ns() / 1000000u) << 16;
-    uint64_t last = k->ctl->hlc;
+    uint64_t last = k->own.hlc;
     uint64_t t    = (now > last) ? now : last + 1;
 
+    k->own.hlc = t;
     ringk_dev_store_rel_sys_u64(&k->ctl->hlc, t);
     return t;
 }
@@ -48,7 +54,7 @@ RINGK_DEV_FN uint64_t ringk_dev_hlc_recv(ringk_dev_kernel_t *k, uint64_t remote)
     uint64_t t = ringk_dev_hlc_tick(k);
 
     if (remote >= t) {
-        t = remote + 1;
+        t = k->own.hlc = remote + 1;
         ringk_dev_store_rel_sys_u64(&k->ctl->hlc, t);
     }
     return t;
@@ -57,7 +63,7 @@ RINGK_DEV_FN uint64_t ringk_dev_hlc_recv(ringk_dev_kernel_t *k, uint64_t remote)
 /** The clock's last value, without an event. */
 RINGK_DEV_FN uint64_t ringk_dev_hlc_now(const ringk_dev_kernel_t *k)
 {
-    return ringk_dev_load_rlx_sys_u64(&k->ctl->hlc);
+    return k->own.hlc;
 }
 
 /* Whether a wait begun at @a t0 with @a timeout_ms is over (RINGK_WAIT_FOREVER: never). */
@@ -71,29 +77,33 @@ RINGK_DEV_FN int ringk_dev_wait_over(uint64_t t0, int timeout_ms)
 RINGK_DEV_FN void ringk_dev_msg_fill(ringk_dev_kernel_t *k, ringk_msg_t *m, uint32_t receiver,
                                      uint32_t type, uint32_t len)
 {
-    ringk_dev_ctl_t *c = k->ctl;
-
-    m->sender    = c->sender;
+    m->sender    = k->own.sender;
     m->receiver  = receiver;
     m->type      = (uint16_t)type;
     m->flags     = 0;
     m->length    = len;
-    m->seq       = c->seq;
-    m->timestamp = c->timestamps ? ringk_dev_hlc_tick(k) : 0;
+    m->seq       = k->own.seq;
+    m->timestamp = k->own.timestamps ? ringk_dev_hlc_tick(k) : 0;
     m->enq_ns    = 0;
-    ringk_dev_store_rel_sys_u64(&c->seq, c->seq + 1);
+    RINGK_DEV_COUNT(k, seq, 1);
 }
 
-/* Copies @a len bytes: plain byte loop on the device (no memcpy call in device code that the
- * compiler cannot see through), memcpy on the host. */
+/* Copies @a len bytes: on the device a loop of 8-byte words where both sides and the length
+ * allow (payloads start 8-byte aligned in cells), else of bytes (each access to mapped memory
+ * crosses the bus); memcpy on the host. */
 RINGK_DEV_FN void ringk_dev_copy(void *dst, const void *src, uint32_t len)
 {
 #if defined(__CUDA_ARCH__)
     uint8_t *d = (uint8_t*)dst;
     const uint8_t *s = (const uint8_t*)src;
-    uint32_t i;
+    uint32_t i = 0;
 
-    for (i = 0; i < len; i++) {
+    if ((((uintptr_t)d | (uintptr_t)s) & 7u) == 0) {
+        for (; i + 8 <= len; i += 8) {
+            *(uint64_t*)(d + i) = *(const uint64_t*)(s + i);
+        }
+    }
+    for (; i < len; i++) {
         d[i] = s[i];
     }
 #else
@@ -138,9 +148,9 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
 /* A send into the device inbox of a kernel of the same device (route @a rt, resolved by the
  * host): claim with a compare-and-swap on the target's tail, write, publish by one release
  * store of the cell header, then wake the target if it returned (event-driven). */
-RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, ringk_dev_route_t *rt,
-                                       uint32_t type, const void *payload, uint32_t len,
-                                       int timeout_ms)
+RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
+                                       const ringk_dev_route_t *rt, uint32_t type,
+                                       const void *payload, uint32_t len, int timeout_ms)
 {
     ringk_ring_t r;
     ringk_dev_ctl_t *tc = rt->ctl;
@@ -158,7 +168,7 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, ringk_dev_route_t 
         if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
             return -EPIPE;
         }
-        if (ringk_ring_mp_claim_cached(&r, nc, &rt->head_cache, &pos)) {
+        if (ringk_ring_mp_claim_cached(&r, nc, &k->head_cache[route], &pos)) {
             break;
         }
         if (timeout_ms == RINGK_WAIT_NONE) {
@@ -185,10 +195,13 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, ringk_dev_route_t 
     ringk_ring_publish(&r, pos, (uint32_t)sizeof(ringk_msg_t) + len, (uint16_t)nc,
                        (uint8_t)type, 0);
     /* W2 (device): the publish before the read of 'idle'; pairs with W1 in ringk_dev_park().
-     * The host proxy relaunches a kernel whose doorbell rang. */
-    ringk_dev_fence_sc_sys();
-    if (ringk_dev_load_acq_sys_i32(&tc->idle) && ringk_dev_cas_sys_i32(&tc->idle, 1, 0)) {
-        ringk_dev_store_rel_sys_i32(&tc->doorbell, 1);
+     * The host proxy relaunches a kernel whose doorbell rang. Only an event-driven target
+     * returns when idle. */
+    if (rt->event_driven) {
+        ringk_dev_fence_sc_sys();
+        if (ringk_dev_load_acq_sys_i32(&tc->idle) && ringk_dev_cas_sys_i32(&tc->idle, 1, 0)) {
+            ringk_dev_store_rel_sys_i32(&tc->doorbell, 1);
+        }
     }
     return 0;
 }
@@ -211,25 +224,25 @@ RINGK_DEV_FN int ringk_dev_send_route(ringk_dev_kernel_t *k, int route, uint32_t
     ringk_dev_route_t *rt;
     int ret;
 
-    if ((route < 0) || ((uint32_t)route >= k->ctl->nroutes) || (type > RINGK_MSG_TERMINATE) ||
+    if ((route < 0) || ((uint32_t)route >= k->own.nroutes) || (type > RINGK_MSG_TERMINATE) ||
         ((payload == NULL) && (len > 0)) || (timeout_ms < RINGK_WAIT_FOREVER)) {
         return -EINVAL;
     }
-    if (len > k->ctl->max_out) {
+    if (len > k->own.max_out) {
         return -EMSGSIZE;
     }
     rt = &k->routes[route];
     if (ringk_dev_load_acq_sys_i32(&rt->direct)) {
-        ret = ringk_dev_send_direct(k, rt, type, payload, len, timeout_ms);
+        ret = ringk_dev_send_direct(k, route, rt, type, payload, len, timeout_ms);
         if (ret == 0) {
-            ringk_dev_store_rel_sys_u64(&k->ctl->msgs_direct, k->ctl->msgs_direct + 1);
+            RINGK_DEV_COUNT(k, msgs_direct, 1);
         }
     } else {
         ret = ringk_dev_outbox_put(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, payload, len,
                                    timeout_ms);
     }
     if (ret == 0) {
-        ringk_dev_store_rel_sys_u64(&k->ctl->msgs_out, k->ctl->msgs_out + 1);
+        RINGK_DEV_COUNT(k, msgs_out, 1);
     }
     return ret;
 }
@@ -255,7 +268,7 @@ RINGK_DEV_FN int ringk_dev_route_index(const ringk_dev_kernel_t *k, const char *
 {
     uint32_t i;
 
-    for (i = 0; i < k->ctl->nroutes; i++) {
+    for (i = 0; i < k->own.nroutes; i++) {
         if (ringk_dev_name_eq(k->routes[i].name, name)) {
             return (int)i;
         }
@@ -284,10 +297,10 @@ RINGK_DEV_FN int ringk_dev_publish(ringk_dev_kernel_t *k, const char *topic, con
     if (((payload == NULL) && (len > 0)) || (timeout_ms < RINGK_WAIT_FOREVER)) {
         return -EINVAL;
     }
-    if (len > k->ctl->max_out) {
+    if (len > k->own.max_out) {
         return -EMSGSIZE;
     }
-    for (i = 0; i < k->ctl->ntopics; i++) {
+    for (i = 0; i < k->own.ntopics; i++) {
         if (ringk_dev_name_eq(k->topics[i], topic)) {
             return ringk_dev_outbox_put(k, RINGK_DEV_OUT_PUBLISH, i, RINGK_MSG_BROADCAST,
                                         RINGK_MSG_DATA, payload, len, timeout_ms);
@@ -316,9 +329,9 @@ RINGK_DEV_FN int ringk_dev_barrier_wait(ringk_dev_kernel_t *k, const char *name,
     if (timeout_ms < RINGK_WAIT_FOREVER) {
         return -EINVAL;
     }
-    for (i = 0; (i < c->nbarriers) && !ringk_dev_name_eq(k->barriers[i], name); i++) {
+    for (i = 0; (i < k->own.nbarriers) && !ringk_dev_name_eq(k->barriers[i], name); i++) {
     }
-    if (i == c->nbarriers) {
+    if (i == k->own.nbarriers) {
         return -ENOENT;
     }
     ret = ringk_dev_outbox_put(k, RINGK_DEV_OUT_BARRIER, i, 0, RINGK_MSG_CONTROL, NULL, 0,
@@ -327,8 +340,8 @@ RINGK_DEV_FN int ringk_dev_barrier_wait(ringk_dev_kernel_t *k, const char *name,
         return ret; /* not asked: the answers still match the requests */
     }
     /* the proxy answers requests in order, one at a time: this one is answered by count req */
-    req = c->barrier_req + 1;
-    ringk_dev_store_rel_sys_u64(&c->barrier_req, req);
+    RINGK_DEV_COUNT(k, barrier_req, 1);
+    req = k->own.barrier_req;
     /* the proxy stores the result, then barrier_done with a release store */
     while (ringk_load_acquire_u64(&c->barrier_done) != req) {
         ringk_dev_nap(nap);
@@ -346,15 +359,14 @@ RINGK_DEV_FN const ringk_msg_t *ringk_dev_cell_msg(ringk_dev_kernel_t *k, const 
                                                    uint64_t head, const ringk_cell_hdr_t *cell,
                                                    uint32_t *ncells_p, uint8_t *flags_p)
 {
-    ringk_dev_ctl_t *c = k->ctl;
     uint32_t len    = cell->len, ncells = cell->ncells;
     uint8_t flags   = cell->flags, id = cell->id;
     const ringk_msg_t *msg = (const ringk_msg_t*)ringk_ring_payload(r, head);
 
     if ((ringk_ring_msg_check(r, head, len, ncells, flags, r->ncells) != 0) ||
         (len < sizeof(ringk_msg_t)) || (id > RINGK_MSG_TERMINATE) ||
-        (msg->length != len - sizeof(ringk_msg_t)) || (msg->length > c->max_in)) {
-        ringk_dev_store_rel_sys_u64(&c->bad_cells, c->bad_cells + 1);
+        (msg->length != len - sizeof(ringk_msg_t)) || (msg->length > k->own.max_in)) {
+        RINGK_DEV_COUNT(k, bad_cells, 1);
         ringk_ring_done(r, head, 1, 0xff);
         return NULL;
     }
@@ -399,7 +411,7 @@ RINGK_DEV_FN uint32_t ringk_dev_take(ringk_dev_kernel_t *k, const ringk_ring_t *
             /* everything before it is handled; the host makes the kernel terminating */
             ringk_dev_store_rel_sys_i32(&c->term_req, 1);
         } else if (h(k, msg, k->arg) < 0) {
-            ringk_dev_store_rel_sys_u64(&c->handler_errors, c->handler_errors + 1);
+            RINGK_DEV_COUNT(k, handler_errors, 1);
         }
         k->cur_ring = NULL;
         ringk_ring_done(r, head, ncells, flags);
@@ -410,7 +422,7 @@ RINGK_DEV_FN uint32_t ringk_dev_take(ringk_dev_kernel_t *k, const ringk_ring_t *
         ringk_ring_release_to(r, *head_p);
     }
     if (n > 0) {
-        ringk_dev_store_rel_sys_u64(&c->msgs_in, c->msgs_in + n);
+        RINGK_DEV_COUNT(k, msgs_in, n);
     }
     return n;
 }
@@ -453,7 +465,7 @@ RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *
             ringk_ring_done(r, head, ncells, flags);
         } else {
             ringk_dev_copy(out, msg, sizeof(*msg) + msg->length);
-            ringk_dev_store_rel_sys_u64(&c->msgs_in, c->msgs_in + 1);
+            RINGK_DEV_COUNT(k, msgs_in, 1);
             ringk_ring_done(r, head, ncells, flags);
         }
         *head_p = head + ncells;
@@ -527,17 +539,16 @@ RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_
  * host ingress ring in turn (each ring is FIFO per sender, and a sender uses one of them). */
 RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
 {
-    ringk_dev_ctl_t *c = k->ctl;
     uint32_t limit, n;
 
-    if (c->processing == RINGK_PROCESSING_CONTINUOUS) {
+    if (k->own.processing == RINGK_PROCESSING_CONTINUOUS) {
         limit = 1;
-    } else if ((c->processing == RINGK_PROCESSING_ADAPTIVE) &&
+    } else if ((k->own.processing == RINGK_PROCESSING_ADAPTIVE) &&
                (ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head <= 16) &&
                (ringk_load_relaxed_u64(&k->inbox.prod->pos) - k->dev_head <= 16)) {
         limit = 1;
     } else {
-        limit = c->max_per_iteration ? c->max_per_iteration : UINT32_MAX;
+        limit = k->own.max_per_iteration ? k->own.max_per_iteration : UINT32_MAX;
     }
     k->turn ^= 1u;
     if (k->turn) {
@@ -584,6 +595,39 @@ RINGK_DEV_FN int ringk_dev_park(ringk_dev_kernel_t *k)
     return 1;
 }
 
+/* The launch's own copies, from the control block: once per launch (the configuration the
+ * host wrote before the first, the counters the last launch stored). */
+RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
+{
+    const ringk_dev_ctl_t *c = k->ctl;
+    ringk_dev_own_t *o = &k->own;
+    uint32_t i;
+
+    o->sender            = c->sender;
+    o->mode              = c->mode;
+    o->processing        = c->processing;
+    o->max_per_iteration = c->max_per_iteration;
+    o->max_iterations    = c->max_iterations;
+    o->max_in            = c->max_in;
+    o->max_out           = c->max_out;
+    o->timestamps        = c->timestamps;
+    o->nroutes           = c->nroutes;
+    o->ntopics           = c->ntopics;
+    o->nbarriers         = c->nbarriers;
+    o->msgs_in           = ringk_dev_load_rlx_sys_u64(&c->msgs_in);
+    o->handler_errors    = ringk_dev_load_rlx_sys_u64(&c->handler_errors);
+    o->bad_cells         = ringk_dev_load_rlx_sys_u64(&c->bad_cells);
+    o->iterations        = ringk_dev_load_rlx_sys_u64(&c->iterations);
+    o->msgs_out          = ringk_dev_load_rlx_sys_u64(&c->msgs_out);
+    o->msgs_direct       = ringk_dev_load_rlx_sys_u64(&c->msgs_direct);
+    o->seq               = ringk_dev_load_rlx_sys_u64(&c->seq);
+    o->hlc               = ringk_dev_load_rlx_sys_u64(&c->hlc);
+    o->barrier_req       = ringk_dev_load_rlx_sys_u64(&c->barrier_req);
+    for (i = 0; i < RINGK_DEV_ROUTES_MAX; i++) {
+        k->head_cache[i] = 0; /* a stale head only makes a claim read the real one */
+    }
+}
+
 /**
  * The dispatch loop of a device kernel, run by one thread of the launch (the others return): it
  * takes messages from the device inbox and the host ingress ring and hands them to @a h, as the
@@ -610,10 +654,11 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
     k->out_prod.head = ringk_load_acquire_u64(&k->outbox.cons->pos);
     k->turn         = 0;
     k->cur_ring     = NULL;
+    ringk_dev_own_load(k);
     for (;;) {
         state = ringk_dev_load_acq_sys_i32(&c->state);
         if ((state != RINGK_KERNEL_INACTIVE) && (ringk_dev_iteration(k, h) > 0)) {
-            ringk_dev_store_rel_sys_u64(&c->iterations, c->iterations + 1);
+            RINGK_DEV_COUNT(k, iterations, 1);
             idle = idle_iters = 0;
             nap  = RINGK_DEV_NAP_MIN_NS;
             continue;
@@ -622,7 +667,7 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
             ringk_dev_store_rel_sys_i32(&c->done, 1);
             return;
         }
-        if ((c->mode == RINGK_MODE_EVENT_DRIVEN) && (++idle_iters >= c->max_iterations)) {
+        if ((k->own.mode == RINGK_MODE_EVENT_DRIVEN) && (++idle_iters >= k->own.max_iterations)) {
             if (ringk_dev_park(k)) {
                 return;
             }

@@ -134,7 +134,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        3u
+#define RINGK_DEV_ABI        4u
 #define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
@@ -161,10 +161,9 @@ typedef struct ringk_dev_route {
     uint32_t max_in;       /**< target's max_in */
     uint32_t log2_ncells;  /**< target inbox geometry */
     uint32_t cell_size;
-    uint32_t pad;
+    uint32_t event_driven; /**< the target returns when idle: a sender may have to wake it */
     void    *inbox;        /**< target's device inbox (device address) */
     struct ringk_dev_ctl *ctl; /**< target's control block (device address) */
-    uint64_t head_cache;   /**< this sender's copy of the target inbox's head */
     char     name[RINGK_DEV_NAME_MAX];
 } ringk_dev_route_t;
 
@@ -197,6 +196,16 @@ typedef struct ringk_dev_ctl {
     uint64_t barrier_req;        /**< barrier waits asked for */
 } ringk_dev_ctl_t;
 
+/* A launch's own copies of the control block's configuration (read once per launch) and of
+ * the counters only its loop writes (stored to the control block, never read back: on a GPU
+ * each read of mapped memory crosses the bus). */
+typedef struct ringk_dev_own {
+    uint32_t sender, mode, processing, max_per_iteration, max_iterations, max_in, max_out;
+    uint32_t timestamps, nroutes, ntopics, nbarriers, pad;
+    uint64_t msgs_in, handler_errors, bad_cells, iterations, msgs_out, msgs_direct, seq, hlc;
+    uint64_t barrier_req;
+} ringk_dev_own_t;
+
 /* What each launch of the loop gets (a kernel argument, by value): addresses valid on the
  * device, and the user's argument. */
 typedef struct ringk_dev_kernel {
@@ -217,6 +226,9 @@ typedef struct ringk_dev_kernel {
      * ringk_dev_recv() must not hand back to the producers before the handler returns) */
     const ringk_ring_t *cur_ring;
     uint64_t           cur_pos;
+    ringk_dev_own_t    own;
+    uint64_t           head_cache[RINGK_DEV_ROUTES_MAX]; /**< per route: the target inbox's head
+                                                              as this sender last read it */
 } ringk_dev_kernel_t;
 
 /* Outbox record: what follows the cell header of an outbox message. */
