@@ -5,56 +5,14 @@
  * message once, FIFO per pair), backpressure with every message counted, activate / deactivate /
  * terminate, event-driven relaunch, a CPU kernel <-> device kernel ping-pong, device-to-device
  * sends without the host, topic fan-out, a barrier across CPU and device kernels, bad input, and
- * the rule that nothing is allocated once
- * device kernels run. */
+ * the rule that nothing is allocated once device kernels run. */
 #define _GNU_SOURCE
-#include "test_log.h"
-#include "test_util.h"
-
-#include "kernels/ringk_dev_test.h"
-#include <ringk/api/ringk.h>
+#include "test_device_util.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
-
-static char logbuf[16384];
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void log_hook(void *arg, int level, const char *message)
-{
-    if (level <= RINGK_LOG_WARN) {
-        test_log_append(logbuf, sizeof(logbuf), &log_mu, message);
-    }
-}
-
-static ringk_ctx_t *ctx_new(void)
-{
-    ringk_ctx_params_t p = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_hook};
-    ringk_ctx_t *ctx;
-
-    logbuf[0] = '\0';
-    ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
-    return ctx;
-}
-
-/* Parameters of a device kernel (CUDA backend only) named @a name running @a entry with the
- * result block @a t; the caller adds fields. */
-static ringk_kernel_params_t dev_params(const char *name, const ringk_device_entry_t *entry,
-                                        ringk_dev_test_t *t)
-{
-    ringk_kernel_params_t p = {
-        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
-                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY,
-        .name         = name,
-        .backends     = RINGK_BACKEND_CUDA,
-        .device_entry = entry,
-        .arg          = t
-    };
-
-    return p;
-}
 
 static ringk_kernel_stats_t stats_of(ringk_kernel_t *k)
 {

@@ -14,9 +14,9 @@
 #include <string.h>
 
 #ifdef HAVE_CUDA
+#define TEST_DEVICE_LOG_LEVEL RINGK_LOG_INFO
 #include "core/ringk_cuda.h"
-#include "kernels/ringk_dev_test.h"
-#include <ringk/api/ringk.h>
+#include "test_device_util.h"
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -25,41 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static char logbuf[16384];
-static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static int ndevices;
-
-static void log_hook(void *arg, int level, const char *message)
-{
-    if (level <= RINGK_LOG_INFO) {
-        test_log_append(logbuf, sizeof(logbuf), &log_mu, message);
-    }
-}
-
-static ringk_ctx_t *ctx_new(void)
-{
-    ringk_ctx_params_t p = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = log_hook};
-    ringk_ctx_t *ctx;
-
-    logbuf[0] = '\0';
-    ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
-    return ctx;
-}
-
-static ringk_kernel_params_t dev_params(const char *name, const ringk_device_entry_t *entry,
-                                        ringk_dev_test_t *t)
-{
-    ringk_kernel_params_t p = {
-        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
-                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY,
-        .name         = name,
-        .backends     = RINGK_BACKEND_CUDA,
-        .device_entry = entry,
-        .arg          = t
-    };
-
-    return p;
-}
 
 static uint64_t cpu_count;
 

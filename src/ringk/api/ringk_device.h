@@ -73,6 +73,25 @@ RINGK_DEV_FN int ringk_dev_wait_over(uint64_t t0, int timeout_ms)
            (ringk_dev_now_ns() - t0 >= (uint64_t)timeout_ms * 1000000u);
 }
 
+/* One step of a wait for room or a message that @a timeout_ms bounds: -EAGAIN at once for
+ * RINGK_WAIT_NONE, -ETIMEDOUT once the bound passed, else 0 after a nap (doubling from
+ * RINGK_DEV_NAP_MIN_NS to RINGK_DEV_NAP_MAX_NS). *@a t0_p (0 at first) and *@a nap_p (the
+ * first nap) are the wait's state. */
+RINGK_DEV_FN int ringk_dev_wait_step(int timeout_ms, uint64_t *t0_p, uint32_t *nap_p)
+{
+    if (timeout_ms == RINGK_WAIT_NONE) {
+        return -EAGAIN;
+    }
+    if (*t0_p == 0) {
+        *t0_p = ringk_dev_now_ns();
+    } else if (ringk_dev_wait_over(*t0_p, timeout_ms)) {
+        return -ETIMEDOUT;
+    }
+    ringk_dev_nap(*nap_p);
+    *nap_p = (*nap_p < RINGK_DEV_NAP_MAX_NS / 2) ? 2 * *nap_p : RINGK_DEV_NAP_MAX_NS;
+    return 0;
+}
+
 /* Fills the message header at @a m for a send of @a k. */
 RINGK_DEV_FN void ringk_dev_msg_fill(ringk_dev_kernel_t *k, ringk_msg_t *m, uint32_t receiver,
                                      uint32_t type, uint32_t len)
@@ -122,18 +141,12 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
     uint64_t pos, t0 = 0;
     ringk_dev_out_t *rec;
     uint32_t nap = RINGK_DEV_NAP_MIN_NS;
+    int ret;
 
     while (!ringk_ring_sp_claim(&k->outbox, &k->out_prod, nc, &pos)) {
-        if (timeout_ms == RINGK_WAIT_NONE) {
-            return -EAGAIN;
+        if ((ret = ringk_dev_wait_step(timeout_ms, &t0, &nap)) != 0) {
+            return ret;
         }
-        if (t0 == 0) {
-            t0 = ringk_dev_now_ns();
-        } else if (ringk_dev_wait_over(t0, timeout_ms)) {
-            return -ETIMEDOUT;
-        }
-        ringk_dev_nap(nap);
-        nap = (nap < RINGK_DEV_NAP_MAX_NS / 2) ? 2 * nap : RINGK_DEV_NAP_MAX_NS;
     }
     rec = (ringk_dev_out_t*)ringk_ring_payload(&k->outbox, pos);
     rec->op_arg     = op_arg;
@@ -158,6 +171,7 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
     uint32_t nap = RINGK_DEV_NAP_MIN_NS;
     uint64_t pos, t0 = 0;
     int32_t state;
+    int ret;
 
     if (len > rt->max_in) {
         return -EMSGSIZE;
@@ -171,16 +185,9 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
         if (ringk_ring_mp_claim_cached(&r, nc, &k->head_cache[route], &pos)) {
             break;
         }
-        if (timeout_ms == RINGK_WAIT_NONE) {
-            return -EAGAIN;
+        if ((ret = ringk_dev_wait_step(timeout_ms, &t0, &nap)) != 0) {
+            return ret;
         }
-        if (t0 == 0) {
-            t0 = ringk_dev_now_ns();
-        } else if (ringk_dev_wait_over(t0, timeout_ms)) {
-            return -ETIMEDOUT;
-        }
-        ringk_dev_nap(nap);
-        nap = (nap < RINGK_DEV_NAP_MAX_NS / 2) ? 2 * nap : RINGK_DEV_NAP_MAX_NS;
     }
     /* T1 (device): the claim (a seq_cst compare-and-swap) before this read of the state; pairs
      * with T2 in ringk_dev_try_finish(). A target that is terminating gets a cancel cell. */
@@ -522,16 +529,9 @@ RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_
         if (state == RINGK_KERNEL_TERMINATING) {
             return -ECANCELED;
         }
-        if (timeout_ms == RINGK_WAIT_NONE) {
-            return -EAGAIN;
+        if ((ret = ringk_dev_wait_step(timeout_ms, &t0, &nap)) != 0) {
+            return ret;
         }
-        if (t0 == 0) {
-            t0 = ringk_dev_now_ns();
-        } else if (ringk_dev_wait_over(t0, timeout_ms)) {
-            return -ETIMEDOUT;
-        }
-        ringk_dev_nap(nap);
-        nap = (nap < RINGK_DEV_NAP_MAX_NS / 2) ? 2 * nap : RINGK_DEV_NAP_MAX_NS;
     }
 }
 
