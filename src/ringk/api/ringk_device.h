@@ -126,7 +126,9 @@ RINGK_DEV_FN void ringk_dev_copy(void *dst, const void *src, uint32_t len)
         d[i] = s[i];
     }
 #else
-    memcpy(dst, src, len);
+    if (len > 0) { /* a message without payload may come with a NULL one */
+        memcpy(dst, src, len);
+    }
 #endif
 }
 
