@@ -175,17 +175,12 @@ static void proxy_terminated(ringk_kernel_t *k)
 /* A CUDA kernel whose launch failed (a fault in its loop or handler) never sets 'done': its
  * stream is looked at every millisecond, and on an error the kernel is logged and marked
  * terminated, so that a terminate or the context's destroy does not wait for it forever. */
-static unsigned proxy_fault(ringk_kernel_t *k)
+static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
 {
     ringk_dev_host_t *d = k->dev;
     char why[160] = "";
-    uint64_t now;
 
-    if ((d->stream == NULL) || d->faulted) {
-        return 0;
-    }
-    now = ringk_now_ns();
-    if (now < d->fault_check_ns) {
+    if ((d->stream == NULL) || d->faulted || (now < d->fault_check_ns)) {
         return 0;
     }
     d->fault_check_ns = now + 1000000u;
@@ -199,8 +194,8 @@ static unsigned proxy_fault(ringk_kernel_t *k)
     return 1;
 }
 
-/* The control words of @a k that ask the host for something. */
-static unsigned proxy_control(ringk_kernel_t *k)
+/* The control words of @a k that ask the host for something; @a now: this round's clock. */
+static unsigned proxy_control(ringk_kernel_t *k, uint64_t now)
 {
     ringk_dev_ctl_t *c = k->dev->ctl;
     unsigned did = k->dev->bar_pending ? proxy_barrier_poll(k) : 0;
@@ -221,7 +216,7 @@ static unsigned proxy_control(ringk_kernel_t *k)
         proxy_terminated(k);
         did++;
     }
-    return did + proxy_fault(k);
+    return did + proxy_fault(k, now);
 }
 
 static void *proxy_main(void *arg)
@@ -230,10 +225,12 @@ static void *proxy_main(void *arg)
     ringk_devs_t *devs  = ctx->devs;
     ringk_qs_slot_t *qs = ringk_qs_register(ctx);
     unsigned i, count, did, idle = 0, nap_us = 1;
+    uint64_t now;
     ringk_kernel_t *k;
 
     while (!__atomic_load_n(&devs->stop, __ATOMIC_ACQUIRE)) {
         ringk_qs_quiescent(ctx, qs);
+        now   = ringk_now_ns(); /* once a round, for every kernel's fault check */
         did   = 0;
         count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
         for (i = 0; i < count; i++) {
@@ -242,7 +239,7 @@ static void *proxy_main(void *arg)
                 continue;
             }
             did += proxy_drain(ctx, k);
-            did += proxy_control(k);
+            did += proxy_control(k, now);
         }
         if (did > 0) {
             idle   = 0;

@@ -117,7 +117,9 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
          * stream that shares one with a resident kernel waits behind it forever. 32 queues
          * unless the program says otherwise (read when CUDA creates the device's context, so
          * this helps only where CUDA was not used before; dev_setup warns past the limit). */
-        setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+        if (getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL) {
+            setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0); /* once: later calls only read */
+        }
         n = entry->cuda->device_count(why, why_len);
         if (n <= 0) {
             return (n < 0) ? n : -ENODEV;
@@ -503,12 +505,6 @@ const ringk_exec_ops_t ringk_exec_dev = {
     .state = dev_state
 };
 
-/* Whether kernel @a to accepts messages of @a from. */
-static int route_allowed(const ringk_kernel_t *to, const ringk_kernel_t *from)
-{
-    return (to->subscribes_to.count == 0) || ringk_list_has(&to->subscribes_to, from->name);
-}
-
 void ringk_exec_dev_routes(ringk_ctx_t *ctx)
 {
     ringk_kernel_t *s, *t;
@@ -522,7 +518,7 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
             t  = ringk_kernel_find(ctx, s->publishes_to.names[j]);
             /* an entry once made direct is never rewritten: a send in flight may read it */
             if ((s->dev->route_ever & (1u << j)) || (t == NULL) || (t->dev == NULL) ||
-                (t->dev->slot != s->dev->slot) || !route_allowed(t, s)) {
+                (t->dev->slot != s->dev->slot) || !ringk_kernel_accepts(t, s)) {
                 continue;
             }
             rt->receiver    = t->id;

@@ -432,6 +432,13 @@ static inline int ringk_list_has(const name_list_t *l, const char *name)
     return 0;
 }
 
+/** Whether kernel @a to takes messages from kernel @a from of this process (its subscribes_to
+ *  is empty or names it). */
+static inline int ringk_kernel_accepts(const ringk_kernel_t *to, const ringk_kernel_t *from)
+{
+    return (to->subscribes_to.count == 0) || ringk_list_has(&to->subscribes_to, from->name);
+}
+
 /* ---- dispatch.c: the consumer side ---- */
 
 /* The kernel whose dispatch loop runs on this thread: its sends may go into batch cells, which

@@ -109,8 +109,7 @@ __attribute__((noinline)) int ringk_route_resolve(ringk_ctx_t *ctx, ringk_kernel
     route->head_cache = 0;
     to = ringk_kernel_lookup(ctx, to_name);
     if (to != NULL) {
-        route->allowed = (to->subscribes_to.count == 0) ||
-                         ringk_list_has(&to->subscribes_to, from->name);
+        route->allowed = ringk_kernel_accepts(to, from);
         /* what batch_send() may take on this route, checked once here; a device kernel's
          * loop takes single messages only (batch cells are the CPU dispatch loop's format) */
         route->batch_lim =
