@@ -9,8 +9,8 @@
 #   fuzz_strings  RINGK_P2P_LEVEL / RINGK_PATH values, UCX version strings
 #   fuzz_wire     libringk's messages between processes (K2K, topics, barriers, goodbyes,
 #                 credits) and the tables of the start exchange
-#   fuzz_uct      the transport's packed remote keys, receive-segment headers checked against
-#                 iface addresses, device addresses (node identities); needs a configured
+#   fuzz_uct      the transport's packed remote keys (registered and ringk_shm), receive-segment
+#                 headers checked against iface addresses, device addresses; needs a configured
 #                 build directory (RINGK_BUILDDIR, default _build) for UCX's build config.h
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,7 +58,8 @@ for t in $targets; do
             fi
             core_objs 2>"$out/$t.build.log"
             extra="-I$build -I$build/ucx-build -I$ucx_src/src -I$top/src/uct/ringk -DHAVE_CONFIG_H
-                   $top/src/uct/ringk/ringk_md.c $top/src/uct/ringk/ringk_iface.c $out/core/*.o
+                   $top/src/uct/ringk/ringk_md.c $top/src/uct/ringk/ringk_iface.c
+                   $top/src/uct/ringk/ringk_shm.c $out/core/*.o
                    $(pkg-config --cflags --libs hwloc ucx) -luct -lucs -ldl" ;;
         *) extra="$core $(pkg-config --cflags --libs hwloc ucx) -ldl" ;;
     esac

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: what the ringk transport reads from a peer before it touches the peer's
  * memory. The first byte picks: a packed remote key (through the public uct_rkey_unpack of the
- * ringk component, which this binary links in), a receive-segment header checked against the
- * iface address it came with (ringk_ep.c's uct_ringk_ep_seg_check, included here to reach the
- * static function), or two device addresses (node identities) compared. What is accepted must
+ * ringk component, which this binary links in: registered-memory keys and ringk_shm keys), a
+ * receive-segment header checked against the iface address it came with (ringk_ep.c's
+ * uct_ringk_ep_seg_check, included here to reach the static function), or two device addresses
+ * (node identities and device kinds) compared. What is accepted must
  * describe memory inside what the address announced. */
 #include "../../src/uct/ringk/ringk_ep.c"
 
@@ -51,6 +52,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t rings_offset, stride, bytes;
     uct_rkey_bundle_t bundle;
     uct_ringk_rkey_t *rkey;
+    uct_ringk_shm_rkey_t *shm;
+    uct_ringk_dev_addr_t local;
+    void *ptr;
     char reason[128];
 
     if (size < 1) {
@@ -65,6 +69,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 0:
         if (uct_rkey_unpack(ringk_component, buf, &bundle) == UCS_OK) {
             rkey = (uct_ringk_rkey_t*)bundle.rkey;
+            if (rkey->kind == UCT_RINGK_KEY_SHM) {
+                /* a ringk_shm key is accepted only once mapped, whole, for what it says */
+                shm = (uct_ringk_shm_rkey_t*)bundle.rkey;
+                check((shm->pid != 0) && (shm->pid <= INT32_MAX) && (shm->length >= 8));
+                check((shm->address + shm->length > shm->address) && (shm->mapped != NULL));
+                check(uct_rkey_ptr(ringk_component, &bundle, shm->address, &ptr) == UCS_OK);
+                check(uct_rkey_ptr(ringk_component, &bundle, shm->address + shm->length, &ptr) ==
+                      UCS_ERR_INVALID_ADDR);
+                uct_rkey_release(ringk_component, &bundle);
+                break;
+            }
+            check(rkey->kind == UCT_RINGK_KEY_REG);
             check((rkey->pid != 0) && (rkey->pid <= INT32_MAX));
             check(rkey->address + rkey->length >= rkey->address); /* no wrap */
             /* a CUDA key is accepted only once its allocation is mapped, inside it */
@@ -94,6 +110,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(!memcmp(&a, &b, sizeof(a)) || (reason[0] != '\0'));
         }
         check(memchr(reason, '\0', sizeof(reason)) != NULL);
+        /* a device address reaches only an iface of its own kind */
+        memcpy(&local, buf, sizeof(local));
+        if (uct_ringk_dev_addr_reachable(&local, buf + sizeof(local), UCT_RINGK_DEV_SHM, reason,
+                                         sizeof(reason))) {
+            check(buf[2 * sizeof(local) - 1] == UCT_RINGK_DEV_SHM);
+        }
         break;
     }
     return 0;

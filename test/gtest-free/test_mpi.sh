@@ -37,10 +37,10 @@ check "mpi ping-pong 1 B .. 16 MiB over ringk" "0 errors" "tag(ringk/memory)" \
     "${run[@]}" -np 2 "$ex/mpi_pingpong" 2000
 check "mpi allreduce + alltoall, 4 ranks over ringk" "0 errors" "tag(ringk/memory)" \
     "${run[@]}" -np 4 "$ex/mpi_collectives"
-check "mpi osc ucx put/get/accumulate, 4 ranks over ringk" "0 errors" "rma(ringk/memory)" \
+check "mpi osc ucx put/get/accumulate, 4 ranks over ringk" "0 errors" "rma(ringk/memory ringk/shm)" \
     "${run[@]}" -np 4 --mca osc ucx "$ex/mpi_osc"
 for np in 2 4; do
     check "mpi osc ucx passive target (lock/Rget/Rput/atomics/unlock), $np ranks over ringk" \
-        "0 errors" "rma(ringk/memory)" "${run[@]}" -np $np --mca osc ucx "$ex/mpi_osc_passive"
+        "0 errors" "rma(ringk/memory ringk/shm) amo(ringk/shm)" "${run[@]}" -np $np --mca osc ucx "$ex/mpi_osc_passive"
 done
 [ $fails -eq 0 ]

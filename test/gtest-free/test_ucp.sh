@@ -20,8 +20,8 @@ for t in tag_lat tag_bw stream_lat stream_bw ucp_put_lat ucp_put_bw ucp_get; do
         tests+=("ucp $t $s")
     done
 done
-# UCP atomics: ringk advertises none, so UCP emulates them over ringk's active messages and
-# ucp_add, which has no reply, ends with a worker flush (that flush once failed over ringk).
+# UCP atomics on memory UCP allocates go to ringk's shm device (CPU atomics on the mapped
+# allocation); ucp_add, which has no reply, ends with a worker flush.
 for t in ucp_add ucp_fadd ucp_swap ucp_cswap; do
     tests+=("ucp $t 8")
 done
@@ -29,10 +29,16 @@ for t in am_lat am_bw put_lat put_bw; do
     tests+=("uct $t 8" "uct $t 4096")
 done
 tests+=("uct am_bw 4096 zcopy")
+# the shm device: RMA and atomics by loads and stores on ringk_shm memory
+tests+=("uct put_lat 8 - shm" "uct put_bw 65536 zcopy shm" "uct put_bw 4096 bcopy shm"
+        "uct get 65536 zcopy shm" "uct get 4096 bcopy shm" "uct add_lat 8 - shm"
+        "uct fadd 8 - shm" "uct swap 8 - shm" "uct cswap 8 - shm" "uct add_mr 8 - shm")
 tests+=("pick tag_lat 8")
 echo "1..${#tests[@]}"
 for spec in "${tests[@]}"; do
-    read -r level t s layout <<<"$spec"
+    read -r level t s layout dev <<<"$spec"
+    [ "$layout" = - ] && layout=
+    [ "$level" = uct ] && dev=${dev:-memory}
     n=$((n + 1))
     port=$((port + 1))
     iters=2000
@@ -40,7 +46,13 @@ for spec in "${tests[@]}"; do
     if [ "$level" = ucp ]; then
         env=(UCX_TLS=ringk,self UCX_LOG_LEVEL=info)
         args=(-t "$t" -s "$s" -n "$iters")
-        want="ringk/memory"
+        # the lanes UCP configured: RMA includes the shm device (the lane for memory UCP
+        # allocates), atomics use only it, the rest goes over the rings
+        case $t in
+            ucp_put*|ucp_get) want="rma(.*ringk/shm" ;;
+            ucp_add|ucp_fadd|ucp_swap|ucp_cswap) want="amo(ringk/shm)" ;;
+            *) want="ringk/memory" ;;
+        esac
     elif [ "$level" = pick ]; then
         # both allowed: UCP must choose ringk for the tag lane (its measured latency is lower)
         env=(UCX_TLS=ringk,posix,self UCX_LOG_LEVEL=info)
@@ -48,9 +60,12 @@ for spec in "${tests[@]}"; do
         want="ep_cfg\[0\]: tag(ringk/memory)"
     else
         env=()
-        args=(-t "$t" -s "$s" -n "$iters" -x ringk -d memory)
+        args=(-t "$t" -s "$s" -n "$iters" -x ringk -d "$dev")
         # the default layout is 'short'; 4 KiB active messages go by bcopy and zcopy
-        case "$t:$s" in am_*:4096) args+=(-D "${layout:-bcopy}") ;; esac
+        case "$t:$s" in
+            am_*:4096) args+=(-D "${layout:-bcopy}") ;;
+            *) [ -n "$layout" ] && args+=(-D "$layout") ;;
+        esac
         want="Final:"
     fi
     # A port another program holds (or one in TIME_WAIT) makes the server's bind fail: try the
@@ -71,7 +86,7 @@ for spec in "${tests[@]}"; do
     done
     if [ $rc -eq 0 ] && [ $src -eq 0 ] && grep -q "Final:" <<<"$out" &&
        grep -q "$want" <<<"$out"; then
-        echo "ok $n - $level $t $s B ${layout:+$layout }over ringk${env[0]:+ (${env[0]})}"
+        echo "ok $n - $level $t $s B ${layout:+$layout }over ringk${env[0]:+ (${env[0]})}${dev:+ device $dev}"
         grep "Final:" <<<"$out" | sed 's/^/# /'
     else
         echo "not ok $n - $level $t $s B over ringk (client $rc, server $src)"

@@ -109,7 +109,7 @@ START_TEST(test_component_found)
 
     ck_assert_int_eq(uct_component_query(test_ringk_component(), &attr), UCS_OK);
     ck_assert_str_eq(attr.name, "ringk");
-    ck_assert_uint_eq(attr.md_resource_count, 1);
+    ck_assert_uint_eq(attr.md_resource_count, 2); /* ringk and ringk_shm (test_uct_shm.c) */
     attr.field_mask   = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
     attr.md_resources = md_res;
     ck_assert_int_eq(uct_component_query(test_ringk_component(), &attr), UCS_OK);
@@ -410,5 +410,6 @@ int main(void)
     suite_add_tcase(s, tc);
 
     test_uct_ep_tcases(s);
+    test_uct_shm_tcases(s);
     return test_run_suite(s);
 }

@@ -230,7 +230,8 @@ static ucs_status_t uct_ringk_ep_choose_path(uct_ringk_ep_t *ep, uct_ringk_iface
     if ((params->field_mask & UCT_EP_PARAM_FIELD_DEV_ADDR) && (params->dev_addr != NULL)) {
         memcpy(&remote, params->dev_addr, sizeof(remote));
     }
-    ringk_node_id_same(&iface->dev_addr, &remote, node, sizeof(node));
+    uct_ringk_dev_addr_reachable(&iface->dev_addr, &remote, UCT_RINGK_DEV_RING, node,
+                                 sizeof(node));
     if ((iface->gpu != 0) && (addr->gpu != 0)) {
         path = uct_ringk_ep_gpu_path(iface, addr->gpu, gpu, sizeof(gpu));
         if (path < 0) {
@@ -736,7 +737,8 @@ uct_ringk_ep_rkey_check(uct_ringk_ep_t *ep, uct_rkey_t rkey, uint64_t remote_add
 {
     const uct_ringk_rkey_t *key = (const uct_ringk_rkey_t*)rkey;
 
-    if (ucs_unlikely((key == NULL) || (key->pid != ep->peer_pid) ||
+    if (ucs_unlikely((key == NULL) || (key->kind != UCT_RINGK_KEY_REG) ||
+                     (key->pid != ep->peer_pid) ||
                      (remote_addr < key->address) ||
                      (length > key->length) ||
                      (remote_addr - key->address > key->length - length))) {

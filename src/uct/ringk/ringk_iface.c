@@ -312,18 +312,33 @@ static int uct_ringk_iface_is_reachable(const uct_iface_h tl_iface,
 {
     uct_ringk_iface_t *iface = ucs_derived_of(tl_iface, uct_ringk_iface_t);
 
-    uct_ringk_dev_addr_t remote;
     char reason[128];
 
     if ((dev_addr == NULL) || (iface_addr == NULL)) {
         return 0;
     }
-    memcpy(&remote, dev_addr, sizeof(remote));
-    if (!ringk_node_id_same(&iface->dev_addr, &remote, reason, sizeof(reason))) {
+    if (!uct_ringk_dev_addr_reachable(&iface->dev_addr, dev_addr, UCT_RINGK_DEV_RING, reason,
+                                      sizeof(reason))) {
         ucs_debug("ringk iface %p: peer not reachable: %s", iface, reason);
         return 0;
     }
     return 1;
+}
+
+int uct_ringk_dev_addr_reachable(const uct_ringk_dev_addr_t *local, const void *remote,
+                                 uint8_t kind, char *reason, size_t len)
+{
+    uct_ringk_dev_addr_t peer;
+    ringk_node_id_t a, b;
+
+    memcpy(&peer, remote, sizeof(peer));
+    if (peer.kind != kind) {
+        snprintf(reason, len, "its device is of kind %u, this iface's is %u", peer.kind, kind);
+        return 0;
+    }
+    a = local->node; /* copies: the packed struct's members may be unaligned */
+    b = peer.node;
+    return ringk_node_id_same(&a, &b, reason, len);
 }
 
 /* Rebuilds the list of lanes to poll from the lane table: the shared lane, lanes with an owner,
@@ -756,7 +771,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     short_cells     = ucs_min(config->ring_size / 2, 32);
     self->max_short = ucs_min(self->max_bcopy,
                               ringk_ring_capacity(short_cells, config->cell_size));
-    ringk_node_id_get(&self->dev_addr);
+    uct_ringk_dev_addr_init(&self->dev_addr, UCT_RINGK_DEV_RING);
     status = uct_ringk_iface_policy(config, &self->policy);
     if (status != UCS_OK) {
         return status;
@@ -849,7 +864,10 @@ static ucs_status_t uct_ringk_query_tl_devices(uct_md_h md,
                                                uct_tl_device_resource_t **tl_devices_p,
                                                unsigned *num_tl_devices_p)
 {
-    return uct_single_device_resource(md, "memory", UCT_DEVICE_TYPE_SHM,
+    /* "memory" on the ringk md: active messages, RMA by cross-memory attach or CUDA IPC;
+     * "shm" on the ringk_shm md: RMA and atomics on memory that md allocated. */
+    return uct_single_device_resource(md, uct_ringk_md_is_shm(md) ? UCT_RINGK_SHM_DEV_NAME :
+                                          "memory", UCT_DEVICE_TYPE_SHM,
                                       UCS_SYS_DEVICE_ID_UNKNOWN, tl_devices_p,
                                       num_tl_devices_p);
 }
@@ -918,7 +936,29 @@ static uct_iface_ops_t uct_ringk_iface_ops = {
     .iface_is_reachable       = uct_ringk_iface_is_reachable
 };
 
-UCT_TL_DEFINE_ENTRY(&uct_ringk_component, ringk, uct_ringk_query_tl_devices, uct_ringk_iface_t,
-                    "RINGK_", uct_ringk_iface_config_table, uct_ringk_iface_config_t);
+/* One transport, "ringk", whose iface is the ring iface on the ringk md and the load/store iface
+ * on the ringk_shm md: UCX_TLS=ringk selects both. */
+static ucs_status_t uct_ringk_tl_iface_open(uct_md_h md, uct_worker_h worker,
+                                            const uct_iface_params_t *params,
+                                            const uct_iface_config_t *config,
+                                            uct_iface_h *iface_p)
+{
+    if (uct_ringk_md_is_shm(md)) {
+        return uct_ringk_shm_iface_open(md, worker, params, config, iface_p);
+    }
+    return UCS_CLASS_NEW_FUNC_NAME(uct_ringk_iface_t)(md, worker, params, config, iface_p);
+}
+
+uct_tl_t UCT_TL_NAME(ringk) = {
+    .name          = "ringk",
+    .query_devices = uct_ringk_query_tl_devices,
+    .iface_open    = uct_ringk_tl_iface_open,
+    .config        = {
+        .name      = "ringk transport",
+        .prefix    = "RINGK_",
+        .table     = uct_ringk_iface_config_table,
+        .size      = sizeof(uct_ringk_iface_config_t),
+    }
+};
 
 UCT_SINGLE_TL_INIT(&uct_ringk_component, ringk, , , )

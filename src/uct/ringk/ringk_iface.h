@@ -48,9 +48,35 @@ typedef struct uct_ringk_iface_addr {
     uint64_t gpu;        /**< packed PCI bus id of the owner's GPU (ringk_busid_pack), 0: none */
 } UCS_S_PACKED uct_ringk_iface_addr_t;
 
-/** The device address: the node identity (src/core/ringk_node.h), 24 of the 31 bytes UCP
- * allows. */
-typedef ringk_node_id_t uct_ringk_dev_addr_t;
+/** Which device of the ringk transport an address belongs to: UCP offers every address of a
+ * transport to every iface of it, so each iface takes only its own kind. */
+enum {
+    UCT_RINGK_DEV_RING = 1,  /**< "memory": rings, active messages, RMA by cross-memory attach */
+    UCT_RINGK_DEV_SHM  = 2   /**< "shm": RMA and atomics on mapped ringk_shm memory */
+};
+
+/** The device address: the node identity (src/core/ringk_node.h) and the device kind, 25 of the
+ * 31 bytes UCP allows. */
+typedef struct uct_ringk_dev_addr {
+    ringk_node_id_t node;
+    uint8_t         kind;    /**< UCT_RINGK_DEV_* */
+} UCS_S_PACKED uct_ringk_dev_addr_t;
+
+/**
+ * Whether @a remote (an untrusted device address) is a @a kind device on this node; else 0 with
+ * the reason in @a reason.
+ */
+static inline void uct_ringk_dev_addr_init(uct_ringk_dev_addr_t *addr, uint8_t kind)
+{
+    ringk_node_id_t node;
+
+    ringk_node_id_get(&node);
+    addr->node = node;
+    addr->kind = kind;
+}
+
+int uct_ringk_dev_addr_reachable(const uct_ringk_dev_addr_t *local, const void *remote,
+                                 uint8_t kind, char *reason, size_t len);
 
 /** Receiver-side state of one lane. */
 typedef struct uct_ringk_rx_lane {

@@ -17,6 +17,7 @@
 #include <ucs/sys/topo/base/topo.h>
 #include <ucs/sys/compiler.h>
 #include <ucs/sys/stubs.h>
+#include <ucs/sys/string.h>
 
 #include <limits.h>
 #include <string.h>
@@ -27,6 +28,14 @@
 static ucs_config_field_t uct_ringk_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_ringk_md_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"HUGETLB_MODE", "try",
+     "Huge pages for the memory the ringk_shm md allocates (memory UCP or a UCT program\n"
+     "allocates through it, which peers map and reach with loads, stores and atomics):\n"
+     " y   - huge pages only; an allocation fails when there are none.\n"
+     " n   - regular pages.\n"
+     " try - huge pages when the system has free ones, else regular pages.",
+     ucs_offsetof(uct_ringk_md_config_t, hugetlb), UCS_CONFIG_TYPE_TERNARY},
 
     {NULL}
 };
@@ -192,10 +201,30 @@ static ucs_status_t uct_ringk_rkey_unpack(uct_component_t *component, const void
                                           uct_rkey_t *rkey_p, void **handle_p)
 {
     uct_ringk_packed_rkey_t packed;
+    uct_ringk_shm_rkey_t *shm_key;
     uct_ringk_rkey_t *rkey;
+    ucs_status_t status;
+    uint32_t magic;
     char why[256];
 
-    /* From a peer: checked before use. */
+    /* From a peer: checked before use. The magic tells which md packed it (and so how long the
+     * buffer is). */
+    memcpy(&magic, rkey_buffer, sizeof(magic));
+    if (magic == UCT_RINGK_SHM_RKEY_MAGIC) {
+        shm_key = ucs_calloc(1, sizeof(*shm_key), "ringk_shm_rkey");
+        if (shm_key == NULL) {
+            ucs_error("ringk: cannot allocate a remote key");
+            return UCS_ERR_NO_MEMORY;
+        }
+        status = uct_ringk_shm_rkey_unpack(rkey_buffer, shm_key);
+        if (status != UCS_OK) {
+            ucs_free(shm_key);
+            return status;
+        }
+        *rkey_p   = (uintptr_t)shm_key;
+        *handle_p = NULL;
+        return UCS_OK;
+    }
     memcpy(&packed, rkey_buffer, sizeof(packed));
     if ((packed.magic != UCT_RINGK_RKEY_MAGIC) || (packed.pid == 0) ||
         (packed.pid > INT32_MAX) || (packed.address + packed.length < packed.address) ||
@@ -221,6 +250,7 @@ static ucs_status_t uct_ringk_rkey_unpack(uct_component_t *component, const void
         ucs_error("ringk: cannot allocate a remote key");
         return UCS_ERR_NO_MEMORY;
     }
+    rkey->kind       = UCT_RINGK_KEY_REG;
     rkey->pid        = packed.pid;
     rkey->address    = packed.address;
     rkey->length     = packed.length;
@@ -255,10 +285,50 @@ static ucs_status_t uct_ringk_rkey_release(uct_component_t *component, uct_rkey_
 {
     uct_ringk_rkey_t *key = (uct_ringk_rkey_t*)rkey;
 
+    if (key->kind == UCT_RINGK_KEY_SHM) {
+        uct_ringk_shm_rkey_release((uct_ringk_shm_rkey_t*)key);
+        ucs_free(key);
+        return UCS_OK;
+    }
     if ((key->mapped != NULL) && !key->own) {
         ringk_cuda_ipc_close(key->mapped);
     }
     ucs_free(key);
+    return UCS_OK;
+}
+
+/* Where remote_addr of a ringk_shm key is mapped here. Keys of registered memory have no such
+ * pointer (their md does not advertise UCT_MD_FLAG_RKEY_PTR). */
+static ucs_status_t uct_ringk_rkey_ptr(uct_component_t *component, uct_rkey_t rkey, void *handle,
+                                       uint64_t remote_addr, void **local_addr_p)
+{
+    const uct_ringk_shm_rkey_t *key = (const uct_ringk_shm_rkey_t*)rkey;
+
+    if (key->kind != UCT_RINGK_KEY_SHM) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    if ((remote_addr < key->address) || (remote_addr - key->address >= key->length)) {
+        return UCS_ERR_INVALID_ADDR;
+    }
+    *local_addr_p = key->mapped + (remote_addr - key->address);
+    return UCS_OK;
+}
+
+/* Two memory domains: ringk (registers any host or CUDA memory; RMA by cross-memory attach or
+ * CUDA IPC) and ringk_shm (allocates memory peers map; RMA and atomics by loads and stores). */
+static ucs_status_t uct_ringk_query_md_resources(uct_component_t *component,
+                                                 uct_md_resource_desc_t **resources_p,
+                                                 unsigned *num_resources_p)
+{
+    uct_md_resource_desc_t *resources = ucs_calloc(2, sizeof(*resources), "ringk_md_resources");
+
+    if (resources == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+    ucs_strncpy_zero(resources[0].md_name, UCT_RINGK_NAME, sizeof(resources[0].md_name));
+    ucs_strncpy_zero(resources[1].md_name, UCT_RINGK_SHM_MD_NAME, sizeof(resources[1].md_name));
+    *resources_p     = resources;
+    *num_resources_p = 2;
     return UCS_OK;
 }
 
@@ -284,23 +354,38 @@ static uct_md_ops_t uct_ringk_md_ops = {
 static ucs_status_t uct_ringk_md_open(uct_component_t *component, const char *md_name,
                                       const uct_md_config_t *config, uct_md_h *md_p)
 {
+    const uct_ringk_md_config_t *md_config = ucs_derived_of(config, uct_ringk_md_config_t);
     uct_ringk_md_t *md;
     char why[256] = "";
 
+    if (strcmp(md_name, UCT_RINGK_NAME) && strcmp(md_name, UCT_RINGK_SHM_MD_NAME)) {
+        ucs_error("ringk: no memory domain '%s' (there are '%s' and '%s')", md_name,
+                  UCT_RINGK_NAME, UCT_RINGK_SHM_MD_NAME);
+        return UCS_ERR_NO_DEVICE;
+    }
     md = ucs_calloc(1, sizeof(*md), "uct_ringk_md");
     if (md == NULL) {
         ucs_error("failed to allocate the ringk memory domain");
         return UCS_ERR_NO_MEMORY;
     }
-    md->cuda            = ringk_cuda_usable(why, sizeof(why));
-    ucs_debug("ringk md %p: CUDA memory %s (%s)", md, md->cuda ? "registered" : "not handled",
-              why);
-    /* peers open this process's segments through /proc/<pid>/fd and attach to its memory */
+    md->hugetlb = md_config->hugetlb;
+    /* peers open this process's segments and allocations through /proc/<pid>/fd and attach to
+     * its memory */
     if (ringk_node_ptrace_allow(UCT_RINGK_PTRACE_SCOPE, why, sizeof(why))) {
-        ucs_debug("ringk md %p: %s", md, why);
+        ucs_debug("%s md %p: %s", md_name, md, why);
     } else {
         ucs_warn("ringk: %s; other processes cannot reach this one over ringk", why);
     }
+    if (!strcmp(md_name, UCT_RINGK_SHM_MD_NAME)) {
+        md->shm             = 1;
+        md->super.ops       = &uct_ringk_shm_md_ops;
+        md->super.component = &uct_ringk_component;
+        *md_p               = &md->super;
+        return UCS_OK;
+    }
+    md->cuda            = ringk_cuda_usable(why, sizeof(why));
+    ucs_debug("ringk md %p: CUDA memory %s (%s)", md, md->cuda ? "registered" : "not handled",
+              why);
     md->super.ops       = &uct_ringk_md_ops;
     md->super.component = &uct_ringk_component;
     *md_p               = &md->super;
@@ -308,11 +393,11 @@ static ucs_status_t uct_ringk_md_open(uct_component_t *component, const char *md
 }
 
 uct_component_t uct_ringk_component = {
-    .query_md_resources = uct_md_query_single_md_resource,
+    .query_md_resources = uct_ringk_query_md_resources,
     .md_open            = uct_ringk_md_open,
     .cm_open            = (uct_component_cm_open_func_t)ucs_empty_function_return_unsupported,
     .rkey_unpack        = uct_ringk_rkey_unpack,
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)ucs_empty_function_return_unsupported,
+    .rkey_ptr           = uct_ringk_rkey_ptr,
     .rkey_release       = uct_ringk_rkey_release,
     .name               = UCT_RINGK_NAME,
     .md_config          = {

@@ -26,6 +26,7 @@ typedef struct uct_ringk_packed_rkey {
 
 /** Unpacked remote key (uct_rkey_t points to one). */
 typedef struct uct_ringk_rkey {
+    uint32_t kind;         /**< UCT_RINGK_KEY_REG (ringk_shm.h) */
     uint32_t pid;
     uint64_t address;
     uint64_t length;
