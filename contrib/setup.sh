@@ -11,7 +11,7 @@ fi
 
 PKGS=(build-essential autoconf automake libtool pkg-config dpkg-dev
       libucx-dev ucx-utils libhwloc-dev hwloc-nox check libsubunit-dev
-      libopenmpi-dev openmpi-bin python3 valgrind)
+      libopenmpi-dev openmpi-bin python3 valgrind gnuplot-nox)
 
 missing=()
 for p in "${PKGS[@]}"; do

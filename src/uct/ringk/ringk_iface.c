@@ -703,8 +703,8 @@ static uct_iface_ops_t uct_ringk_iface_ops;
 /* The alignment an AM handler asked for: am_alignment a power of 2, am_align_offset only with
  * it. UCP gives offsets past the alignment (its header size): only offset % alignment matters.
  * Defaults: no alignment (1), offset 0. */
-static ucs_status_t uct_ringk_iface_am_align(const uct_iface_params_t *params, size_t *align_p,
-                                             size_t *offset_p)
+ucs_status_t uct_ringk_iface_am_align(const uct_iface_params_t *params, size_t *align_p,
+                                      size_t *offset_p)
 {
     *align_p  = 1;
     *offset_p = 0;

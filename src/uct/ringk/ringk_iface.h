@@ -130,6 +130,14 @@ typedef struct uct_ringk_iface {
 ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config);
 
 /**
+ * The AM alignment @a params ask for (am_alignment a power of 2 up to 1 MiB, am_align_offset
+ * only with it); UCS_ERR_INVALID_PARAM with an error naming the value otherwise. Both devices
+ * check it, so a bad request fails whichever iface UCP opens first.
+ */
+ucs_status_t uct_ringk_iface_am_align(const uct_iface_params_t *params, size_t *align_p,
+                                      size_t *offset_p);
+
+/**
  * The GPU path policy of @a config: UCX_RINGK_P2P_LEVEL / UCX_RINGK_PATH, each falling back to
  * the plain RINGK_P2P_LEVEL / RINGK_PATH of the environment (which libringk and ringk_info
  * read) when empty. An error names the variable it came from.

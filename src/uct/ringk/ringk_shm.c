@@ -1062,6 +1062,7 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_shm_iface_t, uct_md_h md, uct_worker_h work
                            const uct_iface_params_t *params, const uct_iface_config_t *tl_config)
 {
     const uct_ringk_iface_config_t *config = ucs_derived_of(tl_config, uct_ringk_iface_config_t);
+    size_t align, align_offset;
     ucs_status_t status;
     char name[64];
 
@@ -1072,6 +1073,11 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_shm_iface_t, uct_md_h md, uct_worker_h work
                                   params->stats_root : NULL)
                               UCS_STATS_ARG(UCT_RINGK_SHM_MD_NAME));
     status = uct_ringk_iface_config_check(config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    /* no active messages here, but the same parameters are refused as on the ring device */
+    status = uct_ringk_iface_am_align(params, &align, &align_offset);
     if (status != UCS_OK) {
         return status;
     }
