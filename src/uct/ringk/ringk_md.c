@@ -20,10 +20,13 @@
 #include <ucs/sys/string.h>
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define UCT_RINGK_PTRACE_SCOPE "/proc/sys/kernel/yama/ptrace_scope"
+/* UCX 1.13's default UCX_ALLOC_PRIO (ucp_context.c) with ringk's md after posix */
+#define UCT_RINGK_ALLOC_PRIO   "md:sysv,md:posix,md:ringk,huge,thp,md:*,mmap,heap"
 
 static ucs_config_field_t uct_ringk_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_ringk_md_config_t, super),
@@ -437,6 +440,17 @@ UCS_F_CTOR static void uct_ringk_load(void)
     }
     uct_ringk_init();
     uct_ringk_registered = 1;
+    /* UCP allocates memory (ucp_mem_map with UCP_MEM_MAP_ALLOCATE: MPI_Win_allocate, perftest
+     * buffers) by the methods of UCX_ALLOC_PRIO in turn. UCX 1.13's default names sysv and
+     * posix, then anonymous huge pages, and other mds only after them, so an allocation of 2 MiB
+     * or more would be anonymous memory that peers reach only by cross-memory attach. Unless
+     * the user chose an order, ringk's md comes right after posix (it allocates only when its
+     * transport is selected). Runs while the plugin loads, before UCP reads its configuration
+     * and before the program starts threads. */
+    if (getenv("UCX_ALLOC_PRIO") == NULL) {
+        setenv("UCX_ALLOC_PRIO", UCT_RINGK_ALLOC_PRIO, 0);
+        ucs_debug("ringk: UCX_ALLOC_PRIO=%s", UCT_RINGK_ALLOC_PRIO);
+    }
     ucs_debug("ringk: registered into UCX %u.%u.%u", running.major, running.minor,
               running.patch);
 }

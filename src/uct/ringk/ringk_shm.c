@@ -423,6 +423,7 @@ typedef struct uct_ringk_shm_iface {
     uint64_t            *closed;     /**< its first word: 1 once the iface closed */
     uct_ringk_dev_addr_t dev_addr;
     size_t               max_bcopy;  /**< put_bcopy limit: UCX_RINGK_SEG_SIZE */
+    int                  posted;     /**< an operation was posted since the last progress */
     void                *tx_buf;     /**< put_bcopy packs here near a segment's end */
 } uct_ringk_shm_iface_t;
 
@@ -448,6 +449,7 @@ uct_ringk_shm_addr(uct_ringk_shm_ep_t *ep, uct_rkey_t rkey, uint64_t remote_addr
     if (ucs_likely((rkey + 1 > 1) && (key->kind == UCT_RINGK_KEY_SHM) &&
                    (length <= key->length) &&
                    (remote_addr - key->address <= key->length - length))) {
+        ucs_derived_of(ep->super.super.iface, uct_ringk_shm_iface_t)->posted = 1;
         return (void*)(uintptr_t)(remote_addr + key->offset);
     }
     ucs_error("ringk_shm ep %p: %s of %zu bytes at 0x%" PRIx64 " is outside the remote key "
@@ -622,6 +624,7 @@ uct_ringk_shm_atomic_addr(uct_ep_h tl_ep, uct_rkey_t rkey, uint64_t remote_addr,
     if (ucs_likely((rkey + 1 > 1) && (key->kind == UCT_RINGK_KEY_SHM) &&
                    !(remote_addr & (size - 1)) &&
                    (remote_addr - key->address <= key->length - size))) {
+        ucs_derived_of(ep->super.super.iface, uct_ringk_shm_iface_t)->posted = 1;
         return (void*)(uintptr_t)(remote_addr + key->offset);
     }
     if (remote_addr & (size - 1)) {
@@ -906,16 +909,18 @@ static ucs_status_t uct_ringk_shm_iface_query(uct_iface_h tl_iface, uct_iface_at
     /* Every operation completes when posted: a send completion never has to be waited for. */
     attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP;
 
+    /* Below max_bcopy, bcopy copies straight into or out of the mapping as zcopy does, and
+     * UCP's zcopy request costs more than a small copy: zcopy starts where bcopy ends. */
     attr->cap.put.max_short       = UINT_MAX;
     attr->cap.put.max_bcopy       = iface->max_bcopy;
-    attr->cap.put.min_zcopy       = 0;
+    attr->cap.put.min_zcopy       = iface->max_bcopy;
     attr->cap.put.max_zcopy       = SIZE_MAX;
     attr->cap.put.opt_zcopy_align = 1;
     attr->cap.put.align_mtu       = 1;
     attr->cap.put.max_iov         = IOV_MAX;
     attr->cap.get.max_short       = 0;
     attr->cap.get.max_bcopy       = SIZE_MAX;
-    attr->cap.get.min_zcopy       = 0;
+    attr->cap.get.min_zcopy       = iface->max_bcopy;
     attr->cap.get.max_zcopy       = SIZE_MAX;
     attr->cap.get.opt_zcopy_align = 1;
     attr->cap.get.align_mtu       = 1;
@@ -991,10 +996,17 @@ static ucs_status_ptr_t uct_ringk_shm_ep_tag_rndv_zcopy(uct_ep_h ep, uct_tag_t t
 static UCS_CLASS_DECLARE_DELETE_FUNC(uct_ringk_shm_iface_t, uct_iface_t);
 
 /* Nothing ever waits in this iface, so its progress is a spin-wait hint: a program that calls
- * progress while it polls memory a peer writes (a flag, the end of a put) lets go of the line
- * for a moment on each check instead of taking it back from the writer at once. */
+ * progress again and again with no operation in between is polling memory a peer writes (a
+ * flag, the end of a put), and lets go of the line for a moment on each check instead of taking
+ * it back from the writer at once. A program that posts between its calls pays nothing. */
 static unsigned uct_ringk_shm_iface_progress(uct_iface_h tl_iface)
 {
+    uct_ringk_shm_iface_t *iface = ucs_derived_of(tl_iface, uct_ringk_shm_iface_t);
+
+    if (iface->posted) {
+        iface->posted = 0;
+        return 0;
+    }
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
