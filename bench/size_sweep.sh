@@ -7,7 +7,8 @@
 # and bandwidth against size into OUT/sweep_latency.png and OUT/sweep_bandwidth.png.
 #
 #   bench/size_sweep.sh [BUILDDIR [OUT]]   (default _build and bench/results; ROUNDS=1,
-#                                          SIZES="8 64 ... 4194304" to change the sizes)
+#                                          SIZES="8 64 ... 4194304" to change the sizes,
+#                                          PLOT_ONLY=1 redraws OUT/sweep.dat without measuring)
 #
 # gnuplot comes from Debian's gnuplot-nox (contrib/setup.sh installs it); without it the data
 # file is still written.
@@ -45,8 +46,9 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print "nan"; else if (NR%2)
 series=("am_lat ucp_am_lat 4" "tag_lat tag_lat 4" "put_lat ucp_put_lat 4" "get_lat ucp_get 4"
         "am_bw ucp_am_bw 6" "tag_bw tag_bw 6" "put_bw ucp_put_bw 6" "get_bw ucp_get 6")
 dat="$dest/sweep.dat"
-echo "bench: size sweep, ringk,self vs posix,cma,self, $rounds round(s) per point, $(nproc) cores"
-{
+[ "${PLOT_ONLY:-0}" = 1 ] && [ -f "$dat" ] && sizes=""
+[ -n "$sizes" ] && echo "bench: size sweep, ringk,self vs posix,cma,self, $rounds round(s) per point, $(nproc) cores"
+[ -n "$sizes" ] && {
     printf '# size'
     for s in "${series[@]}"; do
         set -- $s
@@ -89,6 +91,7 @@ set terminal pngcairo size 900,600
 set output '$out'
 set title '$title'
 set logscale x 2
+set format x "%.0b%B"
 set logscale y
 set xlabel 'message size (bytes)'
 set ylabel '$ylabel'
