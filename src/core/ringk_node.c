@@ -7,11 +7,13 @@
 #include "ringk_node.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* FNV-1a, 64 bits: a stable hash of a few bytes. */
 static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
@@ -141,4 +143,47 @@ int ringk_node_ptrace_allow(const char *scope_file, char *why, size_t why_len)
                  scope_file);
         return 0;
     }
+}
+
+int ringk_node_open_peer(uint32_t pid, int fd, int flags, const char *name, struct stat *st,
+                         char *link, size_t link_len, ringk_peer_err_t *err_p)
+{
+    char path[64], want[128];
+    ssize_t n;
+    int ours, saved;
+
+    link[0] = '\0';
+    snprintf(path, sizeof(path), "/proc/%" PRIu32 "/fd/%d", pid, fd);
+    ours = open(path, O_CLOEXEC | flags);
+    if (ours < 0) {
+        *err_p = RINGK_PEER_OPEN;
+        return -1;
+    }
+    /* what was opened, named through our own descriptor */
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", ours);
+    n = readlink(path, link, link_len - 1);
+    link[(n > 0) ? n : 0] = '\0';
+    if (name != NULL) {
+        snprintf(want, sizeof(want), "/memfd:%s (deleted)", name);
+        if (strcmp(link, want) != 0) {
+            *err_p = RINGK_PEER_NAME;
+            goto err;
+        }
+    }
+    if (fstat(ours, st) != 0) {
+        *err_p = RINGK_PEER_STAT;
+        goto err;
+    }
+    if ((st->st_uid != geteuid()) || ((st->st_mode & 077) != 0) || !S_ISREG(st->st_mode)) {
+        *err_p = RINGK_PEER_OWNER;
+        goto err;
+    }
+    *err_p = RINGK_PEER_OK;
+    return ours;
+
+err:
+    saved = errno;
+    close(ours);
+    errno = saved;
+    return -1;
 }

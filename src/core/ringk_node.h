@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /**
  * The identity of this process's node as seen for shared memory: the kernel boot id, the PID
@@ -39,5 +40,26 @@ int ringk_node_id_same(const ringk_node_id_t *a, const ringk_node_id_t *b, char 
  * @return 1 when peers can reach this process, else 0; @a why says which case it was.
  */
 int ringk_node_ptrace_allow(const char *scope_file, char *why, size_t why_len);
+
+/** Which check of ringk_node_open_peer() failed. */
+typedef enum {
+    RINGK_PEER_OK = 0,
+    RINGK_PEER_OPEN,   /**< open() of /proc/<pid>/fd/<fd> failed (errno says why) */
+    RINGK_PEER_NAME,   /**< not the memfd of the expected name (the name found is in @a link) */
+    RINGK_PEER_STAT,   /**< fstat() failed (errno says why) */
+    RINGK_PEER_OWNER   /**< not a regular file of this user with mode 0600 or stricter */
+} ringk_peer_err_t;
+
+/**
+ * Opens descriptor @a fd of process @a pid through /proc/<pid>/fd (O_CLOEXEC | @a flags), as a
+ * peer opens a segment or allocation another process of its user shares, and checks what it
+ * got: when @a name is not NULL, the memfd of that name ("/memfd:<name> (deleted)", read back
+ * through the new descriptor, so a number the owner closed and reused is caught); a regular
+ * file owned by this user with no group or other permission bits. The size is the caller's to
+ * check, in @a st. @a link receives the name found (for messages).
+ * @return the descriptor, or -1 with @a err_p saying which check failed.
+ */
+int ringk_node_open_peer(uint32_t pid, int fd, int flags, const char *name, struct stat *st,
+                         char *link, size_t link_len, ringk_peer_err_t *err_p);
 
 #endif

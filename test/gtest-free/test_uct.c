@@ -55,6 +55,23 @@ uct_md_h test_ringk_md_open(void)
     return md;
 }
 
+uct_ep_h test_uct_connect(uct_iface_h iface, const void *addr, const void *dev_addr)
+{
+    uct_ep_params_t params = {
+        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
+                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
+        .iface      = iface,
+        .dev_addr   = (const uct_device_addr_t*)dev_addr,
+        .iface_addr = (const uct_iface_addr_t*)addr
+    };
+    uct_ep_h ep;
+
+    ck_assert(uct_iface_is_reachable(iface, (const uct_device_addr_t*)dev_addr,
+                                     (const uct_iface_addr_t*)addr));
+    ck_assert_int_eq(uct_ep_create(&params, &ep), UCS_OK);
+    return ep;
+}
+
 char test_captured[8192];
 
 static ucs_log_func_rc_t capture_log(const char *file, unsigned line, const char *function,

@@ -12,6 +12,10 @@ uct_component_h test_ringk_component(void);
 /** Opens the ringk memory domain. */
 uct_md_h test_ringk_md_open(void);
 
+/** Connects @a iface to the iface whose addresses are given; fails the test unless reachable
+ * and created. */
+uct_ep_h test_uct_connect(uct_iface_h iface, const void *addr, const void *dev_addr);
+
 /** UCX errors logged between test_capture_errors_begin() and _end(). */
 extern char test_captured[8192];
 void test_capture_errors_begin(void);

@@ -185,19 +185,7 @@ static ucs_status_t node_try_connect(node_t *from, const node_t *to, uct_ep_h *e
 
 static uct_ep_h node_connect(node_t *from, const uint8_t *addr, const uint8_t *dev_addr)
 {
-    uct_ep_params_t params = {
-        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
-        .iface      = from->iface,
-        .dev_addr   = (const uct_device_addr_t*)dev_addr,
-        .iface_addr = (const uct_iface_addr_t*)addr
-    };
-    uct_ep_h ep;
-
-    ck_assert(uct_iface_is_reachable(from->iface, (const uct_device_addr_t*)dev_addr,
-                                     (const uct_iface_addr_t*)addr));
-    ck_assert_int_eq(uct_ep_create(&params, &ep), UCS_OK);
-    return ep;
+    return test_uct_connect(from->iface, addr, dev_addr);
 }
 
 typedef struct {

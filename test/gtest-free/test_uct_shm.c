@@ -90,23 +90,6 @@ static void shm_node_close(shm_node_t *n)
     uct_md_close(n->md);
 }
 
-static uct_ep_h shm_connect(shm_node_t *from, const uint8_t *addr, const uint8_t *dev_addr)
-{
-    uct_ep_params_t params = {
-        .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
-                      UCT_EP_PARAM_FIELD_IFACE_ADDR,
-        .iface      = from->iface,
-        .dev_addr   = (const uct_device_addr_t*)dev_addr,
-        .iface_addr = (const uct_iface_addr_t*)addr
-    };
-    uct_ep_h ep;
-
-    ck_assert(uct_iface_is_reachable(from->iface, (const uct_device_addr_t*)dev_addr,
-                                     (const uct_iface_addr_t*)addr));
-    ck_assert_int_eq(uct_ep_create(&params, &ep), UCS_OK);
-    return ep;
-}
-
 static void shm_alloc(uct_md_h md, size_t length, uct_allocated_memory_t *mem)
 {
     uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
@@ -416,6 +399,38 @@ static pid_t shm_child_start(shm_offer_t *offer, int *tell_fd)
     return pid;
 }
 
+/* This process's shm iface connected to a child's, with a key to the child's allocation. */
+typedef struct {
+    shm_offer_t       offer;
+    shm_node_t        n;
+    uct_ep_h          ep;
+    uct_rkey_bundle_t k;
+    pid_t             pid;
+    int               tell;   /* writing a byte here tells the child to exit */
+} shm_pair_t;
+
+static void shm_pair_open(shm_pair_t *p)
+{
+    p->pid = shm_child_start(&p->offer, &p->tell);
+    shm_node_open(&p->n);
+    p->ep = test_uct_connect(p->n.iface, p->offer.addr, p->offer.dev_addr);
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &p->offer.key, &p->k), UCS_OK);
+}
+
+/* Releases the key and the endpoint, lets the child exit; @return its wait status. */
+static int shm_pair_close(shm_pair_t *p)
+{
+    int status;
+
+    ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &p->k), UCS_OK);
+    uct_ep_destroy(p->ep);
+    ck_assert_int_eq(write(p->tell, "x", 1), 1);
+    close(p->tell);
+    waitpid(p->pid, &status, 0);
+    shm_node_close(&p->n);
+    return status;
+}
+
 static size_t shm_pack(void *dest, void *arg)
 {
     memset(dest, 0x77, 300);
@@ -435,21 +450,16 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
     uint64_t r64, base;
     uint32_t r32;
     uct_iov_t iov;
-    shm_offer_t offer;
-    uct_rkey_bundle_t k;
+    shm_pair_t pair;
     uct_rkey_t rkey;
-    shm_node_t n;
     uct_ep_h ep;
     void *p;
-    int tell, status_w;
-    pid_t pid;
+    int status_w;
 
-    pid = shm_child_start(&offer, &tell);
-    shm_node_open(&n);
-    ep = shm_connect(&n, offer.addr, offer.dev_addr);
-    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &offer.key, &k), UCS_OK);
-    rkey = k.rkey;
-    base = offer.key.address;
+    shm_pair_open(&pair);
+    ep   = pair.ep;
+    rkey = pair.k.rkey;
+    base = pair.offer.key.address;
 
     /* the child's initial bytes, by get_bcopy and get_zcopy */
     ck_assert_int_eq(uct_ep_get_bcopy(ep, shm_unpack, dst, 64, base, rkey, NULL), UCS_OK);
@@ -472,7 +482,7 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
         uct_iov_t two[2] = {{.buffer = src, .length = 100, .count = 1},
                             {.buffer = src + 500, .length = 28, .count = 1}};
         ck_assert_int_eq(uct_ep_put_zcopy(ep, two, 2, base + SHM_LEN - 128, rkey, NULL), UCS_OK);
-        ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &k, base + SHM_LEN - 128, &p),
+        ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, base + SHM_LEN - 128, &p),
                          UCS_OK);
         ck_assert_int_eq(memcmp(p, src, 100), 0);
         ck_assert_int_eq(memcmp((char*)p + 100, src + 500, 28), 0);
@@ -480,7 +490,8 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
     /* put_bcopy in place and near the end (packed aside, then copied) */
     ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack, NULL, base + 2048, rkey), 300);
     ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack, NULL, base + SHM_LEN - 300, rkey), 300);
-    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &k, base + SHM_LEN - 300, &p), UCS_OK);
+    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, base + SHM_LEN - 300, &p),
+                     UCS_OK);
     ck_assert_uint_eq(((uint8_t*)p)[299], 0x77);
     test_capture_errors_begin();
     ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack, NULL, base + SHM_LEN - 200, rkey), 0);
@@ -507,7 +518,7 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
     ck_assert_uint_eq(r64, 99);                               /* no swap */
     ck_assert_int_eq(uct_ep_atomic_cswap64(ep, 99, 7, base + 4096, rkey, &r64, NULL), UCS_OK);
     ck_assert_uint_eq(r64, 99);
-    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &k, base + 4096, &p), UCS_OK);
+    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, base + 4096, &p), UCS_OK);
     ck_assert_uint_eq(*(volatile uint64_t*)p, 7);
     ck_assert_int_eq(uct_ep_put_short(ep, &(uint32_t){0}, 4, base + 4104, rkey), UCS_OK);
     ck_assert_int_eq(uct_ep_atomic32_post(ep, UCT_ATOMIC_OP_ADD, 3, base + 4104, rkey), UCS_OK);
@@ -556,13 +567,8 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
     ck_assert_int_eq(uct_ep_fence(ep, 0), UCS_OK);
     ck_assert_int_eq(uct_ep_pending_add(ep, NULL, 0), UCS_ERR_BUSY);
 
-    ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &k), UCS_OK);
-    uct_ep_destroy(ep);
-    ck_assert_int_eq(write(tell, "x", 1), 1);
-    close(tell);
-    waitpid(pid, &status_w, 0);
+    status_w = shm_pair_close(&pair);
     ck_assert(WIFEXITED(status_w) && (WEXITSTATUS(status_w) == 0));
-    shm_node_close(&n);
 }
 END_TEST
 
@@ -570,46 +576,41 @@ END_TEST
  * reports the peer gone once, and a new key to that process cannot be opened. */
 START_TEST(test_uct_shm_peer_killed)
 {
-    shm_offer_t offer;
-    uct_rkey_bundle_t k, k2;
-    shm_node_t n;
+    shm_pair_t pair;
+    uct_rkey_bundle_t k2;
     uint64_t r64;
     ucs_status_t status;
-    uct_ep_h ep;
-    int tell, status_w;
-    pid_t pid;
+    int status_w;
 
-    pid = shm_child_start(&offer, &tell);
-    shm_node_open(&n);
-    ep = shm_connect(&n, offer.addr, offer.dev_addr);
-    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &offer.key, &k), UCS_OK);
-    kill(pid, SIGKILL);
-    waitpid(pid, &status_w, 0);
-    close(tell);
+    shm_pair_open(&pair);
+    kill(pair.pid, SIGKILL);
+    waitpid(pair.pid, &status_w, 0);
+    close(pair.tell);
 
-    ck_assert_int_eq(uct_ep_put_short(ep, &(uint64_t){1}, 8, offer.key.address, k.rkey), UCS_OK);
-    ck_assert_int_eq(uct_ep_atomic64_fetch(ep, UCT_ATOMIC_OP_ADD, 1, &r64, offer.key.address,
-                                           k.rkey, NULL), UCS_OK);
+    ck_assert_int_eq(uct_ep_put_short(pair.ep, &(uint64_t){1}, 8, pair.offer.key.address,
+                                      pair.k.rkey), UCS_OK);
+    ck_assert_int_eq(uct_ep_atomic64_fetch(pair.ep, UCT_ATOMIC_OP_ADD, 1, &r64,
+                                           pair.offer.key.address, pair.k.rkey, NULL), UCS_OK);
     ck_assert_uint_eq(r64, 1);
-    ck_assert_int_eq(uct_ep_check(ep, 0, NULL), UCS_OK);
-    ck_assert_int_eq(uct_ep_check(ep, 0, NULL), UCS_OK);
-    for (int i = 0; (i < 100) && (n.nerr == 0); i++) {
-        uct_worker_progress(n.worker);
+    ck_assert_int_eq(uct_ep_check(pair.ep, 0, NULL), UCS_OK);
+    ck_assert_int_eq(uct_ep_check(pair.ep, 0, NULL), UCS_OK);
+    for (int i = 0; (i < 100) && (pair.n.nerr == 0); i++) {
+        uct_worker_progress(pair.n.worker);
     }
-    ck_assert_int_eq(n.nerr, 1);
+    ck_assert_int_eq(pair.n.nerr, 1);
     test_capture_errors_begin();
-    status = uct_rkey_unpack(test_ringk_component(), &offer.key, &k2);
+    status = uct_rkey_unpack(test_ringk_component(), &pair.offer.key, &k2);
     test_capture_errors_end();
     /* the mapping this process holds is shared, so a key it already has still opens */
     ck_assert_int_eq(status, UCS_OK);
     ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &k2), UCS_OK);
-    ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &k), UCS_OK);
+    ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &pair.k), UCS_OK);
     test_capture_errors_begin();
-    status = uct_rkey_unpack(test_ringk_component(), &offer.key, &k2);
+    status = uct_rkey_unpack(test_ringk_component(), &pair.offer.key, &k2);
     test_capture_errors_end();
     ck_assert_int_eq(status, UCS_ERR_UNREACHABLE);            /* nothing left to open */
-    uct_ep_destroy(ep);
-    shm_node_close(&n);
+    uct_ep_destroy(pair.ep);
+    shm_node_close(&pair.n);
 }
 END_TEST
 
@@ -642,22 +643,16 @@ START_TEST(test_uct_shm_concurrent_atomics)
 {
     pthread_t th[ADD_THREADS];
     add_arg_t args[ADD_THREADS];
-    shm_offer_t offer;
-    uct_rkey_bundle_t k;
-    shm_node_t n;
-    uct_ep_h ep;
+    shm_pair_t pair;
     void *p;
-    int tell, status_w;
-    pid_t pid;
 
-    pid = shm_child_start(&offer, &tell);
-    shm_node_open(&n);
-    ep = shm_connect(&n, offer.addr, offer.dev_addr);
-    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &offer.key, &k), UCS_OK);
-    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &k, offer.key.address, &p), UCS_OK);
+    shm_pair_open(&pair);
+    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, pair.offer.key.address, &p),
+                     UCS_OK);
     memset(p, 0, 16);
     for (int i = 0; i < ADD_THREADS; i++) {
-        args[i] = (add_arg_t){.ep = ep, .rkey = k.rkey, .addr = offer.key.address};
+        args[i] = (add_arg_t){.ep = pair.ep, .rkey = pair.k.rkey,
+                              .addr = pair.offer.key.address};
         ck_assert_int_eq(pthread_create(&th[i], NULL, add_thread, &args[i]), 0);
     }
     for (int i = 0; i < ADD_THREADS; i++) {
@@ -665,12 +660,7 @@ START_TEST(test_uct_shm_concurrent_atomics)
     }
     ck_assert_uint_eq(*(volatile uint64_t*)p, (uint64_t)ADD_THREADS * ADD_ITERS);
     ck_assert_uint_eq(*(volatile uint32_t*)((char*)p + 8), 2u * ADD_THREADS * ADD_ITERS);
-    ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &k), UCS_OK);
-    uct_ep_destroy(ep);
-    ck_assert_int_eq(write(tell, "x", 1), 1);
-    close(tell);
-    waitpid(pid, &status_w, 0);
-    shm_node_close(&n);
+    shm_pair_close(&pair);
 }
 END_TEST
 

@@ -94,30 +94,32 @@ static ucs_status_t uct_ringk_ep_limits_check(uct_ringk_ep_t *ep, uct_ringk_ifac
 
 static ucs_status_t uct_ringk_ep_attach(uct_ringk_ep_t *ep, const uct_ringk_iface_addr_t *addr)
 {
-    char path[64];
+    ringk_peer_err_t err;
+    char link[128];
     struct stat st;
     int fd;
 
     /* The segment is an unlinked memfd; the kernel lets a process of the same user open it
      * through the owner's /proc entry. */
-    snprintf(path, sizeof(path), "/proc/%u/fd/%d", addr->pid, addr->fd);
-    fd = open(path, O_RDWR | O_CLOEXEC);
+    fd = ringk_node_open_peer(addr->pid, addr->fd, O_RDWR, UCT_RINGK_SEG_NAME, &st, link,
+                              sizeof(link), &err);
     if (fd < 0) {
-        ucs_error("ringk: cannot open the peer segment %s: %m", path);
+        if (err == RINGK_PEER_NAME) {
+            ucs_error("ringk: descriptor %d of pid %u is '%s', not a ringk receive segment",
+                      addr->fd, addr->pid, link);
+        } else if (err == RINGK_PEER_OWNER) {
+            ucs_error("ringk: peer segment /proc/%u/fd/%d is owned by uid %u mode 0%o; only "
+                      "our own 0600 segments are used", addr->pid, addr->fd, st.st_uid,
+                      st.st_mode & 0777);
+        } else {
+            ucs_error("ringk: cannot %s the peer segment /proc/%u/fd/%d: %m",
+                      (err == RINGK_PEER_OPEN) ? "open" : "inspect", addr->pid, addr->fd);
+        }
         return UCS_ERR_UNREACHABLE;
     }
-    if (fstat(fd, &st) != 0) {
-        ucs_error("ringk: fstat(%s) failed: %m", path);
-        goto err_close;
-    }
-    if ((st.st_uid != geteuid()) || ((st.st_mode & 077) != 0)) {
-        ucs_error("ringk: peer segment %s is owned by uid %u mode 0%o; only our own 0600 "
-                  "segments are used", path, st.st_uid, st.st_mode & 0777);
-        goto err_close;
-    }
     if ((addr->seg_bytes < UCT_RINGK_SEG_LANES_OFFSET) || ((uint64_t)st.st_size < addr->seg_bytes)) {
-        ucs_error("ringk: peer segment %s is %lld bytes, its address says %" PRIu64, path,
-                  (long long)st.st_size, addr->seg_bytes);
+        ucs_error("ringk: peer segment /proc/%u/fd/%d is %lld bytes, its address says %" PRIu64,
+                  addr->pid, addr->fd, (long long)st.st_size, addr->seg_bytes);
         goto err_close;
     }
     ep->seg = mmap(NULL, addr->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -601,7 +601,7 @@ static ucs_status_t uct_ringk_iface_seg_create(uct_ringk_iface_t *iface)
 
     uct_ringk_seg_layout(cfg->lanes, cfg->ring_size, cfg->cell_size, &rings_offset, &stride,
                          &iface->seg_bytes);
-    iface->seg_fd = memfd_create("ringk-rx", MFD_CLOEXEC);
+    iface->seg_fd = memfd_create(UCT_RINGK_SEG_NAME, MFD_CLOEXEC);
     if (iface->seg_fd < 0) {
         ucs_error("ringk: memfd_create() failed: %m");
         return UCS_ERR_IO_ERROR;

@@ -34,6 +34,7 @@
  */
 
 #define UCT_RINGK_SEG_MAGIC    0x4745534b474e4952ull /* "RINGKSEG" */
+#define UCT_RINGK_SEG_NAME     "ringk-rx"            /* the memfd's name, checked on attach */
 #define UCT_RINGK_SEG_VERSION  2u
 #define UCT_RINGK_SHARED_LANE  0u
 

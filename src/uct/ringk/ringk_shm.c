@@ -258,50 +258,43 @@ static uct_ringk_shm_map_t *uct_ringk_shm_maps;
  * and private, sealed at no less than the key's length. @return the descriptor, or -1 (logged). */
 static int uct_ringk_shm_open(const uct_ringk_shm_packed_rkey_t *packed)
 {
-    char path[64], link[128], want[96];
+    char name[64], link[128];
+    ringk_peer_err_t err;
     struct stat st;
-    ssize_t n;
     int fd, seals;
 
-    snprintf(path, sizeof(path), "/proc/%u/fd/%d", packed->pid, packed->fd);
-    fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        ucs_error("ringk_shm: cannot open the peer allocation %s: %m", path);
+    snprintf(name, sizeof(name), UCT_RINGK_SHM_NAME_FMT, (unsigned long long)packed->seg_id);
+    fd = ringk_node_open_peer(packed->pid, packed->fd, O_RDWR, name, &st, link, sizeof(link),
+                              &err);
+    switch (err) {
+    case RINGK_PEER_OK:
+        break;
+    case RINGK_PEER_OPEN:
+        ucs_error("ringk_shm: cannot open the peer allocation /proc/%u/fd/%d: %m", packed->pid,
+                  packed->fd);
         return -1;
-    }
-    /* The name of what was opened, read through our own descriptor: no race with the owner
-     * closing and reusing the number. */
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    n = readlink(path, link, sizeof(link) - 1);
-    link[(n > 0) ? n : 0] = '\0';
-    snprintf(want, sizeof(want), "/memfd:" UCT_RINGK_SHM_NAME_FMT " (deleted)",
-             (unsigned long long)packed->seg_id);
-    if (strcmp(link, want) != 0) {
+    case RINGK_PEER_NAME:
         ucs_error("ringk_shm: descriptor %d of pid %u is '%s', not the allocation the key "
-                  "names ('%s')", packed->fd, packed->pid, link, want);
-        goto err;
-    }
-    seals = fcntl(fd, F_GET_SEALS);
-    if ((fstat(fd, &st) != 0) || (seals < 0)) {
-        ucs_error("ringk_shm: cannot inspect the allocation of pid %u: %m", packed->pid);
-        goto err;
-    }
-    if ((st.st_uid != geteuid()) || ((st.st_mode & 077) != 0) || !S_ISREG(st.st_mode)) {
+                  "names ('%s')", packed->fd, packed->pid, link, name);
+        return -1;
+    case RINGK_PEER_OWNER:
         ucs_error("ringk_shm: the allocation of pid %u is owned by uid %u mode 0%o; only our "
                   "own 0600 memory is mapped", packed->pid, st.st_uid, st.st_mode & 0777);
-        goto err;
+        return -1;
+    default:
+        ucs_error("ringk_shm: cannot inspect the allocation of pid %u: %m", packed->pid);
+        return -1;
     }
-    if (!(seals & F_SEAL_SHRINK) || ((uint64_t)st.st_size < packed->length)) {
+    seals = fcntl(fd, F_GET_SEALS);
+    if ((seals < 0) || !(seals & F_SEAL_SHRINK) || ((uint64_t)st.st_size < packed->length)) {
         ucs_error("ringk_shm: the allocation of pid %u is %lld bytes%s, the key says %" PRIu64,
                   packed->pid, (long long)st.st_size,
-                  (seals & F_SEAL_SHRINK) ? "" : " and may shrink", packed->length);
-        goto err;
+                  ((seals >= 0) && (seals & F_SEAL_SHRINK)) ? "" : " and may shrink",
+                  packed->length);
+        close(fd);
+        return -1;
     }
     return fd;
-
-err:
-    close(fd);
-    return -1;
 }
 
 ucs_status_t uct_ringk_shm_rkey_unpack(const void *buffer, uct_ringk_shm_rkey_t *key)
@@ -825,28 +818,24 @@ static ucs_status_t uct_ringk_shm_ep_check(uct_ep_h tl_ep, unsigned flags, uct_c
 static ucs_status_t uct_ringk_shm_ep_attach(uct_ringk_shm_ep_t *ep,
                                             const uct_ringk_shm_iface_addr_t *addr)
 {
-    char path[64], link[128], want[96];
+    char name[64], link[128];
+    ringk_peer_err_t err;
     struct stat st;
-    ssize_t n;
     void *page;
     int fd;
 
-    snprintf(path, sizeof(path), "/proc/%u/fd/%d", addr->pid, addr->fd);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        ucs_error("ringk_shm: cannot open the peer iface's page %s: %m", path);
-        return UCS_ERR_UNREACHABLE;
-    }
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    n = readlink(path, link, sizeof(link) - 1);
-    link[(n > 0) ? n : 0] = '\0';
-    snprintf(want, sizeof(want), "/memfd:" UCT_RINGK_SHM_IFACE_NAME_FMT " (deleted)",
-             (unsigned long long)addr->id);
-    if ((strcmp(link, want) != 0) || (fstat(fd, &st) != 0) || (st.st_uid != geteuid()) ||
-        ((st.st_mode & 077) != 0) || (st.st_size < (off_t)ucs_get_page_size())) {
-        ucs_error("ringk_shm: descriptor %d of pid %u is '%s', not the iface page '%s' of our "
-                  "user, mode 0600", addr->fd, addr->pid, link, want);
+    snprintf(name, sizeof(name), UCT_RINGK_SHM_IFACE_NAME_FMT, (unsigned long long)addr->id);
+    fd = ringk_node_open_peer(addr->pid, addr->fd, O_RDONLY, name, &st, link, sizeof(link),
+                              &err);
+    if ((fd >= 0) && (st.st_size < (off_t)ucs_get_page_size())) {
         close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        ucs_error("ringk_shm: descriptor %d of pid %u ('%s') is not the iface page '%s' of our "
+                  "user, mode 0600, a page long%s%s", addr->fd, addr->pid, link, name,
+                  (err == RINGK_PEER_OPEN) ? ": " : "",
+                  (err == RINGK_PEER_OPEN) ? strerror(errno) : "");
         return UCS_ERR_UNREACHABLE;
     }
     page = mmap(NULL, ucs_get_page_size(), PROT_READ, MAP_SHARED, fd, 0);
