@@ -19,6 +19,9 @@
 #     UCP ucp_put_lat 8 B, ucp_put_bw 64 KiB and 1 MiB, ucp_get 8 B (latency), 64 KiB and 1 MiB
 #     MPI passive target: MPI_Put / MPI_Get / MPI_Accumulate / MPI_Fetch_and_op latency (8 B,
 #     each flushed), MPI_Put / MPI_Get bandwidth 64 KiB, MPI_Put 1 MiB
+#     the same on a window of registered memory (MPI_Win_create, "cw"): put/get 8 B latency and
+#     1 MiB bandwidth, no target (ringk reaches it by cross-memory attach, posix,cma by UCP's
+#     emulation over active messages)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$top/_build}
@@ -106,6 +109,10 @@ cases=(
     "mpi_put_bw_64KiB|MB/s|higher|mpi_rma ringk,self put_65536|mpi_rma posix,cma,self put_65536"
     "mpi_get_bw_64KiB|MB/s|higher|mpi_rma ringk,self get_65536|mpi_rma posix,cma,self get_65536"
     "mpi_put_bw_1MiB|MB/s|higher|mpi_rma ringk,self put_1048576|mpi_rma posix,cma,self put_1048576"
+    "mpi_cw_put_lat_8B|usec|none|mpi_rma ringk,self cw_put_8|mpi_rma posix,cma,self cw_put_8"
+    "mpi_cw_get_lat_8B|usec|none|mpi_rma ringk,self cw_get_8|mpi_rma posix,cma,self cw_get_8"
+    "mpi_cw_put_bw_1MiB|MB/s|none|mpi_rma ringk,self cw_put_1048576|mpi_rma posix,cma,self cw_put_1048576"
+    "mpi_cw_get_bw_1MiB|MB/s|none|mpi_rma ringk,self cw_get_1048576|mpi_rma posix,cma,self cw_get_1048576"
 )
 selected=()
 for c in "${cases[@]}"; do

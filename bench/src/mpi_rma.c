@@ -8,6 +8,9 @@
  * acc_8 (MPI_Accumulate MPI_SUM of one int64), fop_8 (MPI_Fetch_and_op MPI_SUM).
  * Bandwidth cases (MB/s, a window of 16 operations then one flush): put_65536, get_65536,
  * put_1048576. The target's window is checked after the puts and accumulates.
+ * Then the same on a window of memory the program allocated and MPI_Win_create registered
+ * (memory UCX only registers: ringk reaches it by cross-memory attach, posix,cma by active
+ * messages): cw_put_8, cw_get_8 (latency), cw_put_1048576, cw_get_1048576 (bandwidth).
  *
  *   mpirun -np 2 mpi_rma [ITERS]      (default 20000 latency iterations)
  */
@@ -69,9 +72,9 @@ static double bw(MPI_Win win, int put, size_t size, int iters, char *buf)
 int main(int argc, char **argv)
 {
     int rank, nranks, iters = (argc > 1) ? atoi(argv[1]) : 20000, errors = 0;
-    int64_t *base, acc_expect;
+    int64_t *base, *cbase, acc_expect;
     char *buf;
-    MPI_Win win;
+    MPI_Win win, cwin;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -100,7 +103,26 @@ int main(int argc, char **argv)
         printf("mpi_rma put_1048576 %.1f MB/s\n", bw(win, 1, 1 << 20, iters / 200 + 10, buf));
     }
     MPI_Win_unlock_all(win);
+
+    cbase = calloc(1, WIN_BYTES);
+    MPI_Win_create(cbase, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &cwin);
+    MPI_Win_lock_all(0, cwin);
+    if (rank == 0) {
+        memset(buf, 0, WIN_BYTES);
+        ((int64_t*)buf)[0] = 43;
+        printf("mpi_rma cw_put_8 %.3f usec\n", lat(cwin, 0, iters, (int64_t*)buf));
+        printf("mpi_rma cw_get_8 %.3f usec\n", lat(cwin, 1, iters, (int64_t*)buf + 1));
+        errors += (((int64_t*)buf)[1] != 43);
+        printf("mpi_rma cw_put_1048576 %.1f MB/s\n", bw(cwin, 1, 1 << 20, iters / 200 + 10, buf));
+        printf("mpi_rma cw_get_1048576 %.1f MB/s\n", bw(cwin, 0, 1 << 20, iters / 200 + 10, buf));
+    }
+    MPI_Win_unlock_all(cwin);
     MPI_Barrier(MPI_COMM_WORLD);
+    if ((rank == 1) && ((cbase[0] != 43) || (cbase[1] != 43))) {
+        fprintf(stderr, "mpi_rma: created window holds %lld %lld, expected 43 43\n",
+                (long long)cbase[0], (long long)cbase[1]);
+        errors++;
+    }
     if (rank == 1) {
         /* accumulates add 1 per iteration, warm-up included */
         acc_expect = iters + iters / 10;
@@ -116,6 +138,8 @@ int main(int argc, char **argv)
         printf("mpi_rma errors %d\n", errors);
     }
     free(buf);
+    MPI_Win_free(&cwin);
+    free(cbase);
     MPI_Win_free(&win);
     MPI_Finalize();
     return errors ? 1 : 0;
