@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <uct/api/uct.h>
 #include <unistd.h>
@@ -447,7 +449,7 @@ static void shm_unpack(void *arg, const void *data, size_t length)
 START_TEST(test_uct_shm_two_process_rma_atomics)
 {
     uint8_t src[1024], dst[1024];
-    uint64_t r64, base;
+    uint64_t r64, base, end;
     uint32_t r32;
     uct_iov_t iov;
     shm_pair_t pair;
@@ -460,6 +462,7 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
     ep   = pair.ep;
     rkey = pair.k.rkey;
     base = pair.offer.key.address;
+    end  = base + pair.offer.key.length;   /* SHM_LEN rounded up to a page or a huge page */
 
     /* the child's initial bytes, by get_bcopy and get_zcopy */
     ck_assert_int_eq(uct_ep_get_bcopy(ep, shm_unpack, dst, 64, base, rkey, NULL), UCS_OK);
@@ -481,20 +484,20 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
     {
         uct_iov_t two[2] = {{.buffer = src, .length = 100, .count = 1},
                             {.buffer = src + 500, .length = 28, .count = 1}};
-        ck_assert_int_eq(uct_ep_put_zcopy(ep, two, 2, base + SHM_LEN - 128, rkey, NULL), UCS_OK);
-        ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, base + SHM_LEN - 128, &p),
+        ck_assert_int_eq(uct_ep_put_zcopy(ep, two, 2, end - 128, rkey, NULL), UCS_OK);
+        ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, end - 128, &p),
                          UCS_OK);
         ck_assert_int_eq(memcmp(p, src, 100), 0);
         ck_assert_int_eq(memcmp((char*)p + 100, src + 500, 28), 0);
     }
     /* put_bcopy in place and near the end (packed aside, then copied) */
     ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack, NULL, base + 2048, rkey), 300);
-    ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack, NULL, base + SHM_LEN - 300, rkey), 300);
-    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, base + SHM_LEN - 300, &p),
+    ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack, NULL, end - 300, rkey), 300);
+    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, end - 300, &p),
                      UCS_OK);
     ck_assert_uint_eq(((uint8_t*)p)[299], 0x77);
     test_capture_errors_begin();
-    ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack, NULL, base + SHM_LEN - 200, rkey), 0);
+    ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack, NULL, end - 200, rkey), 0);
     test_capture_errors_end();
     ck_assert_msg(strstr(test_captured, "put_bcopy of 300 bytes") != NULL, "logged '%s'",
                   test_captured);
@@ -540,19 +543,19 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
 
     /* refused: outside the allocation, misaligned atomics, swap as a post */
     test_capture_errors_begin();
-    ck_assert_int_eq(uct_ep_put_short(ep, src, 16, base + SHM_LEN - 8, rkey),
+    ck_assert_int_eq(uct_ep_put_short(ep, src, 16, end - 8, rkey),
                      UCS_ERR_INVALID_PARAM);
     ck_assert_int_eq(uct_ep_put_short(ep, src, 8, base - 8, rkey), UCS_ERR_INVALID_PARAM);
     ck_assert_int_eq(uct_ep_get_bcopy(ep, shm_unpack, dst, 16, UINT64_MAX - 7, rkey, NULL),
                      UCS_ERR_INVALID_PARAM);
     iov = (uct_iov_t){.buffer = dst, .length = 16, .count = 1};
-    ck_assert_int_eq(uct_ep_get_zcopy(ep, &iov, 1, base + SHM_LEN, rkey, NULL),
+    ck_assert_int_eq(uct_ep_get_zcopy(ep, &iov, 1, end, rkey, NULL),
                      UCS_ERR_INVALID_PARAM);
     ck_assert_int_eq(uct_ep_atomic64_post(ep, UCT_ATOMIC_OP_ADD, 1, base + 4, rkey),
                      UCS_ERR_INVALID_PARAM);
     ck_assert_int_eq(uct_ep_atomic32_fetch(ep, UCT_ATOMIC_OP_ADD, 1, &r32, base + 2, rkey, NULL),
                      UCS_ERR_INVALID_PARAM);
-    ck_assert_int_eq(uct_ep_atomic64_fetch(ep, UCT_ATOMIC_OP_ADD, 1, &r64, base + SHM_LEN, rkey,
+    ck_assert_int_eq(uct_ep_atomic64_fetch(ep, UCT_ATOMIC_OP_ADD, 1, &r64, end, rkey,
                                            NULL), UCS_ERR_INVALID_PARAM);
     ck_assert_int_eq(uct_ep_put_short(ep, src, 8, base, UCT_INVALID_RKEY),
                      UCS_ERR_INVALID_PARAM);
@@ -664,6 +667,105 @@ START_TEST(test_uct_shm_concurrent_atomics)
 }
 END_TEST
 
+/* "HugePages_Free" or "Hugepagesize" (kB) of /proc/meminfo; -1 when absent. */
+static long meminfo_value(const char *key)
+{
+    char line[256];
+    long value = -1;
+    FILE *f    = fopen("/proc/meminfo", "r");
+
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if ((strncmp(line, key, strlen(key)) == 0) && (line[strlen(key)] == ':')) {
+            value = strtol(line + strlen(key) + 1, NULL, 10);
+        }
+    }
+    fclose(f);
+    return value;
+}
+
+/* Allocates 10000 bytes with UCX_RINGK_HUGETLB_MODE=mode; @return the status, and *huge
+ * whether the memfd is on hugetlbfs. The memory is written and read back through a key. */
+static ucs_status_t shm_alloc_mode(const char *mode, size_t *length, int *huge)
+{
+    uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
+    uct_ringk_shm_packed_rkey_t packed;
+    uct_allocated_memory_t mem;
+    uct_rkey_bundle_t k;
+    struct statfs sfs;
+    ucs_status_t status;
+    uct_md_h md;
+    void *p;
+
+    setenv("UCX_RINGK_HUGETLB_MODE", mode, 1);
+    md = shm_md_open();
+    unsetenv("UCX_RINGK_HUGETLB_MODE");
+    uct_mem_alloc_params_t params = {
+        .field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS | UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
+                      UCT_MEM_ALLOC_PARAM_FIELD_MDS | UCT_MEM_ALLOC_PARAM_FIELD_NAME,
+        .flags      = UCT_MD_MEM_ACCESS_ALL,
+        .mem_type   = UCS_MEMORY_TYPE_HOST,
+        .mds        = {.mds = &md, .count = 1},
+        .name       = "test_uct_shm_hugetlb"
+    };
+    status = uct_mem_alloc(10000, &method, 1, &params, &mem);
+    if (status == UCS_OK) {
+        ck_assert_int_eq(uct_md_mkey_pack(md, mem.memh, &packed), UCS_OK);
+        ck_assert_int_eq(fstatfs(packed.fd, &sfs), 0);
+        *huge   = (sfs.f_type == HUGETLBFS_MAGIC);
+        *length = mem.length;
+        ck_assert_uint_eq(packed.length, mem.length);
+        ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &k), UCS_OK);
+        ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &k, packed.address +
+                                      mem.length - 8, &p), UCS_OK);
+        *(volatile uint64_t*)p = 0x1234;
+        ck_assert_uint_eq(*(volatile uint64_t*)((char*)mem.address + mem.length - 8), 0x1234);
+        ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &k), UCS_OK);
+        uct_mem_free(&mem);
+    }
+    uct_md_close(md);
+    return status;
+}
+
+/* UCX_RINGK_HUGETLB_MODE: n never takes huge pages; try takes one when the system has a free
+ * huge page and else falls back to pages; y takes one or fails with an error naming the mode.
+ * Which branch runs depends on this machine's free huge pages (vm.nr_hugepages). */
+START_TEST(test_uct_shm_hugetlb_modes)
+{
+    long free_huge = meminfo_value("HugePages_Free");
+    long huge_kb   = meminfo_value("Hugepagesize");
+    size_t page    = (size_t)getpagesize(), length = 0;
+    int huge       = -1;
+
+    fprintf(stderr, "# test_uct_shm_hugetlb_modes: %ld free huge pages of %ld kB\n",
+            free_huge, huge_kb);
+    ck_assert_int_eq(shm_alloc_mode("n", &length, &huge), UCS_OK);
+    ck_assert_int_eq(huge, 0);
+    ck_assert_uint_eq(length, (10000 + page - 1) / page * page);
+
+    ck_assert_int_eq(shm_alloc_mode("try", &length, &huge), UCS_OK);
+    if (free_huge > 0) {
+        ck_assert_int_eq(huge, 1);
+        ck_assert_uint_eq(length, (size_t)huge_kb * 1024);
+    } else {
+        ck_assert_int_eq(huge, 0);
+        ck_assert_uint_eq(length, (10000 + page - 1) / page * page);
+    }
+
+    if (free_huge > 0) {
+        ck_assert_int_eq(shm_alloc_mode("y", &length, &huge), UCS_OK);
+        ck_assert_int_eq(huge, 1);
+        ck_assert_uint_eq(length, (size_t)huge_kb * 1024);
+    } else {
+        test_capture_errors_begin();
+        ck_assert_int_ne(shm_alloc_mode("y", &length, &huge), UCS_OK);
+        test_capture_errors_end();
+        ck_assert_msg(strstr(test_captured, "UCX_RINGK_HUGETLB_MODE=y") != NULL, "logged '%s'",
+                      test_captured);
+    }
+}
+END_TEST
+
 void test_uct_shm_tcases(Suite *s)
 {
     TCase *tc = tcase_create("shm");
@@ -676,5 +778,6 @@ void test_uct_shm_tcases(Suite *s)
     tcase_add_test(tc, test_uct_shm_two_process_rma_atomics);
     tcase_add_test(tc, test_uct_shm_peer_killed);
     tcase_add_test(tc, test_uct_shm_concurrent_atomics);
+    tcase_add_test(tc, test_uct_shm_hugetlb_modes);
     suite_add_tcase(s, tc);
 }
