@@ -92,7 +92,8 @@ static void shm_node_close(shm_node_t *n)
     uct_md_close(n->md);
 }
 
-static void shm_alloc(uct_md_h md, size_t length, uct_allocated_memory_t *mem)
+/* uct_mem_alloc of @a length bytes from the md alone. */
+static ucs_status_t shm_try_alloc(uct_md_h md, size_t length, uct_allocated_memory_t *mem)
 {
     uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
     uct_mem_alloc_params_t params = {
@@ -104,7 +105,12 @@ static void shm_alloc(uct_md_h md, size_t length, uct_allocated_memory_t *mem)
         .name       = "test_uct_shm"
     };
 
-    ck_assert_int_eq(uct_mem_alloc(length, &method, 1, &params, mem), UCS_OK);
+    return uct_mem_alloc(length, &method, 1, &params, mem);
+}
+
+static void shm_alloc(uct_md_h md, size_t length, uct_allocated_memory_t *mem)
+{
+    ck_assert_int_eq(shm_try_alloc(md, length, mem), UCS_OK);
     ck_assert_int_eq(mem->method, UCT_ALLOC_METHOD_MD);
     ck_assert_uint_ge(mem->length, length);
 }
@@ -688,7 +694,6 @@ static long meminfo_value(const char *key)
  * whether the memfd is on hugetlbfs. The memory is written and read back through a key. */
 static ucs_status_t shm_alloc_mode(const char *mode, size_t *length, int *huge)
 {
-    uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
     uct_ringk_shm_packed_rkey_t packed;
     uct_allocated_memory_t mem;
     uct_rkey_bundle_t k;
@@ -700,15 +705,7 @@ static ucs_status_t shm_alloc_mode(const char *mode, size_t *length, int *huge)
     setenv("UCX_RINGK_HUGETLB_MODE", mode, 1);
     md = shm_md_open();
     unsetenv("UCX_RINGK_HUGETLB_MODE");
-    uct_mem_alloc_params_t params = {
-        .field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS | UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
-                      UCT_MEM_ALLOC_PARAM_FIELD_MDS | UCT_MEM_ALLOC_PARAM_FIELD_NAME,
-        .flags      = UCT_MD_MEM_ACCESS_ALL,
-        .mem_type   = UCS_MEMORY_TYPE_HOST,
-        .mds        = {.mds = &md, .count = 1},
-        .name       = "test_uct_shm_hugetlb"
-    };
-    status = uct_mem_alloc(10000, &method, 1, &params, &mem);
+    status = shm_try_alloc(md, 10000, &mem);
     if (status == UCS_OK) {
         ck_assert_int_eq(uct_md_mkey_pack(md, mem.memh, &packed), UCS_OK);
         ck_assert_int_eq(fstatfs(packed.fd, &sfs), 0);
