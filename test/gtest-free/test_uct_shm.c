@@ -445,6 +445,15 @@ static size_t shm_pack(void *dest, void *arg)
     return 300;
 }
 
+/* Packs max_bcopy bytes (the iface's, passed in arg) of 0x66. */
+static size_t shm_pack_max(void *dest, void *arg)
+{
+    size_t length = *(size_t*)arg;
+
+    memset(dest, 0x66, length);
+    return length;
+}
+
 static void shm_unpack(void *arg, const void *data, size_t length)
 {
     memcpy(arg, data, length);
@@ -496,17 +505,40 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
         ck_assert_int_eq(memcmp(p, src, 100), 0);
         ck_assert_int_eq(memcmp((char*)p + 100, src + 500, 28), 0);
     }
-    /* put_bcopy in place and near the end (packed aside, then copied) */
+    /* put_bcopy packs in place anywhere in the allocation, up to its last byte */
     ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack, NULL, base + 2048, rkey), 300);
     ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack, NULL, end - 300, rkey), 300);
     ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, end - 300, &p),
                      UCS_OK);
+    ck_assert_uint_eq(((uint8_t*)p)[0], 0x77);
     ck_assert_uint_eq(((uint8_t*)p)[299], 0x77);
+    /* Past the end: what the callback packs beyond the allocation goes to the scratch after
+     * the mapping, and the put is refused. A whole max_bcopy from the last bytes, or from the
+     * end itself, fits there; a put that starts past the end, or with no key, packs into the
+     * iface's sink and is refused, unless it is empty (UCX's gtest puts 0 bytes with no key). */
     test_capture_errors_begin();
     ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack, NULL, end - 200, rkey), 0);
     test_capture_errors_end();
     ck_assert_msg(strstr(test_captured, "put_bcopy of 300 bytes") != NULL, "logged '%s'",
                   test_captured);
+    {
+        size_t max = pair.n.attr.cap.put.max_bcopy;
+
+        ck_assert_uint_ge(max, 64 * 1024);
+        test_capture_errors_begin();
+        ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack_max, &max, end - 8, rkey), 0);
+        ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack_max, &max, end, rkey), 0);
+        ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack_max, &max, end + 64, rkey), 0);
+        ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack_max, &max, 0, UCT_INVALID_RKEY), 0);
+        test_capture_errors_end();
+        ck_assert_msg(strstr(test_captured, "is outside the remote key (no key") != NULL,
+                      "logged '%s'", test_captured);
+        max = 0;
+        ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack_max, &max, 0, UCT_INVALID_RKEY), 0);
+        ck_assert_int_eq(uct_ep_put_bcopy(ep, shm_pack_max, &max, end + 64, rkey), 0);
+        ck_assert_uint_eq(*(volatile uint8_t*)((char*)p + 292), 0x66); /* end - 8 on */
+        ck_assert_uint_eq(*(volatile uint8_t*)((char*)p + 291), 0x77);
+    }
 
     /* atomics, 64 and 32 bit */
     ck_assert_int_eq(uct_ep_put_short(ep, &(uint64_t){10}, 8, base + 4096, rkey), UCS_OK);

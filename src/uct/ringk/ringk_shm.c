@@ -42,7 +42,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -241,12 +243,21 @@ uct_md_ops_t uct_ringk_shm_md_ops = {
 
 /* ---- remote keys: the mappings of peers' allocations ----------------------------------------- */
 
+/* bcopy copies straight into or out of the mapping as zcopy does, without UCP's zcopy request
+ * around it (bench/RESULTS.md: 64 KiB as one bcopy 1.5-3% faster than as zcopy, 1 MiB the same
+ * either way). UCP takes bcopy below min_zcopy: puts up to 256 KiB (the scratch after each
+ * mapping holds what a put packs past an allocation's end), gets up to 1 MiB (get_bcopy
+ * knows its length before it copies). */
+#define UCT_RINGK_SHM_PUT_MAX_BCOPY (256ul * 1024)
+#define UCT_RINGK_SHM_GET_MIN_ZCOPY (1ul << 20)
+
 /** A peer allocation mapped in this process, shared by every key to it. */
 typedef struct uct_ringk_shm_map {
     uint32_t                  pid;
     uint64_t                  seg_id;
     uint64_t                  length;
     void                     *base;
+    size_t                    span;   /**< what to unmap: the file, the scratch, the guard */
     unsigned                  refs;
     struct uct_ringk_shm_map *next;
 } uct_ringk_shm_map_t;
@@ -297,6 +308,48 @@ static int uct_ringk_shm_open(const uct_ringk_shm_packed_rkey_t *packed)
     return fd;
 }
 
+/* Maps @a length bytes of the peer's memfd @a fd, followed by UCT_RINGK_SHM_PUT_MAX_BCOPY bytes
+ * of private anonymous memory (the scratch) and one inaccessible page. put_bcopy packs in place
+ * at any offset inside the allocation: what a callback writes past the allocation's end lands
+ * in the scratch, never in the peer's memory or ours, and the put is refused once its length
+ * is known. The file part is aligned to the file's page size (huge pages on hugetlbfs).
+ * @return the mapping's start, or MAP_FAILED (errno set); *span is what to unmap. */
+static void *uct_ringk_shm_map_peer(int fd, uint64_t length, size_t *span)
+{
+    size_t page = ucs_get_page_size(), align = page, file_len, total;
+    struct statfs sfs;
+    char *resv, *base;
+    int err;
+
+    if ((fstatfs(fd, &sfs) == 0) && (sfs.f_type == HUGETLBFS_MAGIC) && (sfs.f_bsize > 0)) {
+        align = (size_t)sfs.f_bsize;
+    }
+    file_len = ucs_align_up(length, align);
+    *span    = file_len + UCT_RINGK_SHM_PUT_MAX_BCOPY + page;
+    total    = *span + align - page;
+    resv     = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (resv == MAP_FAILED) {
+        return MAP_FAILED;
+    }
+    base = (char*)ucs_align_up_pow2((uintptr_t)resv, align);
+    if ((mmap(base, file_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+         MAP_FAILED) ||
+        (mprotect(base + file_len, UCT_RINGK_SHM_PUT_MAX_BCOPY, PROT_READ | PROT_WRITE) != 0)) {
+        err = errno;
+        munmap(resv, total);
+        errno = err;
+        return MAP_FAILED;
+    }
+    /* the alignment slack on either side goes back */
+    if (base > resv) {
+        munmap(resv, base - resv);
+    }
+    if (base + *span < resv + total) {
+        munmap(base + *span, resv + total - (base + *span));
+    }
+    return base;
+}
+
 ucs_status_t uct_ringk_shm_rkey_unpack(const void *buffer, uct_ringk_shm_rkey_t *key)
 {
     uct_ringk_shm_packed_rkey_t packed;
@@ -341,7 +394,7 @@ ucs_status_t uct_ringk_shm_rkey_unpack(const void *buffer, uct_ringk_shm_rkey_t 
             status = UCS_ERR_NO_MEMORY;
             goto out;
         }
-        map->base = mmap(NULL, packed.length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        map->base = uct_ringk_shm_map_peer(fd, packed.length, &map->span);
         close(fd);
         if (map->base == MAP_FAILED) {
             ucs_error("ringk_shm: mmap of %" PRIu64 " bytes of pid %u failed: %m",
@@ -378,7 +431,7 @@ void uct_ringk_shm_rkey_release(uct_ringk_shm_rkey_t *key)
         for (p = &uct_ringk_shm_maps; *p != map; p = &(*p)->next) {
         }
         *p = map->next;
-        munmap(map->base, map->length);
+        munmap(map->base, map->span);
         ucs_free(map);
     }
     pthread_mutex_unlock(&uct_ringk_shm_maps_lock);
@@ -409,19 +462,15 @@ typedef struct uct_ringk_shm_iface_addr {
 
 #define UCT_RINGK_SHM_IFACE_NAME_FMT "ringk-shm-if-%016llx"
 
-/* UCP takes get_zcopy from here up, get_bcopy below (bench/RESULTS.md: 64 KiB as one bcopy
- * 1.5-3% faster than as zcopy, 1 MiB the same either way). */
-#define UCT_RINGK_SHM_GET_MIN_ZCOPY (1ul << 20)
-
 typedef struct uct_ringk_shm_iface {
     uct_base_iface_t     super;
     uint64_t             id;
     int                  live_fd;    /**< the liveness page */
     uint64_t            *closed;     /**< its first word: 1 once the iface closed */
+    void                *sink;       /**< UCT_RINGK_SHM_PUT_MAX_BCOPY bytes: put_bcopy packs
+                                          here when it does not start inside a key */
     uct_ringk_dev_addr_t dev_addr;
-    size_t               max_bcopy;  /**< put_bcopy limit: UCX_RINGK_SEG_SIZE */
     int                  posted;     /**< an operation was posted since the last progress */
-    void                *tx_buf;     /**< put_bcopy packs here near a segment's end */
 } uct_ringk_shm_iface_t;
 
 typedef struct uct_ringk_shm_ep {
@@ -508,33 +557,33 @@ static ucs_status_t uct_ringk_shm_ep_put_short(uct_ep_h tl_ep, const void *buffe
 static ssize_t uct_ringk_shm_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void *arg,
                                           uint64_t remote_addr, uct_rkey_t rkey)
 {
-    uct_ringk_shm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_shm_iface_t);
-    uct_ringk_shm_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_shm_ep_t);
+    uct_ringk_shm_iface_t *iface    = ucs_derived_of(tl_ep->iface, uct_ringk_shm_iface_t);
+    uct_ringk_shm_ep_t *ep          = ucs_derived_of(tl_ep, uct_ringk_shm_ep_t);
     const uct_ringk_shm_rkey_t *key = (const uct_ringk_shm_rkey_t*)rkey;
     void *dst;
     size_t length;
 
-    /* Packed in place when the largest message fits before the allocation ends: the callback
-     * cannot write past it. Near the end it packs into tx_buf, and the copy is checked. */
+    /* Packed in place wherever it starts inside the allocation: the mapping goes on with
+     * UCT_RINGK_SHM_PUT_MAX_BCOPY bytes of private scratch (uct_ringk_shm_map_peer), so a
+     * callback that runs past the allocation's end writes there, and the put is refused once
+     * its length is known (its bytes inside the allocation are written, as the fragments
+     * before it of a larger put would be). A put that starts elsewhere packs into the iface's
+     * sink: only an empty one succeeds. */
     if (ucs_likely((rkey + 1 > 1) && (key->kind == UCT_RINGK_KEY_SHM) &&
-                   (remote_addr >= key->address) && (key->length >= iface->max_bcopy) &&
-                   (remote_addr - key->address <= key->length - iface->max_bcopy))) {
-        dst = uct_ringk_shm_addr(ep, rkey, remote_addr, iface->max_bcopy, "put_bcopy");
-        if (ucs_unlikely(dst == NULL)) {
-            return UCS_ERR_INVALID_PARAM;
-        }
-        length = pack_cb(dst, arg);
-        UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "put_bcopy");
+                   (remote_addr - key->address <= key->length))) {
+        dst = (void*)(uintptr_t)(remote_addr + key->offset);
     } else {
-        length = pack_cb(iface->tx_buf, arg);
-        UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "put_bcopy");
-        if (length > 0) {
-            dst = uct_ringk_shm_addr(ep, rkey, remote_addr, length, "put_bcopy");
-            if (dst == NULL) {
-                return UCS_ERR_INVALID_PARAM;
-            }
-            memcpy(dst, iface->tx_buf, length);
-        }
+        dst = iface->sink;
+    }
+    length = pack_cb(dst, arg);
+    if (ucs_unlikely(length > UCT_RINGK_SHM_PUT_MAX_BCOPY)) {
+        ucs_error("ringk_shm ep %p: put_bcopy callback packed %zu bytes, more than max_bcopy "
+                  "(%lu)", ep, length, UCT_RINGK_SHM_PUT_MAX_BCOPY);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((length > 0) &&
+        ucs_unlikely(uct_ringk_shm_addr(ep, rkey, remote_addr, length, "put_bcopy") == NULL)) {
+        return UCS_ERR_INVALID_PARAM;
     }
     UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
     return length;
@@ -902,14 +951,10 @@ static ucs_status_t uct_ringk_shm_iface_query(uct_iface_h tl_iface, uct_iface_at
     /* Every operation completes when posted: a send completion never has to be waited for. */
     attr->cap.event_flags = UCT_IFACE_FLAG_EVENT_SEND_COMP;
 
-    /* bcopy copies straight into or out of the mapping as zcopy does, without UCP's zcopy
-     * request around it: put zcopy starts where put bcopy ends (max_bcopy, because a put's
-     * pack callback says its length only after it wrote); get_bcopy knows its length first and
-     * unpacks from the mapping at any length, so get zcopy starts where UCP's request is lost
-     * in the copy. */
+    /* zcopy starts where bcopy stops paying (UCT_RINGK_SHM_PUT_MAX_BCOPY). */
     attr->cap.put.max_short       = UINT_MAX;
-    attr->cap.put.max_bcopy       = iface->max_bcopy;
-    attr->cap.put.min_zcopy       = iface->max_bcopy;
+    attr->cap.put.max_bcopy       = UCT_RINGK_SHM_PUT_MAX_BCOPY;
+    attr->cap.put.min_zcopy       = UCT_RINGK_SHM_PUT_MAX_BCOPY;
     attr->cap.put.max_zcopy       = SIZE_MAX;
     attr->cap.put.opt_zcopy_align = 1;
     attr->cap.put.align_mtu       = 1;
@@ -1089,12 +1134,14 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_shm_iface_t, uct_md_h md, uct_worker_h work
     if (status != UCS_OK) {
         return status;
     }
-    self->max_bcopy = config->seg_size;
-    self->tx_buf    = ucs_malloc(self->max_bcopy, "ringk_shm_tx");
-    if (self->tx_buf == NULL) {
+    uct_ringk_dev_addr_init(&self->dev_addr, UCT_RINGK_DEV_SHM);
+    self->live_fd = -1;
+    self->sink    = mmap(NULL, UCT_RINGK_SHM_PUT_MAX_BCOPY, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (self->sink == MAP_FAILED) {
+        ucs_error("ringk_shm: mmap of the iface's put sink failed: %m");
         return UCS_ERR_NO_MEMORY;
     }
-    uct_ringk_dev_addr_init(&self->dev_addr, UCT_RINGK_DEV_SHM);
     self->id = ucs_generate_uuid((uintptr_t)self);
     snprintf(name, sizeof(name), UCT_RINGK_SHM_IFACE_NAME_FMT, (unsigned long long)self->id);
     self->live_fd = memfd_create(name, MFD_CLOEXEC);
@@ -1115,7 +1162,7 @@ err:
     if (self->live_fd >= 0) {
         close(self->live_fd);
     }
-    ucs_free(self->tx_buf);
+    munmap(self->sink, UCT_RINGK_SHM_PUT_MAX_BCOPY);
     return UCS_ERR_IO_ERROR;
 }
 
@@ -1126,7 +1173,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_ringk_shm_iface_t)
     __atomic_store_n(self->closed, 1, __ATOMIC_RELEASE);
     munmap(self->closed, ucs_get_page_size());
     close(self->live_fd);
-    ucs_free(self->tx_buf);
+    munmap(self->sink, UCT_RINGK_SHM_PUT_MAX_BCOPY);
 }
 
 UCS_CLASS_DEFINE(uct_ringk_shm_iface_t, uct_base_iface_t);
