@@ -524,7 +524,7 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
     {
         size_t max = pair.n.attr.cap.put.max_bcopy;
 
-        ck_assert_uint_ge(max, 64 * 1024);
+        ck_assert_uint_ge(max, 16 * 1024);
         test_capture_errors_begin();
         ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack_max, &max, end - 8, rkey), 0);
         ck_assert_int_lt(uct_ep_put_bcopy(ep, shm_pack_max, &max, end, rkey), 0);
