@@ -244,8 +244,7 @@ uct_md_ops_t uct_ringk_shm_md_ops = {
 /* ---- remote keys: the mappings of peers' allocations ----------------------------------------- */
 
 /* bcopy copies straight into or out of the mapping as zcopy does, without UCP's zcopy request
- * around it (bench/RESULTS.md: 64 KiB as one bcopy 1.5-3% faster than as zcopy, 1 MiB the same
- * either way). UCP takes bcopy below min_zcopy: puts below 32 KiB (the scratch after each
+ * around it (measured in bench/RESULTS.md). UCP takes bcopy below min_zcopy: puts below 32 KiB (the scratch after each
  * mapping holds what a put packs past an allocation's end; UCX's gtest test_zcopy_comp needs
  * put zcopy to take 64 KiB), gets below 1 MiB (get_bcopy knows its length before it copies). */
 #define UCT_RINGK_SHM_PUT_MAX_BCOPY (32ul * 1024)
@@ -560,7 +559,6 @@ static ssize_t uct_ringk_shm_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pa
     uct_ringk_shm_iface_t *iface    = ucs_derived_of(tl_ep->iface, uct_ringk_shm_iface_t);
     uct_ringk_shm_ep_t *ep          = ucs_derived_of(tl_ep, uct_ringk_shm_ep_t);
     const uct_ringk_shm_rkey_t *key = (const uct_ringk_shm_rkey_t*)rkey;
-    void *dst;
     size_t length;
 
     /* Packed in place wherever it starts inside the allocation: the mapping goes on with
@@ -571,22 +569,27 @@ static ssize_t uct_ringk_shm_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pa
      * sink: only an empty one succeeds. */
     if (ucs_likely((rkey + 1 > 1) && (key->kind == UCT_RINGK_KEY_SHM) &&
                    (remote_addr - key->address <= key->length))) {
-        dst = (void*)(uintptr_t)(remote_addr + key->offset);
+        length = pack_cb((void*)(uintptr_t)(remote_addr + key->offset), arg);
+        if (ucs_likely((length <= key->length - (remote_addr - key->address)) &&
+                       (length <= UCT_RINGK_SHM_PUT_MAX_BCOPY))) {
+            iface->posted = 1;
+            UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+            return length;
+        }
     } else {
-        dst = iface->sink;
+        length = pack_cb(iface->sink, arg);
+        if (length == 0) {
+            return 0;
+        }
     }
-    length = pack_cb(dst, arg);
-    if (ucs_unlikely(length > UCT_RINGK_SHM_PUT_MAX_BCOPY)) {
+    /* refused: too long for max_bcopy, or (logged by the range check) outside the key */
+    if (length > UCT_RINGK_SHM_PUT_MAX_BCOPY) {
         ucs_error("ringk_shm ep %p: put_bcopy callback packed %zu bytes, more than max_bcopy "
                   "(%lu)", ep, length, UCT_RINGK_SHM_PUT_MAX_BCOPY);
-        return UCS_ERR_INVALID_PARAM;
+    } else {
+        uct_ringk_shm_addr(ep, rkey, remote_addr, length, "put_bcopy");
     }
-    if ((length > 0) &&
-        ucs_unlikely(uct_ringk_shm_addr(ep, rkey, remote_addr, length, "put_bcopy") == NULL)) {
-        return UCS_ERR_INVALID_PARAM;
-    }
-    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
-    return length;
+    return UCS_ERR_INVALID_PARAM;
 }
 
 /* Copies between the iovecs and [remote_addr, +total) of the peer's allocation. */
