@@ -15,6 +15,8 @@ mkdir -p "$2"
 work=$(cd "$2" && pwd)
 cp -r "$bundle" "$work/bundle"
 export RINGK_BUNDLE_TESTS=${3:-}
+export RINGK_BUNDLE_WORK=$work/work
+export RINGK_BUNDLE_DEADLINE=${RINGK_BUNDLE_DEADLINE:-3600} # 2 cores: slower than a GPU node
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck disable=SC2016 # expanded by the inner shell

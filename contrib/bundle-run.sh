@@ -5,28 +5,55 @@
 # REPORTDIR/report.txt and REPORTDIR/report.json. Needs an x86-64 Linux with glibc >= 2.36, a C
 # compiler and make; with a CUDA toolkit (nvcc on PATH, CUDA_HOME, or /usr/local/cuda) and an
 # NVIDIA driver the GPU parts are built and tested too. Exits 1 when a step failed.
-#   RINGK_BUNDLE_TESTS   the tests of 'make check' to run (default: all of them)
-#   RINGK_BUNDLE_WORK    where to unpack and build (default: REPORTDIR/work)
+#
+# Made for a lent GPU machine whose commands are killed after a fixed time: the whole run keeps
+# within a deadline (each step gets what is left of it), the report is rewritten after every
+# step (a run killed from outside still leaves one), and the build stays in the work directory
+# (outside REPORTDIR, so it does not travel back with the report) for a second call that runs
+# the stages the first had no time for.
+#   RINGK_BUNDLE_STAGES    what to run, in this order (default: build gpu bench check sanitizer)
+#                          build: unpack, configure, make (skipped when the work directory has a
+#                          build and 'build' is not named); gpu: the GPU tests (test_kernels,
+#                          test_device_gpu), one at a time; bench: bench/device_bench and
+#                          bench/gpu_rma; check: the other tests of 'make check'; sanitizer:
+#                          compute-sanitizer on the GPU ping-pong
+#   RINGK_BUNDLE_DEADLINE  seconds this run may take in all (default 570)
+#   RINGK_BUNDLE_SANITIZERS  compute-sanitizer tools (default: memcheck racecheck synccheck)
+#   RINGK_BUNDLE_TESTS     the tests of the check stage (default: all but the GPU tests)
+#   RINGK_BUNDLE_WORK      where to unpack and build (default: ${TMPDIR:-/tmp}/ringk-bundle-work)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -eq 1 ] || { echo "usage: run.sh REPORTDIR" >&2; exit 2; }
 mkdir -p "$1" || exit 2
 report=$(cd "$1" && pwd)
-work=${RINGK_BUNDLE_WORK:-$report/work}
+work=${RINGK_BUNDLE_WORK:-${TMPDIR:-/tmp}/ringk-bundle-work}
+stages=" ${RINGK_BUNDLE_STAGES:-build gpu bench check sanitizer} "
+deadline=${RINGK_BUNDLE_DEADLINE:-570}
 prefix=$work/prefix
 log=$report/run.log
 : >"$log"
 steps=()     # "name<TAB>status<TAB>seconds<TAB>detail"
+tests=()     # "STATUS<TAB>name"
 failed=0
+# Resident kernels share the GPU's hardware queues with every other stream (GPU-NOTES.md): set
+# before any CUDA context exists, which libringk itself cannot ensure.
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 
 say() { echo "run.sh: $*" | tee -a "$log"; }
+stage() { [[ $stages == *" $1 "* ]]; }
 
-# step NAME LIMIT_S CMD...: runs CMD with a time limit, output to the log; records the result.
+# step NAME LIMIT_S CMD...: runs CMD with a time limit (LIMIT_S, or what is left before the
+# deadline), output to the log; records the result and rewrites the report.
 step() {
-    local name=$1 limit=$2 t0=$SECONDS rc st
+    local name=$1 limit=$2 t0=$SECONDS rc st left=$((deadline - SECONDS - 10))
     shift 2
+    if [ "$left" -lt 20 ]; then
+        skipped "$name" "no time left: RINGK_BUNDLE_DEADLINE=$deadline"
+        return 1
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
     say "== $name"
-    timeout -k 10 "$limit" "$@" >>"$log" 2>&1
+    timeout -k 5 "$limit" "$@" >>"$log" 2>&1
     rc=$?
     case $rc in
         0) st=pass ;;
@@ -37,6 +64,7 @@ step() {
     [ "$st" = fail ] && failed=$((failed + 1))
     steps+=("$name"$'\t'"$st"$'\t'"$((SECONDS - t0))"$'\t'"exit $rc")
     say "   $st ($((SECONDS - t0)) s)"
+    write_report
     [ "$st" != fail ]
 }
 
@@ -44,6 +72,7 @@ step() {
 skipped() {
     steps+=("$1"$'\t'skip$'\t'0$'\t'"$2")
     say "== $1: skipped ($2)"
+    write_report
 }
 
 # Unpacks a .deb into the prefix: dpkg-deb where there is one, else ar and tar.
@@ -99,11 +128,97 @@ find_cuda() {
     done
 }
 
-say "bundle $here, report in $report"
-unpack_ok=0
-export here work prefix
-export -f unpack unpack_deb uses_prefix
-step "unpack the bundle into $work" 300 bash -c unpack && unpack_ok=1
+# The report, plain text and JSON, from what has run so far: every test case the test drivers'
+# logs name (PASS/FAIL/SKIP per case), the steps, the benchmarks' figures.
+write_report() {
+    local s n st t d i
+    tests=()
+    if [ -n "${build:-}" ] && [ -d "$build/test/gtest-free" ]; then
+        while IFS= read -r line; do
+            tests+=("$line")
+        done < <(cat "$build"/test/gtest-free/*.log 2>/dev/null |
+                 sed -n 's/^\(PASS\|FAIL\|SKIP\|ERROR\|XFAIL\|XPASS\): *\(.*\)$/\1\t\2/p')
+    fi
+    # a JSON string, in the shell (a program per string would take seconds per report)
+    json_str() {
+        local v=$1
+        v=${v//\\/\\\\}; v=${v//\"/\\\"}; v=${v//$'\t'/\\t}; v=${v//$'\n'/\\n}; v=${v//$'\r'/\\r}
+        printf '"%s"' "$v"
+    }
+    {
+        echo "ringk bundle run on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+        cat "$report/machine.txt" 2>/dev/null
+        echo
+        echo "steps:"
+        for s in "${steps[@]}"; do
+            IFS=$'\t' read -r n st t d <<<"$s"
+            printf '  %-5s %5ss  %s (%s)\n' "$st" "$t" "$n" "$d"
+        done
+        echo
+        echo "tests: $(printf '%s\n' "${tests[@]}" | grep -c '^PASS') passed," \
+             "$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)') failed," \
+             "$(printf '%s\n' "${tests[@]}" | grep -c '^SKIP') skipped"
+        printf '%s\n' "${tests[@]}" | grep -v '^PASS' | sed 's/^/  /'
+        if [ -s "$report/device_bench.txt" ]; then
+            echo
+            echo "device-kernel benchmark (bench/device_bench):"
+            grep -v '^RESULT' "$report/device_bench.txt" | sed 's/^/  /'
+        fi
+        if [ -s "$report/gpu_rma.txt" ]; then
+            echo
+            echo "GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower):"
+            grep -v '^RESULT' "$report/gpu_rma.txt" | sed 's/^/  /'
+        fi
+    } > "$report/report.txt"
+    {
+        echo "{"
+        echo "  \"machine\": $(json_str "$(cat "$report/machine.txt" 2>/dev/null)"),"
+        echo "  \"steps\": ["
+        i=0
+        for s in "${steps[@]}"; do
+            IFS=$'\t' read -r n st t d <<<"$s"
+            i=$((i + 1))
+            printf '    {"name": %s, "status": "%s", "seconds": %s, "detail": %s}%s\n' \
+                "$(json_str "$n")" "$st" "$t" "$(json_str "$d")" \
+                "$([ $i -lt ${#steps[@]} ] && echo ,)"
+        done
+        echo "  ],"
+        echo "  \"tests\": ["
+        i=0
+        for t in "${tests[@]}"; do
+            i=$((i + 1))
+            printf '    {"status": "%s", "name": %s}%s\n' "${t%%$'\t'*}" \
+                "$(json_str "${t#*$'\t'}")" \
+                "$([ $i -lt ${#tests[@]} ] && echo ,)"
+        done
+        echo "  ],"
+        echo "  \"benchmarks\": ["
+        {
+            [ -s "$report/gpu_rma.txt" ] && grep '^RESULT ' "$report/gpu_rma.txt" |
+                awk '{printf "    {\"bench\": \"gpu_rma\", \"method\": \"%s\", \"bytes\": %s, " \
+                             "\"usec\": %s, \"GBps\": %s, \"x_d2d\": %s, \"x_staged\": %s}\n", \
+                             $2, $3, $4, $5, $6, $7}'
+            [ -s "$report/device_bench.txt" ] &&
+                grep '^RESULT device_bench ' "$report/device_bench.txt" |
+                awk '{printf "    {\"bench\": \"device_bench\", \"method\": \"%s\", " \
+                             "\"value\": %s, \"unit\": \"%s\"}\n", $3, $4, $5}'
+        } | sed '$!s/$/,/'
+        echo "  ]"
+        echo "}"
+    } > "$report/report.json"
+}
+
+trap write_report EXIT
+say "bundle $here, report in $report, stages:$stages, deadline $deadline s"
+src=""
+build=$work/build
+if stage build || [ ! -f "$build/Makefile" ]; then
+    export here work prefix
+    export -f unpack unpack_deb uses_prefix
+    step "unpack the bundle into $work" 300 bash -c unpack
+else
+    say "== using the build in $build (RINGK_BUNDLE_STAGES has no 'build')"
+fi
 first() { [ -e "$1" ] && echo "${1%/}"; }
 libdir=$(first "$prefix"/usr/lib/*-linux-gnu)
 libdir=${libdir:-$prefix/usr/lib}
@@ -136,63 +251,78 @@ sed 's/^/  /' "$report/machine.txt" | tee -a "$log"
 
 src=$(first "$work"/ringk-*/)
 ucx_src=$(first "$work"/ucx-*/)
-build=$work/build
 cfg=(--with-ucx-src="$ucx_src" --with-ucx-config="$here/ucx-config.h" --without-mpi)
 if [ -n "$cuda" ]; then cfg+=(--with-cuda="$cuda"); else cfg+=(--without-cuda); fi
 built=0
-if [ $unpack_ok = 1 ]; then
+if [ -f "$build/Makefile" ] && ! stage build; then
+    built=1
+elif [ -n "$src" ]; then
     mkdir -p "$build"
     # shellcheck disable=SC2016 # the inner shell expands them
     step "configure ${cfg[*]}" 300 sh -c 'cd "$1" && shift && "$@"' _ "$build" \
         "$src/configure" "${cfg[@]}" &&
-    step "make -j$(nproc)" 1200 make -C "$build" -j"$(nproc)" && built=1
+    step "make -j$(nproc)" 600 make -C "$build" -j"$(nproc)" && built=1
 fi
+# the tests that use the GPU: run alone, one at a time (two at once would share the GPU's time
+# and stretch their bounded waits)
+gpu_tests="test/gtest-free/test_kernels test/gtest-free/test_device_gpu"
 
-tests=()
-if [ $built = 1 ]; then
+if [ $built = 1 ] && stage build; then
     info_bin=$build/src/tools/.libs/ringk_info
     [ -x "$info_bin" ] || info_bin=$build/src/tools/ringk_info
     # shellcheck disable=SC2016 # expanded by the inner shell
     step "ringk_info runs on the bundle's UCX and hwloc" 60 bash -c 'uses_prefix "$1"' _ "$info_bin"
-
     step "ringk_info" 60 "$build/src/tools/ringk_info"
     "$build/src/tools/ringk_info" > "$report/ringk_info.txt" 2>&1
-    step "ringk_info --json" 60 "$build/src/tools/ringk_info" --json
     "$build/src/tools/ringk_info" --json > "$report/ringk_info.json" 2>&1
-    step "make check${RINGK_BUNDLE_TESTS:+ TESTS=$RINGK_BUNDLE_TESTS}" 1800 \
-        make -C "$build" -j"$(nproc)" check ${RINGK_BUNDLE_TESTS:+TESTS="$RINGK_BUNDLE_TESTS"}
-    # every test case: the test drivers' .trs files say PASS/FAIL/SKIP per case
-    while IFS= read -r line; do
-        tests+=("$line")
-    done < <(cat "$build"/test/gtest-free/*.log 2>/dev/null |
-             sed -n 's/^\(PASS\|FAIL\|SKIP\|ERROR\|XFAIL\|XPASS\): *\(.*\)$/\1\t\2/p')
-    cp "$build/test-suite.log" "$report/" 2>/dev/null
-    # the GPU benchmark: GPU memory through ringk between two processes against cudaMemcpy
-    if [ -x "$build/bench/gpu_rma" ]; then
-        # shellcheck disable=SC2016 # expanded by the inner shell
-        step "GPU benchmark (bench/gpu_rma)" 600 bash -c '"$1" "$2" > "$3"' _ \
-            "$build/contrib/ringk-run" "$build/bench/gpu_rma" "$report/gpu_rma.txt"
-    else
-        skipped "GPU benchmark (bench/gpu_rma)" "built without CUDA"
-    fi
+fi
+if [ $built = 1 ] && stage gpu; then
+    step "make check TESTS=\"$gpu_tests\" (one at a time)" 300 \
+        make -C "$build" -j1 check TESTS="$gpu_tests" TEST_SUITE_LOG=test-suite-gpu.log
+    cp "$build/test-suite-gpu.log" "$report/" 2>/dev/null
+fi
+if [ $built = 1 ] && stage bench; then
     # device kernels: the ring kernels on the GPU against the raw references
     if [ -x "$build/bench/device_bench" ]; then
         # shellcheck disable=SC2016 # expanded by the inner shell
-        step "device-kernel benchmark (bench/device_bench)" 600 bash -c '"$1" "$2" > "$3"' _ \
+        step "device-kernel benchmark (bench/device_bench)" 240 bash -c '"$1" "$2" > "$3"' _ \
             "$build/contrib/ringk-run" "$build/bench/device_bench" "$report/device_bench.txt"
     else
         skipped "device-kernel benchmark (bench/device_bench)" "built without CUDA"
     fi
-    # compute-sanitizer's memcheck, racecheck and synccheck on the device executor's CPU <-> GPU
-    # ping-pong (CK_FORK=no: one process). The sanitizer serializes kernel launches, so only a
-    # test with one resident kernel can run under it.
+    # GPU memory through ringk between two processes against cudaMemcpy
+    if [ -x "$build/bench/gpu_rma" ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "GPU benchmark (bench/gpu_rma)" 240 bash -c '"$1" "$2" > "$3"' _ \
+            "$build/contrib/ringk-run" "$build/bench/gpu_rma" "$report/gpu_rma.txt"
+    else
+        skipped "GPU benchmark (bench/gpu_rma)" "built without CUDA"
+    fi
+fi
+if [ $built = 1 ] && stage check; then
+    if [ -z "${RINGK_BUNDLE_TESTS:-}" ]; then
+        # every test of 'make check' but the GPU tests
+        # shellcheck disable=SC2016 # make expands $(TESTS)
+        RINGK_BUNDLE_TESTS=$(printf 'print-tests:\n\t@echo $(TESTS)\n' |
+                             make -s -C "$build" -f Makefile -f - print-tests |
+                             tr ' ' '\n' | grep -v -x -F -e "${gpu_tests% *}" -e "${gpu_tests#* }" |
+                             tr '\n' ' ')
+    fi
+    step "make check (host tests)" 900 \
+        make -C "$build" -j"$(nproc)" check TESTS="$RINGK_BUNDLE_TESTS"
+    cp "$build/test-suite.log" "$report/" 2>/dev/null
+fi
+if [ $built = 1 ] && stage sanitizer; then
+    # compute-sanitizer on the device executor's CPU <-> GPU ping-pong (CK_FORK=no: one
+    # process). The sanitizer serializes kernel launches, so only a test with one resident
+    # kernel can run under it.
     sanitizer=""
     [ -n "$cuda" ] && [ -x "$cuda/bin/compute-sanitizer" ] && sanitizer=$cuda/bin/compute-sanitizer
     if [ -n "$sanitizer" ] && [ -x "$build/test/gtest-free/test_device_gpu" ] &&
        nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-        for tool in memcheck racecheck synccheck; do
+        for tool in ${RINGK_BUNDLE_SANITIZERS:-memcheck racecheck synccheck}; do
             # shellcheck disable=SC2016 # expanded by the inner shell
-            step "compute-sanitizer --tool $tool test_device_gpu (pingpong)" 300 bash -c \
+            step "compute-sanitizer --tool $tool test_device_gpu (pingpong)" 120 bash -c \
                 'cd "$1" && CK_FORK=no RINGK_DEVICE_GPU_ONLY=pingpong ./libtool --mode=execute \
                      "$2" --tool "$3" --error-exitcode 9 test/gtest-free/test_device_gpu \
                      > "$4" 2>&1; rc=$?; tail -n 20 "$4"; exit $rc' \
@@ -203,67 +333,8 @@ if [ $built = 1 ]; then
     fi
 fi
 
-# The report: plain text and JSON.
-json_str() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$1" 2>/dev/null ||
-             printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/\t/ /g')"; }
-{
-    echo "ringk bundle run on $(hostname), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    cat "$report/machine.txt"
-    echo
-    echo "steps:"
-    for s in "${steps[@]}"; do
-        IFS=$'\t' read -r n st t d <<<"$s"
-        printf '  %-5s %5ss  %s (%s)\n' "$st" "$t" "$n" "$d"
-    done
-    echo
-    echo "tests: $(printf '%s\n' "${tests[@]}" | grep -c '^PASS') passed," \
-         "$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)') failed," \
-         "$(printf '%s\n' "${tests[@]}" | grep -c '^SKIP') skipped"
-    printf '%s\n' "${tests[@]}" | grep -v '^PASS' | sed 's/^/  /'
-    if [ -s "$report/device_bench.txt" ]; then
-        echo
-        echo "device-kernel benchmark (bench/device_bench):"
-        grep -v '^RESULT' "$report/device_bench.txt" | sed 's/^/  /'
-    fi
-    if [ -s "$report/gpu_rma.txt" ]; then
-        echo
-        echo "GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower):"
-        grep -v '^RESULT' "$report/gpu_rma.txt" | sed 's/^/  /'
-    fi
-} > "$report/report.txt"
-{
-    echo "{"
-    echo "  \"machine\": $(json_str "$(cat "$report/machine.txt")"),"
-    echo "  \"steps\": ["
-    i=0
-    for s in "${steps[@]}"; do
-        IFS=$'\t' read -r n st t d <<<"$s"
-        i=$((i + 1))
-        printf '    {"name": %s, "status": "%s", "seconds": %s, "detail": %s}%s\n' \
-            "$(json_str "$n")" "$st" "$t" "$(json_str "$d")" "$([ $i -lt ${#steps[@]} ] && echo ,)"
-    done
-    echo "  ],"
-    echo "  \"tests\": ["
-    i=0
-    for t in "${tests[@]}"; do
-        i=$((i + 1))
-        printf '    {"status": "%s", "name": %s}%s\n' "${t%%$'\t'*}" "$(json_str "${t#*$'\t'}")" \
-            "$([ $i -lt ${#tests[@]} ] && echo ,)"
-    done
-    echo "  ],"
-    echo "  \"benchmarks\": ["
-    {
-        [ -s "$report/gpu_rma.txt" ] && grep '^RESULT ' "$report/gpu_rma.txt" |
-            awk '{printf "    {\"bench\": \"gpu_rma\", \"method\": \"%s\", \"bytes\": %s, " \
-                         "\"usec\": %s, \"GBps\": %s, \"x_d2d\": %s, \"x_staged\": %s}\n", \
-                         $2, $3, $4, $5, $6, $7}'
-        [ -s "$report/device_bench.txt" ] && grep '^RESULT device_bench ' "$report/device_bench.txt" |
-            awk '{printf "    {\"bench\": \"device_bench\", \"method\": \"%s\", " \
-                         "\"value\": %s, \"unit\": \"%s\"}\n", $3, $4, $5}'
-    } | sed '$!s/$/,/'
-    echo "  ]"
-    echo "}"
-} > "$report/report.json"
+trap - EXIT
+write_report
 cat "$report/report.txt"
 nfail=$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)')
 [ $failed -eq 0 ] && [ "$nfail" -eq 0 ]

@@ -4,17 +4,18 @@
 # ThreadSanitizer, in its own build directory (host-only) and runs the tests that exercise the
 # ring protocol, the runtime's executors, the topology parser and the examples under it. The
 # results land in BUILDDIR/test-suite.log like any 'make check'.
-#   asan: test_ring, test_runtime, test_kernel_api, test_device, test_topo, test_examples.sh,
-#         test_uct (the transport plugin, built with the sanitizers and preloaded), test_ucp,
-#         test_job.sh (jobs of 2-4 processes), test_info.sh, test_netns.sh, test_abi.sh. Leaks
+#   asan: test_ring, test_runtime, test_kernel_api, test_device(_streams), test_topo,
+#         test_examples.sh, test_uct (the transport plugin, built with the sanitizers and
+#         preloaded), test_ucp, test_job.sh (jobs of 2-4 processes), test_info.sh, test_netns.sh, test_abi.sh. Leaks
 #         checked; one leak inside hwloc's dlclose'd PCI plugin during a live topology load is
 #         suppressed: contrib/lsan.supp.
 #         Then test_ucp.sh and test_mpi.sh, whose programs (ucx_perftest, mpirun's) are not
 #         instrumented, with the ASan runtime preloaded and leak checks off (results in
 #         test-suite-preload.log). So every test of the suite runs under ASan+UBSan but the GPU
 #         self-test. RINGK_ASAN_TESTS replaces the first list (and skips the second run).
-#   tsan: test_ring, test_runtime, test_kernel_api, test_device (CK_FORK=no: TSan cannot follow
-#         fork; UCX_MEM_EVENTS=no: UCX's libucm memory hooks crash under TSan at thread exit).
+#   tsan: test_ring, test_runtime, test_kernel_api, test_device(_streams) (CK_FORK=no: TSan
+#         cannot follow fork; UCX_MEM_EVENTS=no: UCX's libucm memory hooks crash under TSan at
+#         thread exit).
 #         RINGK_TSAN_TESTS replaces the list, e.g. RINGK_TSAN_TESTS=test/gtest-free/test_job.sh
 #         for the multi-process jobs (minutes on 2 cores, so not in CI).
 set -euo pipefail
@@ -23,13 +24,13 @@ mode=${1:?usage: sanitize.sh asan|tsan}
 case $mode in
     asan)
         flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-        tests="${RINGK_ASAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_kernel_api test/gtest-free/test_device test/gtest-free/test_topo test/gtest-free/test_examples.sh test/gtest-free/test_uct test/gtest-free/test_ucp test/gtest-free/test_job.sh test/gtest-free/test_info.sh test/gtest-free/test_netns.sh test/gtest-free/test_abi.sh}"
+        tests="${RINGK_ASAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_kernel_api test/gtest-free/test_device test/gtest-free/test_device_streams test/gtest-free/test_topo test/gtest-free/test_examples.sh test/gtest-free/test_uct test/gtest-free/test_ucp test/gtest-free/test_job.sh test/gtest-free/test_info.sh test/gtest-free/test_netns.sh test/gtest-free/test_abi.sh}"
         export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:fast_unwind_on_malloc=0"
         export LSAN_OPTIONS="suppressions=$top/contrib/lsan.supp:print_suppressions=0"
         export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" ;;
     tsan)
         flags="-fsanitize=thread"
-        tests="${RINGK_TSAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_kernel_api test/gtest-free/test_device}"
+        tests="${RINGK_TSAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_kernel_api test/gtest-free/test_device test/gtest-free/test_device_streams}"
         export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
         export CK_FORK=no UCX_MEM_EVENTS=no ;;
     *)

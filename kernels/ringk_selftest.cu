@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 
 __device__ static uint8_t ringk_selftest_byte(uint32_t msg, uint32_t i)
 {
@@ -17,6 +18,24 @@ __device__ static uint32_t ringk_selftest_len(uint32_t msg, uint32_t cell_size)
 {
     // Sizes from 0 bytes to a few cells, so single- and multi-cell messages alternate.
     return (msg * 37u) % (3u * cell_size);
+}
+
+// Nanoseconds of the GPU's global timer.
+__device__ static uint64_t ringk_selftest_now(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// How long either block waits for the other before it counts an error and stops: a consumer
+// that stopped on a bad message would otherwise leave the producer spinning on a full ring.
+#define RINGK_SELFTEST_WAIT_NS 10000000000ull
+
+// Whether the other block counted an error (it stopped, so waiting for it is pointless).
+__device__ static int ringk_selftest_failed(unsigned *errors)
+{
+    return *(volatile unsigned*)errors != 0;
 }
 
 __global__ void ringk_selftest_kernel(void *mem, uint64_t bytes, uint32_t nmsgs,
@@ -40,7 +59,12 @@ __global__ void ringk_selftest_kernel(void *mem, uint64_t bytes, uint32_t nmsgs,
             for (uint32_t i = 0; i < len; i++) {
                 buf[i] = ringk_selftest_byte(m, i);
             }
+            uint64_t until = ringk_selftest_now() + RINGK_SELFTEST_WAIT_NS;
             while (!ringk_ring_sp_claim(&r, &prod, nc, &pos)) {
+                if (ringk_selftest_failed(errors) || (ringk_selftest_now() > until)) {
+                    atomicAdd(errors, 1u);
+                    return;
+                }
             }
             ringk_ring_write(&r, pos, 0, buf, len);
             ringk_ring_publish(&r, pos, len, (uint16_t)nc, (uint8_t)(m & 0xff), 0);
@@ -49,7 +73,12 @@ __global__ void ringk_selftest_kernel(void *mem, uint64_t bytes, uint32_t nmsgs,
         uint64_t pos = 0;
         for (uint32_t m = 0; m < nmsgs; m++) {
             const ringk_cell_hdr_t *h;
+            uint64_t until = ringk_selftest_now() + RINGK_SELFTEST_WAIT_NS;
             while ((h = ringk_ring_peek(&r, &pos)) == NULL) {
+                if (ringk_selftest_failed(errors) || (ringk_selftest_now() > until)) {
+                    atomicAdd(errors, 1u);
+                    return;
+                }
             }
             uint32_t len = h->len, nc = h->ncells;
             uint8_t flags = h->flags;
@@ -96,8 +125,9 @@ extern "C" int ringk_kernels_selftest(uint32_t nmsgs, uint32_t ncells, uint32_t 
     unsigned host[2] = {0, 0};
     ringk_ring_t r;
     void *mem = NULL, *staging = NULL;
+    cudaStream_t stream = NULL;
     cudaError_t err;
-    int ret = -EIO;
+    int ret = -EIO, waited_ms;
 
     if (cell_size > 256) {
         snprintf(why, why_len, "cell_size %u is above the self-test's 256", cell_size);
@@ -112,12 +142,27 @@ extern "C" int ringk_kernels_selftest(uint32_t nmsgs, uint32_t ncells, uint32_t 
     if ((err = cudaMalloc(&mem, bytes)) != cudaSuccess ||
         (err = cudaMalloc((void**)&counters, sizeof(host))) != cudaSuccess ||
         (err = cudaMemcpy(mem, staging, bytes, cudaMemcpyHostToDevice)) != cudaSuccess ||
-        (err = cudaMemset(counters, 0, sizeof(host))) != cudaSuccess) {
+        (err = cudaMemset(counters, 0, sizeof(host))) != cudaSuccess ||
+        (err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess) {
         snprintf(why, why_len, "CUDA setup: %s", cudaGetErrorString(err));
         goto out;
     }
-    ringk_selftest_kernel<<<2, 32>>>(mem, bytes, nmsgs, &counters[0], &counters[1]);
-    if ((err = cudaDeviceSynchronize()) != cudaSuccess ||
+    ringk_selftest_kernel<<<2, 32, 0, stream>>>(mem, bytes, nmsgs, &counters[0], &counters[1]);
+    // waited for with a bound: the blocks give up after RINGK_SELFTEST_WAIT_NS each, so a
+    // kernel still running after 60 s is stuck (not co-resident, or the timer does not move)
+    err = cudaGetLastError();
+    for (waited_ms = 0; (err == cudaSuccess) &&
+                        ((err = cudaStreamQuery(stream)) == cudaErrorNotReady); waited_ms++) {
+        if (waited_ms >= 60000) {
+            snprintf(why, why_len, "kernel: still running after 60 s");
+            ret = -ETIMEDOUT;
+            stream = NULL; /* not destroyed, not freed: the kernel may still use them */
+            mem = counters = NULL;
+            goto out;
+        }
+        usleep(1000);
+    }
+    if ((err != cudaSuccess) ||
         (err = cudaMemcpy(host, counters, sizeof(host), cudaMemcpyDeviceToHost)) != cudaSuccess) {
         snprintf(why, why_len, "kernel: %s", cudaGetErrorString(err));
         goto out;
@@ -129,6 +174,9 @@ extern "C" int ringk_kernels_selftest(uint32_t nmsgs, uint32_t ncells, uint32_t 
     }
     ret = 0;
 out:
+    if (stream != NULL) {
+        cudaStreamDestroy(stream);
+    }
     cudaFree(counters);
     cudaFree(mem);
     free(staging);

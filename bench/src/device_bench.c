@@ -221,8 +221,14 @@ static void round_raw(int r, raw_bufs_t *b)
     wait_for(&b->flags[1], 1, "flag kernel start");
     t0 = now();
     for (i = 2; i < N_FLAG + 2; i++) {
+        uint64_t spins = 0;
+
         __atomic_store_n(&b->flags[0], i, __ATOMIC_RELEASE);
         while (load_acq(&b->flags[1]) != i) {
+            /* the clock read only now and then: it would cost more than the answer */
+            if (((++spins & 0xfffff) == 0) && (now() - t0 > 60)) {
+                DIE("flag ping-pong: no answer to %llu after 60 s", (unsigned long long)i);
+            }
         }
     }
     results[RT_FLAG][r] = (now() - t0) * 1e6 / N_FLAG;

@@ -34,6 +34,10 @@ static long slab_mb(ringk_ctx_t *ctx, const char *var, long def)
     return v;
 }
 
+/* A launch gets the kernel by value: CUDA takes at most 4 KiB of kernel arguments (before
+ * CUDA 12.1 and on every GPU). */
+_Static_assert(sizeof(ringk_dev_kernel_t) <= 4096, "ringk_dev_kernel_t is a kernel argument");
+
 /* Allocates the slabs of @a slot, before any kernel of it runs: 0, -EINVAL, -ENOMEM or -EIO. */
 static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
 {
@@ -162,8 +166,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     }
     out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
     head = (head + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
-    if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes, &h, &dv) != 0) ||
-        (slab_take(&slot->mem, in_bytes, &mh, &md) != 0)) {
+    /* device memory: the inbox, then the closing word on a line of its own */
+    if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes + SLAB_ALIGN, &h, &dv) != 0) ||
+        (slab_take(&slot->mem, in_bytes + SLAB_ALIGN, &mh, &md) != 0)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full (%zu MiB "
                       "mapped, %zu MiB device memory: RINGK_DEVICE_MAPPED_MB, "
                       "RINGK_DEVICE_MEM_MB)", k->name, slot->mapped.size >> 20,
@@ -187,7 +192,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     ringk_ring_view(&d->view.outbox, dv + head + in_bytes, ringk_ring_log2(out_cells),
                     RINGK_CELL);
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
+    d->view.closing = (int32_t*)(md + in_bytes);
     if (mh != NULL) {
+        *(int32_t*)(mh + in_bytes) = 0;
         return (ringk_ring_init(&tmp, mh, in_bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
     }
     /* device memory: formatted in the mapped slab's spare ring (the second in_bytes taken
@@ -196,10 +203,11 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     {
         return -EINVAL;
     }
+    memset(h + head + 2 * in_bytes + out_bytes, 0, SLAB_ALIGN); /* the closing word */
     {
         char why[160];
-        ret = slot->ops->copy_to_device(md, h + head + in_bytes + out_bytes, in_bytes,
-                                        slot->stream, why, sizeof(why));
+        ret = slot->ops->copy_to_device(md, h + head + in_bytes + out_bytes,
+                                        in_bytes + SLAB_ALIGN, slot->stream, why, sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
         }
@@ -396,8 +404,11 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
             ret = -EAGAIN;
         }
     } else {
-        /* stream-ordered: a relaunch queues behind a launch that is still returning */
-        ret = d->slot->ops->launch(&d->view, d->slot->cuda_index, d->stream, why, sizeof(why));
+        /* stream-ordered: a relaunch queues behind a launch that is still returning. The
+         * launch is the kernel's own entry's (its __global__ runs its handler); the slot's ops
+         * are the first entry's, used only for the calls every entry shares. */
+        ret = d->entry->cuda->launch(&d->view, d->slot->cuda_index, d->stream, why,
+                                     sizeof(why));
     }
     if (ret != 0) {
         __atomic_sub_fetch(&d->launches, 1, __ATOMIC_RELAXED);
@@ -477,11 +488,15 @@ static void dev_state(ringk_kernel_t *k)
     }
 }
 
+/* How long a join waits for a CUDA launch whose loop finished to return. */
+#define RINGK_DEV_JOIN_NS 10000000000ull
+
 static void dev_join(ringk_kernel_t *k)
 {
     ringk_dev_host_t *d = k->dev;
+    int running         = 0;
+    uint64_t until;
     char why[160];
-    int i;
 
     pthread_mutex_lock(&d->mu);
     if (d->has_thread) {
@@ -489,10 +504,21 @@ static void dev_join(ringk_kernel_t *k)
         d->has_thread = 0;
     }
     /* a CUDA launch: the loop set 'done', so the launch is returning; bounded (10 s) */
-    for (i = 0; (d->stream != NULL) && (i < 10000) &&
-                (d->slot->ops->stream_status(d->stream, why, sizeof(why)) == 0); i++) {
+    until = ringk_now_ns() + RINGK_DEV_JOIN_NS;
+    while ((d->stream != NULL) && !d->stuck &&
+           ((running = (d->slot->ops->stream_status(d->stream, why, sizeof(why)) == 0))) &&
+           (ringk_now_ns() < until)) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
+    }
+    if ((d->stream != NULL) && !d->stuck && running) {
+        /* still running: freeing its stream or the slot's memory would wait for it (cudaFree
+         * waits for the whole device), so both are left to the process's exit */
+        d->stuck = 1;
+        d->slot->stuck++;
+        ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
+                      "runs 10 s after it finished: its stream and the device's memory are not "
+                      "freed", k->name, d->slot->cuda_index);
     }
     pthread_mutex_unlock(&d->mu);
 }
@@ -527,6 +553,7 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
             rt->cell_size   = t->dev->view.inbox.cell_size;
             rt->inbox       = t->dev->view.inbox.shm;
             rt->ctl         = t->dev->view.ctl;
+            rt->closing     = t->dev->view.closing;
             rt->event_driven = (t->mode == RINGK_MODE_EVENT_DRIVEN);
             s->dev->route_ever |= 1u << j;
             __atomic_store_n(&rt->direct, 1, __ATOMIC_RELEASE);
@@ -582,7 +609,7 @@ void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
 void ringk_exec_dev_free(ringk_kernel_t *k)
 {
     if (k->dev != NULL) {
-        if (k->dev->stream != NULL) {
+        if ((k->dev->stream != NULL) && !k->dev->stuck) {
             k->dev->slot->ops->stream_destroy(k->dev->stream);
             k->dev->slot->kernels--;
         }
@@ -617,6 +644,10 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
         if (slot->cuda_index < 0) {
             free(slot->mapped.host);
             free(slot->mem.host);
+        } else if (slot->stuck > 0) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches still run: its "
+                          "%zu + %zu bytes of memory are not freed", slot->cuda_index,
+                          slot->stuck, slot->mapped.size, slot->mem.size);
         } else {
             slot->ops->free_device(slot->mem.dev);
             slot->ops->free_mapped(slot->mapped.host);

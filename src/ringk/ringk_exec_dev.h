@@ -33,10 +33,12 @@ typedef struct {
 typedef struct {
     int                            used;
     int                            cuda_index;   /* -1: emulated */
-    const ringk_device_cuda_ops_t *ops;          /* CUDA calls of the first entry seen */
+    const ringk_device_cuda_ops_t *ops;          /* the first entry's CUDA calls, for what
+                                                    every entry shares (not launch) */
     void                          *stream;       /* for setup copies */
     ringk_dev_slab_t               mapped, mem;
     unsigned                       kernels;      /* its kernels: a stream each */
+    unsigned                       stuck;        /* kernels whose launch did not return */
 } ringk_dev_slot_t;
 
 /* A context's devices and the proxy thread that serves its device kernels. */
@@ -73,6 +75,7 @@ typedef struct ringk_dev_host {
     int                has_thread;
     int                deferred;      /* created before ringk_ctx_start of a job: launched by it */
     int                faulted;       /* CUDA: a launch failed (the proxy marked it terminated) */
+    int                stuck;         /* CUDA: its launch did not return after it finished */
     uint64_t           fault_check_ns; /* the proxy's next look at its stream */
     uint64_t           launches;      /* atomic */
 } ringk_dev_host_t;

@@ -5,9 +5,19 @@
  * message once, FIFO per pair), backpressure with every message counted, activate / deactivate /
  * terminate, event-driven relaunch, a CPU kernel <-> device kernel ping-pong, device-to-device
  * sends without the host, topic fan-out, a barrier across CPU and device kernels, bad input, and
- * the rule that nothing is allocated once device kernels run. */
+ * the rule that nothing is allocated once device kernels run.
+ *
+ * Built a second time as test_device_streams (TEST_DEVICE_STREAMS): the same kernels are then
+ * CUDA entries whose CUDA calls run on host threads (test_device_streams.h), so every scenario
+ * also goes through the executor's CUDA branch; what would block on a GPU fails the test. */
 #define _GNU_SOURCE
 #include "test_device_util.h"
+#ifdef TEST_DEVICE_STREAMS
+#include "test_device_streams.h"
+#define TEST_DEVICE_INDEX 0 /* ringk_kernel_stats_t.device: the stand-in's CUDA device 0 */
+#else
+#define TEST_DEVICE_INDEX RINGK_DEVICE_EMULATED
+#endif
 
 #include <errno.h>
 #include <pthread.h>
@@ -40,6 +50,9 @@ START_TEST(test_device_runs_emulated)
     ringk_kernel_t *k;
     ringk_kernel_stats_t st;
     uint32_t i;
+#ifdef TEST_DEVICE_STREAMS
+    unsigned long launched = __atomic_load_n(&tds_launches, __ATOMIC_RELAXED);
+#endif
 
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
     for (i = 0; i < 1000; i++) {
@@ -47,7 +60,11 @@ START_TEST(test_device_runs_emulated)
     }
     test_wait_u64(&t.count, 1000, 30);
     st = stats_of(k);
-    ck_assert_int_eq(st.device, RINGK_DEVICE_EMULATED);
+    ck_assert_int_eq(st.device, TEST_DEVICE_INDEX);
+#ifdef TEST_DEVICE_STREAMS
+    /* the path taken: launches through the entry's CUDA ops */
+    ck_assert_uint_eq(__atomic_load_n(&tds_launches, __ATOMIC_RELAXED) - launched, st.launches);
+#endif
     ck_assert_uint_eq(st.msgs_in, 1000);
     ck_assert_uint_ge(st.launches, 1);
     ck_assert_uint_eq(st.bad_cells, 0);
@@ -657,12 +674,86 @@ START_TEST(test_device_bad_params)
 }
 END_TEST
 
+#ifdef TEST_DEVICE_STREAMS
+/* What the stuck-launch test leaves allocated on purpose (one process runs every test with
+ * CK_FORK=no). */
+static unsigned long live_kept;
+
+/* Nothing a GPU would have blocked on happened during the test, and the runtime freed what it
+ * allocated on the device. */
+static void streams_teardown(void)
+{
+    ck_assert_uint_eq(__atomic_load_n(&tds_violations, __ATOMIC_RELAXED), 0);
+    ck_assert_uint_eq(__atomic_load_n(&tds_live, __ATOMIC_RELAXED), live_kept);
+}
+
+/* A launch that faults: the proxy finds the error on its stream, logs it and marks the kernel
+ * terminated, so that a terminate and the context's destroy return. */
+START_TEST(test_device_streams_fault)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    int i;
+
+    tds_fault_next = 1;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; (i < 10000) && (strstr(logbuf, "failed on CUDA device 0") == NULL); i++) {
+        usleep(1000);
+    }
+    ck_assert_msg(strstr(logbuf, "failed on CUDA device 0 (the device kernel: stand-in "
+                         "fault)") != NULL, "log: %s", logbuf);
+    ck_assert_int_eq(stats_of(k).state, RINGK_KERNEL_TERMINATED);
+    ck_assert_uint_eq(t.count, 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A launch that has not returned 10 s after its loop finished: the kernel's destroy and the
+ * context's return after the bound, and neither frees what the launch may still use (the
+ * stand-in counts a free while a launch runs as a violation). */
+START_TEST(test_device_streams_stuck)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    int i;
+
+    tds_hang_next_ms = 13000;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(host_send(ctx, "count", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&t.count, 1, 30);
+    ck_assert_int_eq(ringk_kernel_destroy(k), 0);
+    ck_assert_msg(strstr(logbuf, "kernel 'count': its launch on CUDA device 0 still runs 10 s "
+                         "after it finished") != NULL, "log: %s", logbuf);
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(strstr(logbuf, "CUDA device 0: 1 launches still run") != NULL, "log: %s",
+                  logbuf);
+    for (i = 0; (i < 10000) && (__atomic_load_n(&tds_running, __ATOMIC_ACQUIRE) > 0); i++) {
+        usleep(1000); /* the launch returns: later tests of this process start clean */
+    }
+    ck_assert_uint_eq(__atomic_load_n(&tds_running, __ATOMIC_ACQUIRE), 0);
+    /* left: the device memory and mapped memory of the slot, its setup stream, the stream of
+     * the kernel */
+    ck_assert_uint_eq(__atomic_load_n(&tds_live, __ATOMIC_RELAXED), live_kept + 4);
+    live_kept += 4;
+}
+END_TEST
+#endif
+
 int main(void)
 {
     Suite *s  = suite_create("device");
     TCase *tc = tcase_create("device");
 
     tcase_set_timeout(tc, 120);
+#ifdef TEST_DEVICE_STREAMS
+    tcase_add_checked_fixture(tc, NULL, streams_teardown);
+    tcase_add_test(tc, test_device_streams_fault);
+    tcase_add_test(tc, test_device_streams_stuck);
+#endif
     tcase_add_test(tc, test_device_runs_emulated);
     tcase_add_test(tc, test_device_multi_producer);
     tcase_add_test(tc, test_device_backpressure_lifecycle);

@@ -16,10 +16,13 @@
 extern "C" {
 #endif
 
-/* Adds @a n to counter @a f of the launch's own copies and stores it to the control block (a
- * release store: the host reads it; the loop is its only writer, so nothing is read back). */
+/* Adds @a n to counter @a f of the launch's own copies and stores it to the control block (the
+ * loop is its only writer, so nothing is read back). A relaxed store: the host reads the
+ * counters as statistics and orders nothing by them, and the next launch, which reads them
+ * back, is ordered after this one by its stream; a release store would put a system-wide fence
+ * (a wait for every earlier write to cross the bus) in front of each. */
 #define RINGK_DEV_COUNT(k, f, n) \
-    ringk_dev_store_rel_sys_u64(&(k)->ctl->f, (k)->own.f += (n))
+    ringk_dev_store_rlx_sys_u64(&(k)->ctl->f, (k)->own.f += (n))
 
 /* ---- the device API ------------------------------------------------------------------------ */
 
@@ -164,7 +167,7 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
  * host): claim with a compare-and-swap on the target's tail, write, publish by one release
  * store of the cell header, then wake the target if it returned (event-driven). */
 RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
-                                       const ringk_dev_route_t *rt, uint32_t type,
+                                       const ringk_dev_route_copy_t *rt, uint32_t type,
                                        const void *payload, uint32_t len, int timeout_ms)
 {
     ringk_ring_t r;
@@ -172,7 +175,6 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
     uint32_t nc = ringk_ring_cells_for(sizeof(ringk_msg_t) + len, rt->cell_size);
     uint32_t nap = RINGK_DEV_NAP_MIN_NS;
     uint64_t pos, t0 = 0;
-    int32_t state;
     int ret;
 
     if (len > rt->max_in) {
@@ -180,8 +182,7 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
     }
     ringk_ring_view(&r, rt->inbox, rt->log2_ncells, rt->cell_size);
     for (;;) {
-        state = ringk_dev_load_acq_sys_i32(&tc->state);
-        if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
+        if (ringk_dev_load_rlx_gpu_i32(rt->closing)) {
             return -EPIPE;
         }
         if (ringk_ring_mp_claim_cached(&r, nc, &k->head_cache[route], &pos)) {
@@ -191,11 +192,12 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
             return ret;
         }
     }
-    /* T1 (device): the claim (a seq_cst compare-and-swap) before this read of the state; pairs
-     * with T2 in ringk_dev_try_finish(). A target that is terminating gets a cancel cell. */
-    ringk_dev_fence_sc_sys();
-    state = ringk_dev_load_acq_sys_i32(&tc->state);
-    if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
+    /* T1 (device): the claim (a seq_cst compare-and-swap) before this read of the target's
+     * closing word; pairs with T2 in ringk_dev_try_finish(), which sets the word before it
+     * looks at the tails. Both words are in this device's memory and both sides run on it:
+     * device scope. A target that is finishing gets a cancel cell. */
+    ringk_dev_fence_sc_gpu();
+    if (ringk_dev_load_rlx_gpu_i32(rt->closing)) {
         ringk_ring_cancel(&r, pos, nc);
         return -EPIPE;
     }
@@ -223,9 +225,10 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
  * for room in the inbox or the outbox.
  * @return 0; -EINVAL no such route or a bad type; -EMSGSIZE above max_out or the target's
  *         max_in; -EAGAIN full (RINGK_WAIT_NONE); -ETIMEDOUT still full; -EPIPE the target is
- *         terminating. Errors the host proxy meets later (the target does not subscribe to this
- *         kernel, a lost process) are counted in the kernel's statistics (send_failed) and
- *         logged on the host.
+ *         terminating (a target on this device: once its loop looks for its last messages; a
+ *         message sent before is handled). Errors the host proxy meets later (the target does
+ *         not subscribe to this kernel, a lost process) are counted in the kernel's statistics
+ *         (send_failed) and logged on the host.
  */
 RINGK_DEV_FN int ringk_dev_send_route(ringk_dev_kernel_t *k, int route, uint32_t type,
                                       const void *payload, uint32_t len, int timeout_ms)
@@ -242,7 +245,22 @@ RINGK_DEV_FN int ringk_dev_send_route(ringk_dev_kernel_t *k, int route, uint32_t
     }
     rt = &k->routes[route];
     if (ringk_dev_load_acq_sys_i32(&rt->direct)) {
-        ret = ringk_dev_send_direct(k, route, rt, type, payload, len, timeout_ms);
+        if (!(k->route_copied & (1u << route))) {
+            /* after the acquire of 'direct': the host wrote the fields before it */
+            ringk_dev_route_copy_t *rc = &k->route_copy[route];
+
+            rc->receiver     = rt->receiver;
+            rc->max_in       = rt->max_in;
+            rc->log2_ncells  = rt->log2_ncells;
+            rc->cell_size    = rt->cell_size;
+            rc->event_driven = rt->event_driven;
+            rc->inbox        = rt->inbox;
+            rc->ctl          = rt->ctl;
+            rc->closing      = rt->closing;
+            k->route_copied |= 1u << route;
+        }
+        ret = ringk_dev_send_direct(k, route, &k->route_copy[route], type, payload, len,
+                                    timeout_ms);
         if (ret == 0) {
             RINGK_DEV_COUNT(k, msgs_direct, 1);
         }
@@ -569,10 +587,12 @@ RINGK_DEV_FN int ringk_dev_empty(const ringk_dev_kernel_t *k)
 }
 
 /* A terminating kernel stops once every claimed cell was consumed. T2: the state (read by the
- * caller) before the tails; pairs with T1 in the senders (host: ringk_inbox_claim, device:
- * ringk_dev_send_direct), who read the state after their claim and cancel. */
+ * caller) and the closing word (stored here) before the tails; pairs with T1 in the senders,
+ * who read the state (host: ringk_inbox_claim) or the closing word (device:
+ * ringk_dev_send_direct) after their claim and cancel. */
 RINGK_DEV_FN int ringk_dev_try_finish(ringk_dev_kernel_t *k)
 {
+    ringk_dev_store_rlx_gpu_i32(k->closing, 1);
     ringk_dev_fence_sc_sys();
     return ringk_dev_empty(k);
 }
@@ -628,6 +648,7 @@ RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
     for (i = 0; i < RINGK_DEV_ROUTES_MAX; i++) {
         k->head_cache[i] = 0; /* a stale head only makes a claim read the real one */
     }
+    k->route_copied = 0;
 }
 
 /**

@@ -55,9 +55,29 @@ RINGK_DEV_FN void ringk_dev_store_rel_sys_u64(uint64_t *p, uint64_t v)
 {
     RINGK_DEV_ATOMIC(uint64_t, system, p).store(v, cuda::memory_order_release);
 }
+/* a store the host reads whole but orders nothing by (st.relaxed.sys: no fence before it) */
+RINGK_DEV_FN void ringk_dev_store_rlx_sys_u64(uint64_t *p, uint64_t v)
+{
+    RINGK_DEV_ATOMIC(uint64_t, system, p).store(v, cuda::memory_order_relaxed);
+}
 RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
 {
     return RINGK_DEV_ATOMIC(uint64_t, system, p).load(cuda::memory_order_relaxed);
+}
+/* words of device memory that only kernels of the device use: device scope */
+RINGK_DEV_FN int32_t ringk_dev_load_rlx_gpu_i32(const int32_t *p)
+{
+    return RINGK_DEV_ATOMIC(int32_t, device, p).load(cuda::memory_order_relaxed);
+}
+RINGK_DEV_FN void ringk_dev_store_rlx_gpu_i32(int32_t *p, int32_t v)
+{
+    RINGK_DEV_ATOMIC(int32_t, device, p).store(v, cuda::memory_order_relaxed);
+}
+/* fence.sc.gpu: as ringk_dev_fence_sc_sys() between kernels of one device (the direct sends'
+ * terminate protocol, whose words are in device memory) */
+RINGK_DEV_FN void ringk_dev_fence_sc_gpu(void)
+{
+    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
 }
 /* fence.sc.sys: orders a store before a later load of another word, against the host too (the
  * sleep and terminate protocols: W1/W2, T1/T2 below) */
@@ -100,9 +120,25 @@ RINGK_DEV_FN void ringk_dev_store_rel_sys_u64(uint64_t *p, uint64_t v)
 {
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
+RINGK_DEV_FN void ringk_dev_store_rlx_sys_u64(uint64_t *p, uint64_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
 RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN int32_t ringk_dev_load_rlx_gpu_i32(const int32_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN void ringk_dev_store_rlx_gpu_i32(int32_t *p, int32_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN void ringk_dev_fence_sc_gpu(void)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
 {
@@ -134,7 +170,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        4u
+#define RINGK_DEV_ABI        5u
 #define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
@@ -164,8 +200,19 @@ typedef struct ringk_dev_route {
     uint32_t event_driven; /**< the target returns when idle: a sender may have to wake it */
     void    *inbox;        /**< target's device inbox (device address) */
     struct ringk_dev_ctl *ctl; /**< target's control block (device address) */
+    int32_t *closing;      /**< target's closing word (device memory) */
     char     name[RINGK_DEV_NAME_MAX];
 } ringk_dev_route_t;
+
+/* A launch's copy of a direct route's target (ringk_dev_route_t's fields after 'direct'): they
+ * never change once the host made the route direct, so a sender reads them across the bus once
+ * per launch, and only 'direct' on each send. */
+typedef struct ringk_dev_route_copy {
+    uint32_t receiver, max_in, log2_ncells, cell_size, event_driven;
+    void    *inbox;
+    struct ringk_dev_ctl *ctl;
+    int32_t *closing;
+} ringk_dev_route_copy_t;
 
 /* A device kernel's control block, in memory both sides see (mapped pinned memory on a GPU). */
 typedef struct ringk_dev_ctl {
@@ -214,6 +261,10 @@ typedef struct ringk_dev_kernel {
     ringk_ring_t       inbox;     /**< from kernels of the same device: device memory */
     ringk_ring_t       outbox;    /**< to the host proxy: pinned mapped memory */
     ringk_dev_route_t *routes;    /**< ctl->nroutes of them */
+    int32_t           *closing;   /**< device memory, 0 until the loop, terminating, is about
+                                       to look for the last messages (T2): then 1. Senders of
+                                       the same device read it instead of ctl->state, which
+                                       is across the bus */
     char             (*topics)[RINGK_DEV_NAME_MAX]; /**< topics it publishes to */
     char             (*barriers)[RINGK_DEV_NAME_MAX]; /**< barriers it takes part in */
     void              *arg;
@@ -229,6 +280,8 @@ typedef struct ringk_dev_kernel {
     ringk_dev_own_t    own;
     uint64_t           head_cache[RINGK_DEV_ROUTES_MAX]; /**< per route: the target inbox's head
                                                               as this sender last read it */
+    uint32_t           route_copied;  /**< bit r: route_copy[r] holds route r's target */
+    ringk_dev_route_copy_t route_copy[RINGK_DEV_ROUTES_MAX];
 } ringk_dev_kernel_t;
 
 /* Outbox record: what follows the cell header of an outbox message. */

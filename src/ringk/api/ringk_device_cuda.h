@@ -128,7 +128,7 @@ RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
         &sym##_ringk_ops \
     }
-#else
+#elif !defined(RINGK_DEVICE_ENTRY) /* else the program brings its own (the tests' stand-in) */
 /**
  * Defines the device kernel entry @a sym (a const ringk_device_entry_t, given to
  * ringk_kernel_create as params.device_entry) whose loop hands messages to @a handler, a

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A CUDA device made of host threads, for test_device_streams: compiled as host C with this file
+ * included first (-include), kernels/ringk_dev_test.cu defines CUDA entries (kind
+ * RINGK_DEVICE_ENTRY_CUDA) whose CUDA calls are the functions below. The executor then takes its
+ * CUDA branch (slots of CUDA devices, streams, copies to device memory, launches through the
+ * entry's ops, the proxy's fault checks) on a machine without a GPU, running the scenarios of
+ * test_device.c.
+ *
+ * What a real GPU would do and the stand-in does too:
+ * - a stream runs its launches one after another (each launch a thread that starts when the one
+ *   before it returned);
+ * - device memory has no host address and starts as garbage (filled with 0xa5);
+ * - mapped memory has two addresses, one for the host and one for the device (one memfd mapped
+ *   twice), so a pointer handed to the wrong side still works but the two are never equal;
+ *   under ThreadSanitizer, which orders atomics by address and would see no order between a
+ *   release through one mapping and an acquire through the other, they are one.
+ * The stand-in counts what it allocated and what was freed (tds_live), so a test sees what the
+ * runtime did not free; it allocates with mmap, which LeakSanitizer does not follow, because a
+ * test leaves memory on purpose (a launch that does not return).
+ * What would block or deadlock on a GPU is counted in tds_violations and logged on stderr:
+ * allocating or freeing device or mapped memory while a launch runs (GPU-NOTES.md, "implicit
+ * synchronization"), copying on a stream whose launch runs, destroying a stream with a launch
+ * that does not return. */
+#ifndef RINGK_TEST_DEVICE_STREAMS_H
+#define RINGK_TEST_DEVICE_STREAMS_H
+
+#if defined(TEST_DEVICE_STREAMS_IMPL) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* memfd_create; this file is included before any other */
+#endif
+
+#include <ringk/api/ringk_device_abi.h>
+
+/** What a GPU would have blocked on (see above); read by the tests, 0 after each. */
+extern unsigned long tds_violations;
+/** Launches made through the stand-in's ops (each through the entry it was made for). */
+extern unsigned long tds_launches;
+/** Set to make the next launch fault: it does not run, and its stream reports -EIO. */
+extern int tds_fault_next;
+/** Set to make the next launch return this many ms after its loop did (a launch stuck on the
+ * device after the loop finished). */
+extern unsigned tds_hang_next_ms;
+/** Launches started and not returned, all streams. */
+extern unsigned tds_running;
+/** Device and mapped allocations and streams not freed. */
+extern unsigned long tds_live;
+
+#ifdef TEST_DEVICE_STREAMS_IMPL
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+unsigned long tds_violations;
+unsigned long tds_launches;
+int tds_fault_next;
+unsigned tds_hang_next_ms;
+unsigned tds_running;
+unsigned long tds_live;
+
+typedef struct tds_stream {
+    pthread_mutex_t mu;
+    pthread_cond_t  cond;
+    uint64_t        queued, finished; /* launches put on the stream; returned, in order */
+    int             fault;            /* a launch faulted: the stream reports it */
+} tds_stream_t;
+
+typedef struct tds_launch {
+    tds_stream_t       *s;
+    uint64_t            seq;
+    void              (*run)(ringk_dev_kernel_t *k);
+    ringk_dev_kernel_t  view;  /* the kernel argument, by value */
+    int                 fault;
+    unsigned            hang_ms;
+} tds_launch_t;
+
+static void tds_violation(const char *what)
+{
+    __atomic_add_fetch(&tds_violations, 1, __ATOMIC_RELAXED);
+    fprintf(stderr, "test_device_streams: %s while %u launches run (a GPU would block)\n", what,
+            __atomic_load_n(&tds_running, __ATOMIC_ACQUIRE));
+}
+
+static void tds_check_idle(const char *what)
+{
+    if (__atomic_load_n(&tds_running, __ATOMIC_ACQUIRE) > 0) {
+        tds_violation(what);
+    }
+}
+
+static void *tds_launch_main(void *arg)
+{
+    tds_launch_t *l = arg;
+    tds_stream_t *s = l->s;
+
+    pthread_mutex_lock(&s->mu);
+    while (s->finished + 1 < l->seq) { /* stream order: after the launch before it */
+        pthread_cond_wait(&s->cond, &s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!l->fault) {
+        l->run(&l->view);
+    }
+    if (l->hang_ms > 0) {
+        usleep(l->hang_ms * 1000u);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->finished = l->seq;
+    s->fault   |= l->fault;
+    __atomic_sub_fetch(&tds_running, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->mu);
+    free(l);
+    return NULL;
+}
+
+/* One entry's launch: the run function of the entry it was made for. */
+static int tds_launch(void (*run)(ringk_dev_kernel_t *k), const ringk_dev_kernel_t *k,
+                      int device, void *stream, char *why, size_t why_len)
+{
+    tds_stream_t *s = stream;
+    tds_launch_t *l = calloc(1, sizeof(*l));
+    pthread_attr_t attr;
+    pthread_t th;
+    int ret;
+
+    if ((l == NULL) || (device != 0) || (s == NULL)) {
+        free(l);
+        snprintf(why, why_len, "stand-in launch: device %d, stream %p", device, stream);
+        return -EINVAL;
+    }
+    l->s     = s;
+    l->run   = run;
+    l->view  = *k;
+    l->fault   = __atomic_exchange_n(&tds_fault_next, 0, __ATOMIC_ACQ_REL);
+    l->hang_ms = __atomic_exchange_n(&tds_hang_next_ms, 0, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&s->mu);
+    l->seq = ++s->queued;
+    pthread_mutex_unlock(&s->mu);
+    __atomic_add_fetch(&tds_running, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(&tds_launches, 1, __ATOMIC_RELAXED);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    ret = pthread_create(&th, &attr, tds_launch_main, l);
+    pthread_attr_destroy(&attr);
+    if (ret != 0) {
+        /* the sequence number stays taken: count it finished so later launches run */
+        pthread_mutex_lock(&s->mu);
+        s->finished++;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->mu);
+        __atomic_sub_fetch(&tds_running, 1, __ATOMIC_RELEASE);
+        free(l);
+        snprintf(why, why_len, "stand-in launch: no thread");
+        return -EAGAIN;
+    }
+    return 0;
+}
+
+static int tds_device_count(char *why, size_t why_len)
+{
+    return 1;
+}
+
+static int tds_set_device(int device, char *why, size_t why_len)
+{
+    if (device != 0) {
+        snprintf(why, why_len, "stand-in: no device %d", device);
+        return -ENODEV;
+    }
+    return 0;
+}
+
+/* Anonymous memory with its length in the page before it. */
+static void *tds_map(size_t bytes)
+{
+    size_t page = (size_t)getpagesize(), len = (bytes + page - 1) / page * page + page;
+    char *p     = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (p == MAP_FAILED) {
+        return NULL;
+    }
+    *(size_t*)p = len;
+    __atomic_add_fetch(&tds_live, 1, __ATOMIC_RELAXED);
+    return p + page;
+}
+
+static void tds_unmap(void *p)
+{
+    char *h = (char*)p - getpagesize();
+
+    __atomic_sub_fetch(&tds_live, 1, __ATOMIC_RELAXED);
+    munmap(h, *(size_t*)h);
+}
+
+static int tds_alloc_device(void **p, size_t bytes, char *why, size_t why_len)
+{
+    tds_check_idle("device memory allocated");
+    if ((*p = tds_map(bytes)) == NULL) {
+        snprintf(why, why_len, "stand-in: no %zu bytes", bytes);
+        return -ENOMEM;
+    }
+    memset(*p, 0xa5, bytes);
+    return 0;
+}
+
+/* Mapped memory: the host's and the device's mappings of one memfd, the length in a word
+ * before the host's address (the page before it is part of the host mapping). */
+static int tds_alloc_mapped(void **host, void **dev, size_t bytes, char *why, size_t why_len)
+{
+    size_t page = (size_t)getpagesize(), len = (bytes + page - 1) / page * page + page;
+    int fd;
+    char *h, *d;
+
+    tds_check_idle("mapped memory allocated");
+    fd = memfd_create("tds-mapped", 0);
+    if ((fd < 0) || (ftruncate(fd, (off_t)len) != 0)) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        snprintf(why, why_len, "stand-in: memfd of %zu bytes: %m", len);
+        return -ENOMEM;
+    }
+    h = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+#if defined(__SANITIZE_THREAD__)
+    d = (h == MAP_FAILED) ? MAP_FAILED : h + page;
+#else
+    d = mmap(NULL, len - page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)page);
+#endif
+    close(fd);
+    if ((h == MAP_FAILED) || (d == MAP_FAILED)) {
+        if (h != MAP_FAILED) {
+            munmap(h, len);
+        }
+#if !defined(__SANITIZE_THREAD__)
+        if (d != MAP_FAILED) {
+            munmap(d, len - page);
+        }
+#endif
+        snprintf(why, why_len, "stand-in: mmap of %zu bytes failed", len);
+        return -ENOMEM;
+    }
+    ((size_t*)h)[0] = len;
+    ((char**)h)[1]  = d;
+    __atomic_add_fetch(&tds_live, 1, __ATOMIC_RELAXED);
+    *host = h + page;
+    *dev  = d;
+    return 0;
+}
+
+static int tds_copy_to_device(void *dst, const void *src, size_t bytes, void *stream, char *why,
+                              size_t why_len)
+{
+    tds_stream_t *s = stream;
+
+    pthread_mutex_lock(&s->mu);
+    if (s->finished != s->queued) {
+        pthread_mutex_unlock(&s->mu);
+        tds_violation("a copy synchronized a stream whose launch");
+        snprintf(why, why_len, "stand-in: copy behind a running launch");
+        return -EIO;
+    }
+    pthread_mutex_unlock(&s->mu);
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+static int tds_stream_create(void **stream, char *why, size_t why_len)
+{
+    tds_stream_t *s = tds_map(sizeof(*s)); /* zeroed */
+
+    if (s == NULL) {
+        snprintf(why, why_len, "stand-in: no memory for a stream");
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    *stream = s;
+    return 0;
+}
+
+static int tds_stream_status(void *stream, char *why, size_t why_len)
+{
+    tds_stream_t *s = stream;
+    int ret;
+
+    pthread_mutex_lock(&s->mu);
+    ret = s->fault ? -EIO : (s->finished == s->queued);
+    pthread_mutex_unlock(&s->mu);
+    if (ret < 0) {
+        snprintf(why, why_len, "the device kernel: stand-in fault");
+    }
+    return ret;
+}
+
+static void tds_free_device(void *p)
+{
+    tds_check_idle("device memory freed");
+    tds_unmap(p);
+}
+
+static void tds_free_mapped(void *host)
+{
+    size_t page = (size_t)getpagesize();
+    char *h     = (char*)host - page;
+    size_t len  = ((size_t*)h)[0];
+
+    tds_check_idle("mapped memory freed");
+    __atomic_sub_fetch(&tds_live, 1, __ATOMIC_RELAXED);
+#if !defined(__SANITIZE_THREAD__)
+    munmap(((char**)h)[1], len - page);
+#endif
+    munmap(h, len);
+}
+
+/* Waits up to 10 s for the stream's launches to return; a GPU's stream destroy would not wait,
+ * but the launches would then run on after the memory they use was freed. */
+static void tds_stream_destroy(void *stream)
+{
+    tds_stream_t *s = stream;
+    struct timespec until;
+    int ret = 0;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&s->mu);
+    while ((s->finished != s->queued) && (ret == 0)) {
+        ret = pthread_cond_timedwait(&s->cond, &s->mu, &until);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (ret != 0) {
+        tds_violation("a stream was destroyed with a launch that did not return");
+        return; /* leaked: the launch still uses it */
+    }
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->mu);
+    tds_unmap(s);
+}
+
+/* An entry as nvcc would make it (RINGK_DEVICE_ENTRY in ringk_device_cuda.h), with the launch
+ * of its own loop on a stand-in stream. */
+#define RINGK_DEVICE_ENTRY(sym, handler) \
+    static void sym##_ringk_run(ringk_dev_kernel_t *k) \
+    { \
+        ringk_dev_run(k, handler); \
+    } \
+    static int sym##_ringk_launch(const ringk_dev_kernel_t *k, int device, void *stream, \
+                                  char *why, size_t why_len) \
+    { \
+        return tds_launch(sym##_ringk_run, k, device, stream, why, why_len); \
+    } \
+    static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
+        tds_device_count, tds_set_device, tds_alloc_device, tds_alloc_mapped, \
+        tds_copy_to_device, tds_stream_create, sym##_ringk_launch, tds_stream_status, \
+        tds_free_device, tds_free_mapped, tds_stream_destroy \
+    }; \
+    const ringk_device_entry_t sym = { \
+        RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
+        &sym##_ringk_ops \
+    }
+#endif /* TEST_DEVICE_STREAMS_IMPL */
+
+#endif
