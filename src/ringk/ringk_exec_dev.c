@@ -547,14 +547,14 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
                 (t->dev->slot != s->dev->slot) || !ringk_kernel_accepts(t, s)) {
                 continue;
             }
-            rt->receiver    = t->id;
-            rt->max_in      = t->max_in;
-            rt->log2_ncells = ringk_ring_log2(t->dev->view.inbox.ncells);
-            rt->cell_size   = t->dev->view.inbox.cell_size;
-            rt->inbox       = t->dev->view.inbox.shm;
-            rt->ctl         = t->dev->view.ctl;
-            rt->closing     = t->dev->view.closing;
-            rt->event_driven = (t->mode == RINGK_MODE_EVENT_DRIVEN);
+            rt->target.receiver     = t->id;
+            rt->target.max_in       = t->max_in;
+            rt->target.log2_ncells  = ringk_ring_log2(t->dev->view.inbox.ncells);
+            rt->target.cell_size    = t->dev->view.inbox.cell_size;
+            rt->target.inbox        = t->dev->view.inbox.shm;
+            rt->target.ctl          = t->dev->view.ctl;
+            rt->target.closing      = t->dev->view.closing;
+            rt->target.event_driven = (t->mode == RINGK_MODE_EVENT_DRIVEN);
             s->dev->route_ever |= 1u << j;
             __atomic_store_n(&rt->direct, 1, __ATOMIC_RELEASE);
         }
@@ -569,7 +569,7 @@ void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone)
     for (i = 0; (gone->dev != NULL) && (i < ctx->nkernels); i++) {
         s = ctx->kernels[i];
         for (j = 0; (s != NULL) && (s->dev != NULL) && (j < s->publishes_to.count); j++) {
-            if (s->dev->routes[j].ctl == gone->dev->view.ctl) {
+            if (s->dev->routes[j].target.ctl == gone->dev->view.ctl) {
                 __atomic_store_n(&s->dev->routes[j].direct, 0, __ATOMIC_RELEASE);
             }
         }

@@ -167,7 +167,7 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
  * host): claim with a compare-and-swap on the target's tail, write, publish by one release
  * store of the cell header, then wake the target if it returned (event-driven). */
 RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
-                                       const ringk_dev_route_copy_t *rt, uint32_t type,
+                                       const ringk_dev_target_t *rt, uint32_t type,
                                        const void *payload, uint32_t len, int timeout_ms)
 {
     ringk_ring_t r;
@@ -245,21 +245,12 @@ RINGK_DEV_FN int ringk_dev_send_route(ringk_dev_kernel_t *k, int route, uint32_t
     }
     rt = &k->routes[route];
     if (ringk_dev_load_acq_sys_i32(&rt->direct)) {
-        if (!(k->route_copied & (1u << route))) {
-            /* after the acquire of 'direct': the host wrote the fields before it */
-            ringk_dev_route_copy_t *rc = &k->route_copy[route];
-
-            rc->receiver     = rt->receiver;
-            rc->max_in       = rt->max_in;
-            rc->log2_ncells  = rt->log2_ncells;
-            rc->cell_size    = rt->cell_size;
-            rc->event_driven = rt->event_driven;
-            rc->inbox        = rt->inbox;
-            rc->ctl          = rt->ctl;
-            rc->closing      = rt->closing;
-            k->route_copied |= 1u << route;
+        if (!(k->targets_copied & (1u << route))) {
+            /* after the acquire of 'direct': the host wrote the target before it */
+            k->targets[route]  = rt->target;
+            k->targets_copied |= 1u << route;
         }
-        ret = ringk_dev_send_direct(k, route, &k->route_copy[route], type, payload, len,
+        ret = ringk_dev_send_direct(k, route, &k->targets[route], type, payload, len,
                                     timeout_ms);
         if (ret == 0) {
             RINGK_DEV_COUNT(k, msgs_direct, 1);
@@ -648,7 +639,7 @@ RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
     for (i = 0; i < RINGK_DEV_ROUTES_MAX; i++) {
         k->head_cache[i] = 0; /* a stale head only makes a claim read the real one */
     }
-    k->route_copied = 0;
+    k->targets_copied = 0;
 }
 
 /**

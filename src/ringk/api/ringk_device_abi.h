@@ -189,10 +189,10 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* A route of a device kernel: the target's name, and where the host resolved it to a kernel of
  * the same device, that kernel's device inbox and control block. */
-typedef struct ringk_dev_route {
-    int32_t  direct;       /**< 1: the fields below hold a same-device target; 0: through the
-                                host proxy. Written last by the host (release), read first
-                                (acquire) */
+/* A same-device target of a route: set by the host before it makes the route direct, never
+ * changed after, so a sender copies it into its launch once (ringk_dev_kernel_t.targets) and
+ * reads only 'direct' across the bus on each send. */
+typedef struct ringk_dev_target {
     uint32_t receiver;     /**< target kernel id */
     uint32_t max_in;       /**< target's max_in */
     uint32_t log2_ncells;  /**< target inbox geometry */
@@ -201,18 +201,15 @@ typedef struct ringk_dev_route {
     void    *inbox;        /**< target's device inbox (device address) */
     struct ringk_dev_ctl *ctl; /**< target's control block (device address) */
     int32_t *closing;      /**< target's closing word (device memory) */
+} ringk_dev_target_t;
+
+typedef struct ringk_dev_route {
+    int32_t  direct;       /**< 1: 'target' holds a same-device target; 0: through the host
+                                proxy. Written last by the host (release), read first
+                                (acquire) */
+    ringk_dev_target_t target;
     char     name[RINGK_DEV_NAME_MAX];
 } ringk_dev_route_t;
-
-/* A launch's copy of a direct route's target (ringk_dev_route_t's fields after 'direct'): they
- * never change once the host made the route direct, so a sender reads them across the bus once
- * per launch, and only 'direct' on each send. */
-typedef struct ringk_dev_route_copy {
-    uint32_t receiver, max_in, log2_ncells, cell_size, event_driven;
-    void    *inbox;
-    struct ringk_dev_ctl *ctl;
-    int32_t *closing;
-} ringk_dev_route_copy_t;
 
 /* A device kernel's control block, in memory both sides see (mapped pinned memory on a GPU). */
 typedef struct ringk_dev_ctl {
@@ -280,8 +277,8 @@ typedef struct ringk_dev_kernel {
     ringk_dev_own_t    own;
     uint64_t           head_cache[RINGK_DEV_ROUTES_MAX]; /**< per route: the target inbox's head
                                                               as this sender last read it */
-    uint32_t           route_copied;  /**< bit r: route_copy[r] holds route r's target */
-    ringk_dev_route_copy_t route_copy[RINGK_DEV_ROUTES_MAX];
+    uint32_t           targets_copied;  /**< bit r: targets[r] holds route r's target */
+    ringk_dev_target_t targets[RINGK_DEV_ROUTES_MAX];
 } ringk_dev_kernel_t;
 
 /* Outbox record: what follows the cell header of an outbox message. */
