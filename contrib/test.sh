@@ -174,7 +174,14 @@ if bash contrib/soak.sh _build "${RINGK_SOAK_SECONDS:-60}" 4 >_build/soak.out 2>
     echo "PASS: soak"
     passed=$((passed + 1))
 else
-    tail -n 40 _build/soak.out
+    # the summary, what each rank said besides its progress lines, and the last lines
+    grep '^soak: ' _build/soak.out | grep -v '^soak:     ' | head -n 20
+    for log in _build/soak/logs/rank*.log; do
+        [ -f "$log" ] || continue
+        echo "--- ${log##*/}, without its progress lines:"
+        grep -v '^soak \[rank [0-9]* of [0-9]*\] ' "$log" | head -n 20
+    done
+    tail -n 20 _build/soak.out
     echo "FAIL: soak"
     failed=$((failed + 1))
 fi

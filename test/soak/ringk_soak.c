@@ -352,13 +352,14 @@ static long rss_kib(void)
 
 /* The main loop's state, for the progress lines. */
 typedef struct soak_run {
-    ringk_ctx_t *ctx;
-    int          rank, size;
-    soak_sink_t *sinks;
-    uint64_t     sent, published, eagain, etimedout;
-    double       t0, last_t, warmup;
-    uint64_t     last_sent, last_delivered;
-    long         rss_first, rss_last;
+    ringk_ctx_t    *ctx;
+    int             rank, size;
+    soak_sink_t    *sinks;
+    ringk_kernel_t *kernels[SOAK_K + 1]; /**< the sinks, then the source */
+    uint64_t        sent, published, eagain, etimedout;
+    double          t0, last_t, warmup;
+    uint64_t        last_sent, last_delivered;
+    long            rss_first, rss_last;
 } soak_run_t;
 
 static uint64_t sinks_delivered(const soak_run_t *run)
@@ -408,6 +409,27 @@ static int peers_lost(soak_run_t *run, const char *while_)
                 run->rank, lost, while_);
     }
     return lost;
+}
+
+/* What this rank's kernels say when a send or publish gave up: the next run's clue. */
+static void stall_report(const soak_run_t *run)
+{
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
+    int i;
+
+    for (i = 0; i <= SOAK_K; i++) {
+        if (ringk_kernel_stats_query(run->kernels[i], &st) != 0) {
+            continue;
+        }
+        fprintf(stderr, "soak [rank %d]: %s: state %d, in %llu (direct %llu, inline %llu), "
+                "out %llu, queued %llu cells, refused %llu, deferred %llu (failed %llu)\n",
+                run->rank, (i < SOAK_K) ? run->sinks[i].name : "source", (int)st.state,
+                (unsigned long long)st.msgs_in,
+                (unsigned long long)st.direct_in, (unsigned long long)st.inline_in,
+                (unsigned long long)st.msgs_out, (unsigned long long)st.queue_depth,
+                (unsigned long long)st.refused_full, (unsigned long long)st.deferred,
+                (unsigned long long)st.deferred_failed);
+    }
 }
 
 /* Sends without dropping: a refused send (no room, no credit) is retried until it is accepted,
@@ -602,6 +624,10 @@ int main(int argc, char **argv)
     run.rank   = rank;
     run.size   = size;
     run.sinks  = sinks;
+    for (j = 0; j < SOAK_K; j++) {
+        run.kernels[j] = sink_k[j];
+    }
+    run.kernels[SOAK_K] = src_k;
     run.sent   = run.published = run.eagain = run.etimedout = 0;
     run.t0     = run.last_t = now_s();
     run.warmup = (seconds >= 2 * SOAK_WARMUP_S) ? SOAK_WARMUP_S : seconds / 2;
@@ -641,6 +667,9 @@ int main(int argc, char **argv)
         }
     }
     progress(&run, now_s());
+    if (ret != 0) {
+        stall_report(&run);
+    }
 
     /* 2. FIN to our sinks, TOPIC_FIN to everyone, then wait for both ACKs */
     for (j = 0; (ret == 0) && (j < SOAK_K); j++) {
