@@ -15,7 +15,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..31"
+echo "1..32"
 
 log0=$(mktemp) log1=$(mktemp) logs=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -198,6 +198,13 @@ job "remote publish backpressure: -EAGAIN after 256 publishes on their way, then
         warned=1 total=5000 error=0" \
     "1: got=5000 expected=5000 out_of_order=0" -- \
     "$top/test/gtest-free/job_backpressure" 5000 publish
+
+# credits whose message UCP refuses stay owed and go later: rank 1 refuses 12 credit messages
+# (each a quarter of the window), rank 0 still sends all 5000 without a timeout
+job "refused credit messages are sent again: all 5000 in order, no sender stalls" 2 \
+    "0: sent=5000 expected=5000 error=0" \
+    "1: got=5000 expected=5000 out_of_order=0 refused=12 logged=1" -- \
+    "$top/test/gtest-free/job_credit_fault" 5000
 
 mpi=$top/examples/mpi
 # mpi_job NPROCS SPEC... -- PROGRAM ARGS...: examples/mpi/PROGRAM under mpirun, checked as job()

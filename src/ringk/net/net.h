@@ -114,7 +114,8 @@ int net_credit_wait(ringk_ctx_t *ctx, int rank, uint32_t id, int timeout_ms);
 
 /* net_send.c */
 /** Sends a small control message without waiting for it to leave, from any thread. */
-void net_am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len);
+ucs_status_t net_am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
+                               size_t len);
 /** Sends a control message and waits until it left: 0 or -EPIPE. */
 int net_control_send(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len);
 
@@ -134,6 +135,17 @@ void net_leave(ringk_remote_t *r);
 
 /* ---- small inline helpers ---- */
 
+/* Queues index @a idx of 'owed' for net_credits_return(), unless it is queued already. */
+static inline void net_owed_queue(ringk_remote_t *r, uint32_t idx)
+{
+    if (!__atomic_exchange_n(&r->owed_queued[idx], 1, __ATOMIC_ACQ_REL)) {
+        pthread_mutex_lock(&r->owed_mu);
+        r->owed_queue[r->owed_n++] = idx;
+        __atomic_store_n(&r->owed_pending, 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&r->owed_mu);
+    }
+}
+
 /* A message from process @a src for our kernel @a id (@a k, NULL if there is none) has entered
  * its inbox (or was reported undeliverable): one credit owed, queued for return once a quarter
  * window is owed. */
@@ -144,12 +156,8 @@ static inline void net_credit_owe(ringk_remote_t *r, uint32_t src, uint32_t id,
     const uint32_t batch = (id == RINGK_TOPIC_SLOT) ? RINGK_TOPIC_WINDOW / 4 :
                            (k != NULL) && (k->inbox_size >= 4) ? k->inbox_size / 4 : 1;
 
-    if ((__atomic_add_fetch(&r->owed[idx], 1, __ATOMIC_ACQ_REL) >= batch) &&
-        !__atomic_exchange_n(&r->owed_queued[idx], 1, __ATOMIC_ACQ_REL)) {
-        pthread_mutex_lock(&r->owed_mu);
-        r->owed_queue[r->owed_n++] = idx;
-        __atomic_store_n(&r->owed_pending, 1, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&r->owed_mu);
+    if (__atomic_add_fetch(&r->owed[idx], 1, __ATOMIC_ACQ_REL) >= batch) {
+        net_owed_queue(r, idx);
     }
 }
 

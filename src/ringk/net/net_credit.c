@@ -14,7 +14,8 @@
 
 
 /* Returns the credits queued by net_credit_owe(), one active message per (process, kernel); not
- * from inside an AM callback. */
+ * from inside an AM callback. Credits whose message UCP refused are owed again (a sender that
+ * never gets them back would wait forever): this call stops there, the next tries again. */
 void net_credits_return(ringk_remote_t *r)
 {
     credit_msg_t m = {.magic = RINGK_CREDIT_MAGIC, .rank = (uint32_t)r->ctx->job.rank};
@@ -36,7 +37,9 @@ void net_credits_return(ringk_remote_t *r)
         if ((m.count == 0) || __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
             continue;
         }
-        net_am_send_async(r, (int)rank, RINGK_AM_CREDIT, &m, sizeof(m));
+        if (net_am_send_async(r, (int)rank, RINGK_AM_CREDIT, &m, sizeof(m)) != UCS_OK) {
+            break; /* owed again (net_send.c): the next call tries again */
+        }
     }
 }
 

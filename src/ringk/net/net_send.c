@@ -14,41 +14,85 @@
 
 /* ---- credits ------------------------------------------------------------------------------- */
 
-static void am_free_done(void *request, ucs_status_t status, void *user_data)
+/* A control message on its way: the copy UCP reads until the send completes, and what a
+ * failure needs to know. */
+typedef struct {
+    ringk_remote_t *r;
+    int             rank;
+    unsigned        id;
+    size_t          len;
+    uint64_t        data[]; /* the message */
+} am_async_t;
+
+/* A control message that UCP refused or failed: logged (quietly once the peer is gone or the
+ * context stops); returned credits are owed again, so that net_credits_return() sends them
+ * later: a sender that never got them back would wait forever. */
+static void am_async_failed(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
+                            size_t len, ucs_status_t status)
 {
-    free(user_data);
+    credit_msg_t m;
+    uint32_t idx;
+    int quiet = __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE) ||
+                __atomic_load_n(&r->stop, __ATOMIC_ACQUIRE);
+
+    ringk_log_msg(r->ctx, quiet ? RINGK_LOG_DEBUG : RINGK_LOG_ERROR,
+                  "control message %u to process %d not sent: %s%s", id, rank,
+                  ucs_status_string(status),
+                  ((id == RINGK_AM_CREDIT) && !quiet) ? " (its credits are sent again)" : "");
+    if ((id != RINGK_AM_CREDIT) || quiet || (len != sizeof(m))) {
+        return;
+    }
+    memcpy(&m, hdr, sizeof(m));
+    idx = (uint32_t)rank * RINGK_SLOTS + m.id;
+    __atomic_add_fetch(&r->owed[idx], m.count, __ATOMIC_ACQ_REL);
+    net_owed_queue(r, idx);
+}
+
+static void am_async_done(void *request, ucs_status_t status, void *user_data)
+{
+    am_async_t *a = user_data;
+
+    if (status != UCS_OK) {
+        am_async_failed(a->r, a->rank, a->id, a->data, a->len, status);
+    }
+    free(a);
     ucp_request_free(request);
 }
 
 /* Sends a small control message without waiting for it to leave, from any thread including the
- * progress thread (which must not spin on its own worker). UCP reads the header until the send
- * completes, so it travels in a heap copy freed on completion. */
-void net_am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
+ * progress thread (which must not spin on its own worker); not from inside an AM callback.
+ * Returns UCS_OK when it left or is on its way, else the error (see am_async_failed()). */
+ucs_status_t net_am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
+                               size_t len)
 {
     ucp_request_param_t param = {
         .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK |
                         UCP_OP_ATTR_FIELD_USER_DATA,
         .flags        = UCP_AM_SEND_FLAG_EAGER,
-        .cb.send      = am_free_done
+        .cb.send      = am_async_done
     };
+    am_async_t *a = malloc(sizeof(*a) + len);
     ucs_status_ptr_t req;
-    void *copy = malloc(len);
 
-    if (copy == NULL) {
-        ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "no memory for a control message to process %d",
-                      rank);
-        return;
+    if (a == NULL) {
+        am_async_failed(r, rank, id, hdr, len, UCS_ERR_NO_MEMORY);
+        return UCS_ERR_NO_MEMORY;
     }
-    memcpy(copy, hdr, len);
-    param.user_data = copy;
-    req = ucp_am_send_nbx(r->eps[rank], id, copy, len, NULL, 0, &param);
-    if (!UCS_PTR_IS_PTR(req)) {
-        free(copy);
-        if (UCS_PTR_IS_ERR(req)) {
-            ringk_log_msg(r->ctx, RINGK_LOG_DEBUG, "control message %u to process %d: %s", id,
-                          rank, ucs_status_string(UCS_PTR_STATUS(req)));
-        }
+    a->r    = r;
+    a->rank = rank;
+    a->id   = id;
+    a->len  = len;
+    memcpy(a->data, hdr, len);
+    param.user_data = a;
+    req = ucp_am_send_nbx(r->eps[rank], id, a->data, len, NULL, 0, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+        return UCS_OK;
     }
+    free(a);
+    if (UCS_PTR_IS_ERR(req)) {
+        am_async_failed(r, rank, id, hdr, len, UCS_PTR_STATUS(req));
+    }
+    return UCS_PTR_STATUS(req);
 }
 
 /* Eager active messages: constant parameters, not built on the stack for every send. */
