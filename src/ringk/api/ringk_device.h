@@ -654,7 +654,8 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
 {
     ringk_dev_ctl_t *c = k->ctl;
     uint32_t idle = 0, idle_iters = 0, nap = RINGK_DEV_NAP_MIN_NS;
-    int32_t state;
+    uint32_t since_state = RINGK_DEV_STATE_POLLS;
+    int32_t state = RINGK_KERNEL_INACTIVE;
 
     if (!ringk_dev_leader() || (c->magic != RINGK_DEV_CTL_MAGIC) || (c->abi != RINGK_DEV_ABI) ||
         ringk_dev_load_acq_sys_i32(&c->done)) {
@@ -670,7 +671,15 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
     k->cur_ring     = NULL;
     ringk_dev_own_load(k);
     for (;;) {
-        state = ringk_dev_load_acq_sys_i32(&c->state);
+        /* The state is in mapped memory: a read crosses the bus. An active kernel that takes
+         * messages or spins reads it every RINGK_DEV_STATE_POLLS turns (a deactivate or
+         * terminate is seen that many turns later at most); any other reads it every turn
+         * (it naps, or waits to be activated or to finish). */
+        if ((state != RINGK_KERNEL_ACTIVE) || (idle > RINGK_DEV_SPINS) ||
+            (++since_state >= RINGK_DEV_STATE_POLLS)) {
+            state       = ringk_dev_load_acq_sys_i32(&c->state);
+            since_state = 0;
+        }
         if ((state != RINGK_KERNEL_INACTIVE) && (ringk_dev_iteration(k, h) > 0)) {
             RINGK_DEV_COUNT(k, iterations, 1);
             idle = idle_iters = 0;

@@ -180,6 +180,8 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 #define RINGK_DEV_NAP_MAX_NS 50000u        /* and its longest: what an idle kernel adds to the
                                               latency of the next message */
 #define RINGK_DEV_SPINS      64u           /* idle polls before the first nap */
+#define RINGK_DEV_STATE_POLLS 16u          /* loop turns between reads of an active kernel's
+                                              state while it takes messages or spins */
 
 /* Outbox record operations (the cell id of an outbox message). */
 #define RINGK_DEV_OUT_SEND    1u   /* op_arg: route index */
