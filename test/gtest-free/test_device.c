@@ -116,13 +116,17 @@ START_TEST(test_device_multi_producer)
     p.field_mask |= RINGK_KERNEL_PARAM_FIELD_MAX_IN;
     p.inbox_size = 64; /* small: producers meet a full inbox often */
     p.max_in     = 64;
-    p.processing = RINGK_PROCESSING_BATCH;
+    /* loop 0: the sink batches, the forwarders take one at a time; loop 1: all adaptive (one
+     * at a time while both inboxes are short) */
+    p.processing = (_i == 0) ? RINGK_PROCESSING_BATCH : RINGK_PROCESSING_ADAPTIVE;
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
     for (j = 0; j < FWDS; j++) {
         snprintf(name, sizeof(name), "fwd%u", j);
         p = dev_params(name, &ringk_dev_test_forward, &tf[j]);
-        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO |
+                         RINGK_KERNEL_PARAM_FIELD_PROCESSING;
         p.publishes_to = to_sink;
+        p.processing   = (_i == 0) ? RINGK_PROCESSING_CONTINUOUS : RINGK_PROCESSING_ADAPTIVE;
         ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd[j]), 0);
     }
     for (i = 0; i < HOSTS; i++) {
@@ -755,7 +759,7 @@ int main(void)
     tcase_add_test(tc, test_device_streams_stuck);
 #endif
     tcase_add_test(tc, test_device_runs_emulated);
-    tcase_add_test(tc, test_device_multi_producer);
+    tcase_add_loop_test(tc, test_device_multi_producer, 0, 2);
     tcase_add_test(tc, test_device_backpressure_lifecycle);
     tcase_add_test(tc, test_device_terminate_message);
     tcase_add_test(tc, test_device_event_driven);

@@ -550,23 +550,28 @@ RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_
  * host ingress ring in turn (each ring is FIFO per sender, and a sender uses one of them). */
 RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
 {
-    uint32_t limit, n;
+    uint32_t limit = k->own.max_per_iteration ? k->own.max_per_iteration : UINT32_MAX, n;
+    uint64_t in_queued = 1;
 
     if (k->own.processing == RINGK_PROCESSING_CONTINUOUS) {
         limit = 1;
-    } else if ((k->own.processing == RINGK_PROCESSING_ADAPTIVE) &&
-               (ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head <= 16) &&
-               (ringk_load_relaxed_u64(&k->inbox.prod->pos) - k->dev_head <= 16)) {
-        limit = 1;
-    } else {
-        limit = k->own.max_per_iteration ? k->own.max_per_iteration : UINT32_MAX;
+    } else if (k->own.processing == RINGK_PROCESSING_ADAPTIVE) {
+        /* The ingress ring's tail is read across the bus once: it sizes the batch, and a tail
+         * at the head (nothing claimed) skips the look at the ring's next cell. A stale tail
+         * only delays a message to the next turn. */
+        in_queued = ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head;
+        if ((in_queued <= 16) &&
+            (ringk_load_relaxed_u64(&k->inbox.prod->pos) - k->dev_head <= 16)) {
+            limit = 1;
+        }
     }
     k->turn ^= 1u;
     if (k->turn) {
         n = ringk_dev_take(k, &k->inbox, &k->dev_head, limit, h);
-        return n + ((n < limit) ? ringk_dev_take(k, &k->ingress, &k->in_head, limit - n, h) : 0);
+        return n + (((n < limit) && (in_queued != 0)) ?
+                    ringk_dev_take(k, &k->ingress, &k->in_head, limit - n, h) : 0);
     }
-    n = ringk_dev_take(k, &k->ingress, &k->in_head, limit, h);
+    n = (in_queued != 0) ? ringk_dev_take(k, &k->ingress, &k->in_head, limit, h) : 0;
     return n + ((n < limit) ? ringk_dev_take(k, &k->inbox, &k->dev_head, limit - n, h) : 0);
 }
 
