@@ -13,6 +13,7 @@
  * receiver) through the log hook. Prints one line per rank ending in OK or FAIL, then one for the
  * script: "RESULT job_backpressure rank=R size=2 ok=0|1 key=value ..." (ok=1: exit 0). */
 #include "test_log.h"
+#include "job_seq.h"
 
 #include <ringk/api/ringk.h>
 
@@ -29,21 +30,7 @@
 #define TW 256 /* RINGK_TOPIC_WINDOW */
 
 static ringk_kernel_t *sink;
-static uint64_t got, bad;
-
-static int sink_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
-{
-    uint64_t v;
-
-    if (msg->length != sizeof(v)) {
-        bad++;
-        return 0;
-    }
-    memcpy(&v, ringk_msg_payload(msg), sizeof(v));
-    bad += (v != got);
-    got++;
-    return 0;
-}
+static job_seq_t seq;
 
 static int ctl_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
@@ -119,7 +106,8 @@ int main(int argc, char **argv)
                           RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE |
                           RINGK_KERNEL_PARAM_FIELD_MAX_IN | RINGK_KERNEL_PARAM_FIELD_START_INACTIVE |
                           RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB,
-            .name = "sink", .handler = sink_handler, .mode = RINGK_MODE_EVENT_DRIVEN,
+            .name = "sink", .handler = job_seq_handler, .arg = &seq,
+            .mode = RINGK_MODE_EVENT_DRIVEN,
             .inbox_size = W, .max_in = 64, /* one cell each: the inbox holds exactly W */
             .topics_sub = topics
         };
@@ -142,13 +130,13 @@ int main(int argc, char **argv)
             ringk_kernel_stats_query(sink, &st);
         } while (st.state != RINGK_KERNEL_TERMINATED);
         ringk_ctx_destroy(ctx);
-        ok = (got == m) && (bad == 0);
+        ok = (seq.got == m) && (seq.bad == 0);
         printf("backpressure [rank 1 of 2]: sink got %llu of %llu, %llu out of order: %s\n",
-               (unsigned long long)got, (unsigned long long)m, (unsigned long long)bad,
+               (unsigned long long)seq.got, (unsigned long long)m, (unsigned long long)seq.bad,
                ok ? "OK" : "FAIL");
         printf("RESULT job_backpressure rank=1 size=2 ok=%d got=%llu expected=%llu "
-               "out_of_order=%llu\n", ok, (unsigned long long)got, (unsigned long long)m,
-               (unsigned long long)bad);
+               "out_of_order=%llu\n", ok, (unsigned long long)seq.got, (unsigned long long)m,
+               (unsigned long long)seq.bad);
         return ok ? 0 : 1;
     }
     /* 1. without waiting, until refused for 300 ms in a row (credits come back meanwhile) */

@@ -10,6 +10,7 @@
  * "RESULT job_credit_fault rank=R size=2 ok=0|1 key=value ..." (ok=1: exit 0). */
 #define _GNU_SOURCE
 #include "test_log.h"
+#include "job_seq.h"
 
 #include <ringk/api/ringk.h>
 #include <ucp/api/ucp.h>
@@ -33,7 +34,7 @@ typedef ucs_status_ptr_t (*am_send_fn_t)(ucp_ep_h, unsigned, const void*, size_t
 static int inject;             /* rank 1 only */
 static unsigned credit_sends;  /* credit messages libringk tried to send */
 static unsigned injected;      /* of those, refused here */
-static uint64_t got, bad;
+static job_seq_t seq;
 static char logbuf[8192];
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -58,20 +59,6 @@ ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header,
         }
     }
     return real(ep, id, header, header_length, buffer, count, param);
-}
-
-static int sink_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
-{
-    uint64_t v;
-
-    if (msg->length != sizeof(v)) {
-        bad++;
-        return 0;
-    }
-    memcpy(&v, ringk_msg_payload(msg), sizeof(v));
-    bad += (v != got);
-    got++;
-    return 0;
 }
 
 static void log_hook(void *arg, int level, const char *message)
@@ -104,7 +91,8 @@ int main(int argc, char **argv)
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                           RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE |
                           RINGK_KERNEL_PARAM_FIELD_MAX_IN,
-            .name = "sink", .handler = sink_handler, .mode = RINGK_MODE_EVENT_DRIVEN,
+            .name = "sink", .handler = job_seq_handler, .arg = &seq,
+            .mode = RINGK_MODE_EVENT_DRIVEN,
             .inbox_size = W, .max_in = 64
         };
         if (ringk_kernel_create(ctx, &p, &sink) != 0) {
@@ -126,14 +114,14 @@ int main(int argc, char **argv)
         ringk_ctx_destroy(ctx);
         logged = (strstr(logbuf, "control message 21 to process 0 not sent: ") != NULL) &&
                  (strstr(logbuf, "(its credits are sent again)") != NULL);
-        ok     = (got == m) && (bad == 0) && (injected == FAULTS) && logged;
+        ok     = (seq.got == m) && (seq.bad == 0) && (injected == FAULTS) && logged;
         printf("credit fault [rank 1 of 2]: sink got %llu of %llu, %llu out of order; %u of %u "
-               "credit messages refused (%s): %s\n", (unsigned long long)got,
-               (unsigned long long)m, (unsigned long long)bad, injected, credit_sends,
+               "credit messages refused (%s): %s\n", (unsigned long long)seq.got,
+               (unsigned long long)m, (unsigned long long)seq.bad, injected, credit_sends,
                logged ? "logged" : "not logged", ok ? "OK" : "FAIL");
         printf("RESULT job_credit_fault rank=1 size=2 ok=%d got=%llu expected=%llu "
-               "out_of_order=%llu refused=%u logged=%d\n", ok, (unsigned long long)got,
-               (unsigned long long)m, (unsigned long long)bad, injected, logged);
+               "out_of_order=%llu refused=%u logged=%d\n", ok, (unsigned long long)seq.got,
+               (unsigned long long)m, (unsigned long long)seq.bad, injected, logged);
         return ok ? 0 : 1;
     }
     for (i = 0; (ret == 0) && (i < m); i++) {

@@ -13,6 +13,8 @@
  * events counts the watch kernel's events about rank 0, event_left / event_lost / event_rank
  * describe the last one (event_rank -1: none); sends_epipe says a send to rank 0 failed with
  * -EPIPE. */
+#include "job_seq.h"
+
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -22,21 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static uint64_t got, bad;
-
-static int sink_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
-{
-    uint64_t v;
-
-    if (msg->length != sizeof(v)) {
-        bad++;
-        return 0;
-    }
-    memcpy(&v, ringk_msg_payload(msg), sizeof(v));
-    bad += (v != got);
-    got++;
-    return 0;
-}
+static job_seq_t seq;
 
 static int nop(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
@@ -114,7 +102,7 @@ int main(int argc, char **argv)
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                           RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
                           RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
-            .handler = sink_handler, .mode = RINGK_MODE_EVENT_DRIVEN, .max_in = 64,
+            .handler = job_seq_handler, .arg = &seq, .mode = RINGK_MODE_EVENT_DRIVEN, .max_in = 64,
             .publishes_to = back
         };
         ringk_kernel_params_t w = {
@@ -165,7 +153,7 @@ int main(int argc, char **argv)
         /* rank 0 is gone without a word: counted lost, told to the watch kernel, sends fail */
         wait_event(30000);
         lost = ringk_ctx_peers_lost(ctx);
-        ret  = ringk_send(ctx, k, "source", RINGK_MSG_DATA, &got, sizeof(got), 0);
+        ret  = ringk_send(ctx, k, "source", RINGK_MSG_DATA, &seq.got, sizeof(seq.got), 0);
         ringk_ctx_destroy(ctx);
         epipe = (ret == -EPIPE);
         ok    = (lost == 1) && (nevents == 1) && (ev_kind == RINGK_PEER_LOST) &&
@@ -189,7 +177,7 @@ int main(int argc, char **argv)
     /* rank 0 has left or is leaving: within 10 s a send to it fails with -EPIPE; it never
      * counts as lost */
     for (waited = 0; waited < 10000; waited++) {
-        ret = ringk_send(ctx, k, "source", RINGK_MSG_DATA, &got, sizeof(got), 0);
+        ret = ringk_send(ctx, k, "source", RINGK_MSG_DATA, &seq.got, sizeof(seq.got), 0);
         lost += ringk_ctx_peers_lost(ctx);
         if (ret == -EPIPE) {
             break;
@@ -203,18 +191,18 @@ int main(int argc, char **argv)
     wait_event(10000);
     ringk_ctx_destroy(ctx);
     epipe = (ret == -EPIPE);
-    ret   = ((got == m) && (bad == 0) && epipe && (lost == 0) && (nevents == 1) &&
+    ret   = ((seq.got == m) && (seq.bad == 0) && epipe && (lost == 0) && (nevents == 1) &&
              (ev_kind == RINGK_PEER_LEFT) && (ev_rank == 0)) ? 0 : 1;
     printf("leave [rank %d of %d]: got %llu of %llu, %llu out of order, rank 0 left (%s), "
            "counted lost %d times, %d peer event(s) (%s for rank %d): %s\n", rank, size,
-           (unsigned long long)got, (unsigned long long)m, (unsigned long long)bad,
+           (unsigned long long)seq.got, (unsigned long long)m, (unsigned long long)seq.bad,
            epipe ? "sends fail" : "sends still succeed", lost, nevents,
            (ev_kind == RINGK_PEER_LEFT) ? "LEFT" : (ev_kind == RINGK_PEER_LOST) ? "LOST" : "none",
            ev_rank, (ret == 0) ? "OK" : "FAIL");
     printf("RESULT job_leave rank=%d size=%d ok=%d got=%llu expected=%llu out_of_order=%llu "
            "peers_lost=%d events=%d event_left=%d event_lost=%d event_rank=%d sends_epipe=%d\n",
-           rank, size, ret == 0, (unsigned long long)got, (unsigned long long)m,
-           (unsigned long long)bad, lost, nevents, ev_kind == RINGK_PEER_LEFT,
+           rank, size, ret == 0, (unsigned long long)seq.got, (unsigned long long)m,
+           (unsigned long long)seq.bad, lost, nevents, ev_kind == RINGK_PEER_LEFT,
            ev_kind == RINGK_PEER_LOST, ev_rank, epipe);
     return ret;
 }
