@@ -113,7 +113,8 @@ void net_credits_return(ringk_remote_t *r);
 int net_credit_wait(ringk_ctx_t *ctx, int rank, uint32_t id, int timeout_ms);
 
 /* net_send.c */
-/** Sends a small control message without waiting for it to leave, from any thread. */
+/** Sends a small control message without waiting for it to leave, from any thread: UCS_OK, or
+ *  the error (logged; refused or failed credits are owed again). */
 ucs_status_t net_am_send_async(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
                                size_t len);
 /** Sends a control message and waits until it left: 0 or -EPIPE. */
