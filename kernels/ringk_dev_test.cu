@@ -24,6 +24,7 @@ RINGK_DEVICE static int dev_count(ringk_dev_kernel_t *k, const ringk_msg_t *msg,
     if (msg->timestamp != 0) {
         t->stamped++;
     }
+    t->ring_scopes = k->inbox.scope | (k->ingress.scope << 8) | (k->outbox.scope << 16);
     ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
     return 0;
 }

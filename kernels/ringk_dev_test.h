@@ -17,6 +17,8 @@ typedef struct ringk_dev_test {
     uint32_t next[RINGK_DEV_TEST_PRODUCERS];
     int      last_error;
     int      codes[8];
+    uint32_t ring_scopes;                 /* the kernel's rings' scopes: inbox | ingress << 8 |
+                                             outbox << 16 (RINGK_RING_SCOPE_*) */
 } ringk_dev_test_t;
 
 #ifdef __cplusplus

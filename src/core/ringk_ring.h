@@ -163,7 +163,86 @@ typedef struct ringk_ring {
     uint32_t           ncells;
     uint32_t           cell_size;
     uint32_t           log2_cell;
+    uint32_t           scope;      /**< RINGK_RING_SCOPE_*: the scope of its atomics on a GPU */
 } ringk_ring_t;
+
+/* Which threads use a ring, for the scope of its atomics in device code (the host's C11 atomics
+ * have no scope). A view starts at system scope; the owner of a ring that only kernels of one
+ * GPU use (a device inbox) sets device scope after ringk_ring_view(). */
+#define RINGK_RING_SCOPE_SYSTEM 0u  /**< the host or another GPU uses it too */
+#define RINGK_RING_SCOPE_DEVICE 1u  /**< only threads of one GPU use it */
+
+/* The ring operations' atomics at the ring's scope. On a GPU a system-scope release is a
+ * fence.acq_rel.sys before the store, which waits until earlier writes are visible to the host
+ * and other GPUs; between blocks of one GPU a device-scope release orders the same accesses for
+ * every thread that can see the ring. The branch is on a word of the view that does not change,
+ * the same for every message. */
+#if defined(__CUDA_ARCH__)
+#  define RINGK_RING_GPU_U64(p) \
+       cuda::atomic_ref<uint64_t, cuda::thread_scope_device>(*(uint64_t*)(p))
+RINGK_HD uint64_t ringk_ring_ld_acq(const ringk_ring_t *r, const uint64_t *p)
+{
+    return (r->scope == RINGK_RING_SCOPE_DEVICE) ?
+           RINGK_RING_GPU_U64(p).load(cuda::memory_order_acquire) : ringk_load_acquire_u64(p);
+}
+RINGK_HD uint64_t ringk_ring_ld_rlx(const ringk_ring_t *r, const uint64_t *p)
+{
+    return (r->scope == RINGK_RING_SCOPE_DEVICE) ?
+           RINGK_RING_GPU_U64(p).load(cuda::memory_order_relaxed) : ringk_load_relaxed_u64(p);
+}
+RINGK_HD void ringk_ring_st_rel(const ringk_ring_t *r, uint64_t *p, uint64_t v)
+{
+    if (r->scope == RINGK_RING_SCOPE_DEVICE) {
+        RINGK_RING_GPU_U64(p).store(v, cuda::memory_order_release);
+    } else {
+        ringk_store_release_u64(p, v);
+    }
+}
+RINGK_HD void ringk_ring_st_rlx(const ringk_ring_t *r, uint64_t *p, uint64_t v)
+{
+    if (r->scope == RINGK_RING_SCOPE_DEVICE) {
+        RINGK_RING_GPU_U64(p).store(v, cuda::memory_order_relaxed);
+    } else {
+        ringk_store_relaxed_u64(p, v);
+    }
+}
+RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t expected,
+                            uint64_t desired)
+{
+    if (r->scope == RINGK_RING_SCOPE_DEVICE) {
+        return RINGK_RING_GPU_U64(p).compare_exchange_strong(
+                   expected, desired, cuda::memory_order_acq_rel, cuda::memory_order_relaxed);
+    }
+    return ringk_cas_u64(p, expected, desired);
+}
+#else
+RINGK_HD uint64_t ringk_ring_ld_acq(const ringk_ring_t *r, const uint64_t *p)
+{
+    (void)r;
+    return ringk_load_acquire_u64(p);
+}
+RINGK_HD uint64_t ringk_ring_ld_rlx(const ringk_ring_t *r, const uint64_t *p)
+{
+    (void)r;
+    return ringk_load_relaxed_u64(p);
+}
+RINGK_HD void ringk_ring_st_rel(const ringk_ring_t *r, uint64_t *p, uint64_t v)
+{
+    (void)r;
+    ringk_store_release_u64(p, v);
+}
+RINGK_HD void ringk_ring_st_rlx(const ringk_ring_t *r, uint64_t *p, uint64_t v)
+{
+    (void)r;
+    ringk_store_relaxed_u64(p, v);
+}
+RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t expected,
+                            uint64_t desired)
+{
+    (void)r;
+    return ringk_cas_u64(p, expected, desired);
+}
+#endif
 
 /** Errors of ringk_ring_init() / ringk_ring_attach(); values are negative errno numbers. */
 #define RINGK_RING_EINVAL  (-22)
@@ -214,6 +293,7 @@ RINGK_HD void ringk_ring_view(ringk_ring_t *r, void *mem, uint32_t log2_ncells,
     r->mask      = r->ncells - 1;
     r->cell_size = cell_size;
     r->log2_cell = ringk_ring_log2(cell_size);
+    r->scope     = RINGK_RING_SCOPE_SYSTEM;
 }
 
 /**
@@ -303,7 +383,7 @@ RINGK_HD void ringk_ring_publish_empty(const ringk_ring_t *r, uint64_t pos, uint
     cell->id     = 0;
     cell->flags  = flag;
     /* P1: as in ringk_ring_publish(). */
-    ringk_store_release_u64(&cell->seq, pos + 1);
+    ringk_ring_st_rel(r, &cell->seq, pos + 1);
 }
 
 /** Writes and publishes a skip cell covering @a pad cells at @a pos. */
@@ -333,7 +413,7 @@ RINGK_HD int ringk_ring_room(const ringk_ring_t *r, ringk_ring_prod_t *prod, uin
         return 1;
     }
     /* C2: pairs with R1 in ringk_ring_release(): the consumer is done with these cells. */
-    prod->head = ringk_load_acquire_u64(&r->cons->pos);
+    prod->head = ringk_ring_ld_acq(r, &r->cons->pos);
     return prod->pos + need - prod->head <= r->ncells;
 }
 
@@ -357,7 +437,7 @@ RINGK_HD int ringk_ring_sp_claim(ringk_ring_t *r, ringk_ring_prod_t *prod, uint3
     *claimed_p = prod->pos + pad;
     prod->pos += pad + ncells;
     /* Progress marker for observers and for the next owner of the lane. */
-    ringk_store_relaxed_u64(&r->prod->pos, prod->pos);
+    ringk_ring_st_rlx(r, &r->prod->pos, prod->pos);
     return 1;
 }
 
@@ -378,23 +458,23 @@ RINGK_HD int ringk_ring_mp_claim_cached(ringk_ring_t *r, uint32_t ncells, uint64
         return 0;
     }
     for (;;) {
-        tail = ringk_load_relaxed_u64(&r->prod->pos);
+        tail = ringk_ring_ld_rlx(r, &r->prod->pos);
         pad  = ringk_ring_pad(r, tail, ncells);
         /* A cached head is never ahead of the real one (it only grows), so room it shows is
          * real; the shared head line is read only when the cache says full. */
         head = *head_cache;
         if (tail + pad + ncells - head > r->ncells) {
             /* C2: as in ringk_ring_room(). */
-            head        = ringk_load_acquire_u64(&r->cons->pos);
+            head        = ringk_ring_ld_acq(r, &r->cons->pos);
             *head_cache = head;
         }
         if (tail + pad + ncells - head > r->ncells) {
-            if (ringk_load_relaxed_u64(&r->prod->pos) != tail) {
+            if (ringk_ring_ld_rlx(r, &r->prod->pos) != tail) {
                 continue; /* raced with another claim */
             }
             return 0;
         }
-        if (ringk_cas_u64(&r->prod->pos, tail, tail + pad + ncells)) {
+        if (ringk_ring_cas(r, &r->prod->pos, tail, tail + pad + ncells)) {
             if (pad != 0) {
                 ringk_ring_publish_skip(r, tail, pad);
             }
@@ -445,7 +525,7 @@ RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t l
     cell->id     = id;
     cell->flags  = flags;
     /* P1: publish payload and header; pairs with C1 in ringk_ring_peek(). */
-    ringk_store_release_u64(&cell->seq, pos + 1);
+    ringk_ring_st_rel(r, &cell->seq, pos + 1);
 }
 
 /* ---- consumer side ------------------------------------------------------------------------ */
@@ -462,7 +542,7 @@ RINGK_HD void ringk_ring_done(const ringk_ring_t *r, uint64_t pos, uint32_t ncel
 
     if (flags & (RINGK_CELL_FLAG_CLEAR | RINGK_CELL_FLAG_SKIP | RINGK_CELL_FLAG_CANCEL)) {
         for (i = 1; i < ncells; i++) {
-            ringk_store_relaxed_u64(&ringk_ring_cell(r, pos + i)->seq, 0);
+            ringk_ring_st_rlx(r, &ringk_ring_cell(r, pos + i)->seq, 0);
         }
     }
 }
@@ -476,7 +556,7 @@ RINGK_HD void ringk_ring_done(const ringk_ring_t *r, uint64_t pos, uint32_t ncel
 RINGK_HD void ringk_ring_release_to(const ringk_ring_t *r, uint64_t head)
 {
     /* R1: the reads and clears before it come first; pairs with C2 in the producers' claims. */
-    ringk_store_release_u64(&r->cons->pos, head);
+    ringk_ring_st_rel(r, &r->cons->pos, head);
 }
 
 /** ringk_ring_done() and ringk_ring_release_to() of one message. */
@@ -508,7 +588,7 @@ RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek_held(const ringk_ring_t *r, uin
     for (;;) {
         cell = ringk_ring_cell(r, pos);
         /* C1: pairs with P1 in ringk_ring_publish(); payload reads come after this load. */
-        if (ringk_load_acquire_u64(&cell->seq) != pos + 1) {
+        if (ringk_ring_ld_acq(r, &cell->seq) != pos + 1) {
             *pos_p = pos;
             return NULL;
         }

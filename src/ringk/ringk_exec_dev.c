@@ -192,6 +192,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     ringk_ring_view(&d->view.outbox, dv + head + in_bytes, ringk_ring_log2(out_cells),
                     RINGK_CELL);
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
+    d->view.inbox.scope = RINGK_RING_SCOPE_DEVICE; /* only kernels of this device use it */
     d->view.closing = (int32_t*)(md + in_bytes);
     if (mh != NULL) {
         *(int32_t*)(mh + in_bytes) = 0;

@@ -153,6 +153,10 @@ START_TEST(test_device_multi_producer)
     ck_assert_uint_eq(ts.out_of_order, 0);
     ck_assert_uint_eq(ts.bad, 0);
     ck_assert_uint_eq(ts.sum, (uint64_t)(HOSTS + FWDS) * N * (N - 1) / 2);
+    /* the scopes the sink's loop used on a GPU: device for its device inbox, system for the
+     * rings the host uses too */
+    ck_assert_uint_eq(ts.ring_scopes, RINGK_RING_SCOPE_DEVICE | (RINGK_RING_SCOPE_SYSTEM << 8) |
+                                      (RINGK_RING_SCOPE_SYSTEM << 16));
     for (i = 0; i < HOSTS + FWDS; i++) {
         ck_assert_uint_eq(ts.next[i], N);
     }

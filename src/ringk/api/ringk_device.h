@@ -181,6 +181,7 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
         return -EMSGSIZE;
     }
     ringk_ring_view(&r, rt->inbox, rt->log2_ncells, rt->cell_size);
+    r.scope = RINGK_RING_SCOPE_DEVICE; /* a device inbox: only kernels of this GPU use it */
     for (;;) {
         if (ringk_dev_load_rlx_gpu_i32(rt->closing)) {
             return -EPIPE;
@@ -192,10 +193,10 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
             return ret;
         }
     }
-    /* T1 (device): the claim (a seq_cst compare-and-swap) before this read of the target's
-     * closing word; pairs with T2 in ringk_dev_try_finish(), which sets the word before it
-     * looks at the tails. Both words are in this device's memory and both sides run on it:
-     * device scope. A target that is finishing gets a cancel cell. */
+    /* T1 (device): the claim (a compare-and-swap on the tail) before this read of the
+     * target's closing word, ordered by this fence; pairs with T2 in ringk_dev_try_finish(),
+     * which sets the word before it looks at the tails. Both words are in this device's memory
+     * and both sides run on it: device scope. A target that is finishing gets a cancel cell. */
     ringk_dev_fence_sc_gpu();
     if (ringk_dev_load_rlx_gpu_i32(rt->closing)) {
         ringk_ring_cancel(&r, pos, nc);
@@ -561,7 +562,7 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
          * only delays a message to the next turn. */
         in_queued = ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head;
         if ((in_queued <= 16) &&
-            (ringk_load_relaxed_u64(&k->inbox.prod->pos) - k->dev_head <= 16)) {
+            (ringk_ring_ld_rlx(&k->inbox, &k->inbox.prod->pos) - k->dev_head <= 16)) {
             limit = 1;
         }
     }
@@ -578,8 +579,8 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
 /* Whether both inboxes are empty: the producers' tails against the consumer's heads. */
 RINGK_DEV_FN int ringk_dev_empty(const ringk_dev_kernel_t *k)
 {
-    return (ringk_load_acquire_u64(&k->ingress.prod->pos) == k->in_head) &&
-           (ringk_load_acquire_u64(&k->inbox.prod->pos) == k->dev_head);
+    return (ringk_ring_ld_acq(&k->ingress, &k->ingress.prod->pos) == k->in_head) &&
+           (ringk_ring_ld_acq(&k->inbox, &k->inbox.prod->pos) == k->dev_head);
 }
 
 /* A terminating kernel stops once every claimed cell was consumed. T2: the state (read by the
@@ -668,10 +669,10 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
     }
     /* where the last launch left off: consumers publish their head at the end of each batch,
      * and the outbox's progress marker is the producer's position */
-    k->in_head      = ringk_load_acquire_u64(&k->ingress.cons->pos);
-    k->dev_head     = ringk_load_acquire_u64(&k->inbox.cons->pos);
-    k->out_prod.pos = ringk_load_relaxed_u64(&k->outbox.prod->pos);
-    k->out_prod.head = ringk_load_acquire_u64(&k->outbox.cons->pos);
+    k->in_head      = ringk_ring_ld_acq(&k->ingress, &k->ingress.cons->pos);
+    k->dev_head     = ringk_ring_ld_acq(&k->inbox, &k->inbox.cons->pos);
+    k->out_prod.pos = ringk_ring_ld_rlx(&k->outbox, &k->outbox.prod->pos);
+    k->out_prod.head = ringk_ring_ld_acq(&k->outbox, &k->outbox.cons->pos);
     k->turn         = 0;
     k->cur_ring     = NULL;
     ringk_dev_own_load(k);

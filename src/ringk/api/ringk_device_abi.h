@@ -32,10 +32,9 @@ extern "C" {
 /* ---- portability: atomics with an explicit scope, fences, time, back-off --------------------
  * System scope ("sys") orders against the host and other GPUs: the control block, the host
  * ingress ring and the outbox live in pinned host memory mapped into the device. The ring
- * operations of core/ringk_ring.h use system scope on the device for every ring, the device
- * inbox included (only kernels of one GPU write it, so device scope would be enough there; a
- * device-scope variant is a measured change for a GPU run). On the host (the emulated device)
- * these are C11 atomics. */
+ * operations of core/ringk_ring.h take their scope from the ring's view: system scope for those
+ * two, device scope for the device inbox (RINGK_RING_SCOPE_DEVICE: only kernels of one GPU use
+ * it). On the host (the emulated device) these are C11 atomics. */
 #if defined(__CUDA_ARCH__)
 #  define RINGK_DEV_ATOMIC(T, s, p) cuda::atomic_ref<T, cuda::thread_scope_##s>(*(T*)(p))
 RINGK_DEV_FN int32_t ringk_dev_load_acq_sys_i32(const int32_t *p)
@@ -170,7 +169,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        5u
+#define RINGK_DEV_ABI        6u
 #define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
