@@ -309,6 +309,11 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
         long queues = (conn != NULL) ? strtol(conn, NULL, 10) : 8;
         char why[160];
 
+        ret = ringk_dev_entry_ready(ctx, k, d->entry, d->slot->ops, d->slot->cuda_index);
+        if (ret != 0) {
+            return ret;
+        }
+        d->counted = 1;
         ret = d->slot->ops->stream_create(&d->stream, why, sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
@@ -359,6 +364,13 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     pthread_mutex_unlock(&ctx->devs->mu);
     if (ret == 0) {
         return 1;
+    }
+    if (d->stream != NULL) { /* nothing was launched on it */
+        d->slot->ops->stream_destroy(d->stream);
+        d->slot->kernels--;
+    }
+    if (d->counted) {
+        ringk_dev_entry_gone(d->slot->cuda_index);
     }
     k->dev = NULL;
     k->exec = &ringk_exec_cpu;
@@ -613,6 +625,9 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
         if ((k->dev->stream != NULL) && !k->dev->stuck) {
             k->dev->slot->ops->stream_destroy(k->dev->stream);
             k->dev->slot->kernels--;
+        }
+        if (k->dev->counted && !k->dev->stuck) { /* a stuck launch may still run there */
+            ringk_dev_entry_gone(k->dev->slot->cuda_index);
         }
         pthread_mutex_destroy(&k->dev->mu);
         free(k->dev);

@@ -76,6 +76,7 @@ typedef struct ringk_dev_host {
     int                deferred;      /* created before ringk_ctx_start of a job: launched by it */
     int                faulted;       /* CUDA: a launch failed (the proxy marked it terminated) */
     int                stuck;         /* CUDA: its launch did not return after it finished */
+    int                counted;       /* CUDA: counted in the process's kernels of its device */
     uint64_t           fault_check_ns; /* the proxy's next look at its stream */
     uint64_t           launches;      /* atomic */
 } ringk_dev_host_t;
@@ -87,6 +88,15 @@ extern const ringk_exec_ops_t ringk_exec_dev;
 int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k);
 /** Frees the host side of a device kernel (its device memory stays in the slabs). */
 void ringk_exec_dev_free(ringk_kernel_t *k);
+/** Readies device kernel @a k of CUDA entry @a e on CUDA device @a dev before its first launch
+ *  (ringk_dev_entries.c): 0, -EDEADLK, -E2BIG or a CUDA error (logged). @a ops: the device's
+ *  calls every entry shares. On success the kernel is counted on the device until
+ *  ringk_dev_entry_gone(). */
+int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk_device_entry_t *e,
+                          const ringk_device_cuda_ops_t *ops, int dev);
+/** A device kernel counted by ringk_dev_entry_ready() whose launches all returned. */
+void ringk_dev_entry_gone(int dev);
+
 /** Under ctx->lock: points the routes of every device kernel at the device inboxes of the
  *  kernels of the same device they name, where the target exists and accepts the sender. */
 void ringk_exec_dev_routes(ringk_ctx_t *ctx);

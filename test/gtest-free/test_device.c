@@ -749,6 +749,69 @@ START_TEST(test_device_streams_stuck)
     live_kept += 4;
 }
 END_TEST
+
+/* Loading kernels and sizing the stack, which on a GPU wait for every running kernel: before
+ * the first device kernel starts, every registered entry (RINGK_DEVICE_ENTRY) is loaded and the
+ * stack limit raised to the largest need (ringk_dev_test_recv's 2 KiB). An entry libringk did
+ * not know then is refused while kernels run (-EDEADLK), unless CUDA loads eagerly, and then
+ * only if it fits the stack (-E2BIG); once no kernel runs, it is loaded like the others. */
+START_TEST(test_device_streams_entries)
+{
+    static const char *const names[] = {"ringk_dev_test_count", "ringk_dev_test_echo",
+        "ringk_dev_test_forward", "ringk_dev_test_publish", "ringk_dev_test_bad",
+        "ringk_dev_test_barrier", "ringk_dev_test_recv"};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0}, tl = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    /* the same kernel as entries libringk does not know (known once used: kept for the
+     * process, as an entry is) */
+    static ringk_device_entry_t late, big, late2;
+    ringk_kernel_t *k, *kl;
+    unsigned i;
+
+    late       = ringk_dev_test_count;
+    late.name  = "late";
+    big        = late;
+    big.name   = "big";
+    late2      = late;
+    late2.name = "late2";
+    ck_assert_int_eq(ringk_device_entry_register(NULL), -EINVAL);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        ck_assert_msg(tds_is_loaded(names[i]), "%s not loaded", names[i]);
+    }
+    ck_assert_uint_eq(tds_stack_limit, 2048);
+    ck_assert_int_eq(host_send(ctx, "count", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&t.count, 1, 30); /* launched and running */
+
+    p = dev_params("late", &late, &tl);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &kl), -EDEADLK);
+    ck_assert_msg(strstr(logbuf, "kernel 'late': device_entry 'late' was not loaded on CUDA "
+                         "device 0 before device kernels started there") != NULL, "log: %s",
+                  logbuf);
+    setenv("CUDA_MODULE_LOADING", "EAGER", 1);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &kl), 0); /* eager, 512 bytes */
+    p = dev_params("big", &big, &tl);
+    tds_stack_need_next = 4096;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -E2BIG);
+    ck_assert_msg(strstr(logbuf, "kernel 'big': device_entry 'big' needs 4096 bytes of stack "
+                         "per thread, more than CUDA device 0's limit of 2048") != NULL,
+                  "log: %s", logbuf);
+    unsetenv("CUDA_MODULE_LOADING");
+    ck_assert_int_eq(host_send(ctx, "late", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&tl.count, 1, 30);
+    ringk_ctx_destroy(ctx);
+
+    /* no device kernel of the process left: an unknown entry is loaded before it starts */
+    ctx = ctx_new();
+    memset(&tl, 0, sizeof(tl));
+    p = dev_params("late2", &late2, &tl);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &kl), 0);
+    ck_assert_int_eq(host_send(ctx, "late2", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&tl.count, 1, 30);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
 #endif
 
 int main(void)
@@ -761,6 +824,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, streams_teardown);
     tcase_add_test(tc, test_device_streams_fault);
     tcase_add_test(tc, test_device_streams_stuck);
+    tcase_add_test(tc, test_device_streams_entries);
 #endif
     tcase_add_test(tc, test_device_runs_emulated);
     tcase_add_loop_test(tc, test_device_multi_producer, 0, 2);

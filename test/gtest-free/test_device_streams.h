@@ -17,10 +17,15 @@
  * The stand-in counts what it allocated and what was freed (tds_live), so a test sees what the
  * runtime did not free; it allocates with mmap, which LeakSanitizer does not follow, because a
  * test leaves memory on purpose (a launch that does not return).
+ * - kernels are loaded lazily, as CUDA does by default: an entry's kernel at its first launch or
+ *   load (op load), every kernel at once under CUDA_MODULE_LOADING=EAGER;
+ * - each thread's stack is a device-wide limit (1 KiB at first) that a load reports against and
+ *   a launch of a kernel that needs more grows; the test kernels need 512 bytes, 2 KiB for
+ *   ringk_dev_test_recv (a handler with a larger frame).
  * What would block or deadlock on a GPU is counted in tds_violations and logged on stderr:
  * allocating or freeing device or mapped memory while a launch runs (GPU-NOTES.md, "implicit
  * synchronization"), copying on a stream whose launch runs, destroying a stream with a launch
- * that does not return. */
+ * that does not return, loading a kernel or growing the stack limit while a launch runs. */
 #ifndef RINGK_TEST_DEVICE_STREAMS_H
 #define RINGK_TEST_DEVICE_STREAMS_H
 
@@ -43,6 +48,13 @@ extern unsigned tds_hang_next_ms;
 extern unsigned tds_running;
 /** Device and mapped allocations and streams not freed. */
 extern unsigned long tds_live;
+/** Kernels loaded (each entry's once), and the device's stack limit per thread. */
+extern unsigned tds_loads;
+extern size_t tds_stack_limit;
+/** Set to make the next load report this stack need. */
+extern size_t tds_stack_need_next;
+/** Whether entry @a name's kernel is loaded. */
+int tds_is_loaded(const char *name);
 
 #ifdef TEST_DEVICE_STREAMS_IMPL
 #include <pthread.h>
@@ -59,6 +71,14 @@ int tds_fault_next;
 unsigned tds_hang_next_ms;
 unsigned tds_running;
 unsigned long tds_live;
+unsigned tds_loads;
+size_t tds_stack_limit = 1024;
+size_t tds_stack_need_next;
+
+/* the kernels loaded, by entry name (under tds_load_mu) */
+static const char *tds_loaded[64];
+static unsigned tds_nloaded;
+static pthread_mutex_t tds_load_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct tds_stream {
     pthread_mutex_t mu;
@@ -90,6 +110,82 @@ static void tds_check_idle(const char *what)
     }
 }
 
+static size_t tds_stack_need_of(const char *name)
+{
+    return (strcmp(name, "ringk_dev_test_recv") == 0) ? 2048 : 512;
+}
+
+/* Loads entry @a name's kernel unless it is: what CUDA does at its first launch or attribute
+ * query when it loads lazily. */
+static void tds_load_kernel(const char *name)
+{
+    const char *mode = getenv("CUDA_MODULE_LOADING");
+    unsigned i;
+
+    pthread_mutex_lock(&tds_load_mu);
+    for (i = 0; (i < tds_nloaded) && (strcmp(tds_loaded[i], name) != 0); i++) {
+    }
+    if ((i == tds_nloaded) && (tds_nloaded < 64)) {
+        if ((mode == NULL) || (strcmp(mode, "EAGER") != 0)) { /* else loaded at start */
+            tds_check_idle("a kernel loaded");
+        }
+        tds_loaded[tds_nloaded++] = name;
+        __atomic_add_fetch(&tds_loads, 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&tds_load_mu);
+}
+
+int tds_is_loaded(const char *name)
+{
+    unsigned i;
+    int found = 0;
+
+    pthread_mutex_lock(&tds_load_mu);
+    for (i = 0; i < tds_nloaded; i++) {
+        found |= (strcmp(tds_loaded[i], name) == 0);
+    }
+    pthread_mutex_unlock(&tds_load_mu);
+    return found;
+}
+
+/* Grows the stack limit to @a need: a GPU waits for every running kernel first. */
+static void tds_stack_grow(size_t need, const char *what)
+{
+    pthread_mutex_lock(&tds_load_mu);
+    if (need > tds_stack_limit) {
+        tds_check_idle(what);
+        tds_stack_limit = need;
+    }
+    pthread_mutex_unlock(&tds_load_mu);
+}
+
+static int tds_load(const char *name, int device, size_t *stack_need, char *why,
+                    size_t why_len)
+{
+    size_t next = __atomic_exchange_n(&tds_stack_need_next, 0, __ATOMIC_ACQ_REL);
+
+    if (device != 0) {
+        snprintf(why, why_len, "stand-in: no device %d", device);
+        return -ENODEV;
+    }
+    tds_load_kernel(name);
+    *stack_need = (next != 0) ? next : tds_stack_need_of(name);
+    return 0;
+}
+
+static int tds_stack_raise(int device, size_t need, size_t *limit, char *why, size_t why_len)
+{
+    if (device != 0) {
+        snprintf(why, why_len, "stand-in: no device %d", device);
+        return -ENODEV;
+    }
+    tds_stack_grow(need, "the stack limit raised");
+    pthread_mutex_lock(&tds_load_mu);
+    *limit = tds_stack_limit;
+    pthread_mutex_unlock(&tds_load_mu);
+    return 0;
+}
+
 static void *tds_launch_main(void *arg)
 {
     tds_launch_t *l = arg;
@@ -116,9 +212,11 @@ static void *tds_launch_main(void *arg)
     return NULL;
 }
 
-/* One entry's launch: the run function of the entry it was made for. */
-static int tds_launch(void (*run)(ringk_dev_kernel_t *k), const ringk_dev_kernel_t *k,
-                      int device, void *stream, char *why, size_t why_len)
+/* One entry's launch: the run function of the entry it was made for (loaded first, and the
+ * stack grown to its need, as CUDA would). */
+static int tds_launch(const char *name, void (*run)(ringk_dev_kernel_t *k),
+                      const ringk_dev_kernel_t *k, int device, void *stream, char *why,
+                      size_t why_len)
 {
     tds_stream_t *s = stream;
     tds_launch_t *l = calloc(1, sizeof(*l));
@@ -131,6 +229,8 @@ static int tds_launch(void (*run)(ringk_dev_kernel_t *k), const ringk_dev_kernel
         snprintf(why, why_len, "stand-in launch: device %d, stream %p", device, stream);
         return -EINVAL;
     }
+    tds_load_kernel(name);
+    tds_stack_grow(tds_stack_need_of(name), "a launch grew the stack limit");
     l->s     = s;
     l->run   = run;
     l->view  = *k;
@@ -349,17 +449,27 @@ static void tds_stream_destroy(void *stream)
     static int sym##_ringk_launch(const ringk_dev_kernel_t *k, int device, void *stream, \
                                   char *why, size_t why_len) \
     { \
-        return tds_launch(sym##_ringk_run, k, device, stream, why, why_len); \
+        return tds_launch(#sym, sym##_ringk_run, k, device, stream, why, why_len); \
+    } \
+    static int sym##_ringk_load(int device, size_t *stack_need, char *why, size_t why_len) \
+    { \
+        return tds_load(#sym, device, stack_need, why, why_len); \
     } \
     static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
         tds_device_count, tds_set_device, tds_alloc_device, tds_alloc_mapped, \
         tds_copy_to_device, tds_stream_create, sym##_ringk_launch, tds_stream_status, \
-        tds_free_device, tds_free_mapped, tds_stream_destroy \
+        tds_free_device, tds_free_mapped, tds_stream_destroy, sym##_ringk_load, \
+        tds_stack_raise \
     }; \
     const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
         &sym##_ringk_ops \
-    }
+    }; \
+    __attribute__((constructor)) static void sym##_ringk_register(void) \
+    { \
+        ringk_device_entry_register(&sym); \
+    } \
+    extern const ringk_device_entry_t sym
 #endif /* TEST_DEVICE_STREAMS_IMPL */
 
 #endif

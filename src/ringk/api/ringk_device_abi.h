@@ -318,6 +318,13 @@ typedef struct ringk_device_cuda_ops {
     void (*free_device)(void *p);
     void (*free_mapped)(void *host);
     void (*stream_destroy)(void *stream);
+    /** loads the entry's kernel on @a device (CUDA loads kernels lazily by default, and a load
+     *  can wait for every kernel that runs) and gives the local memory (stack) each of its
+     *  threads needs in *@a stack_need */
+    int (*load)(int device, size_t *stack_need, char *why, size_t why_len);
+    /** reads @a device's stack limit per thread (cudaLimitStackSize) into *@a limit, raised to
+     *  @a need first when it is lower (the device waits for every kernel that runs) */
+    int (*stack_raise)(int device, size_t need, size_t *limit, char *why, size_t why_len);
 } ringk_device_cuda_ops_t;
 
 /** What RINGK_DEVICE_ENTRY() defines and a kernel's parameters name (device_entry). */
@@ -331,6 +338,23 @@ typedef struct ringk_device_entry {
     /** CUDA: the runtime calls */
     const ringk_device_cuda_ops_t *cuda;
 } ringk_device_entry_t;
+
+/**
+ * Makes a CUDA entry known to libringk before any device kernel starts. RINGK_DEVICE_ENTRY()
+ * calls it when the program (or the library that defines the entry) is loaded, so a program
+ * does not. Before the first device kernel of the process starts on a device, libringk loads
+ * the kernels of every entry known so far there, and raises the device's stack limit to the
+ * largest need among them: both would otherwise happen at a later kernel's first launch, and
+ * both wait for every kernel that runs, which a resident kernel never lets happen. An entry
+ * first seen once device kernels run (in a library loaded later) is refused with -EDEADLK
+ * unless CUDA loads kernels eagerly (CUDA_MODULE_LOADING=EAGER). Entries of the emulated device
+ * are ignored.
+ * @return 0, or -ENOSPC when RINGK_DEVICE_ENTRIES_MAX entries are known already (the entry is
+ *         then loaded when a kernel of it is created).
+ */
+int ringk_device_entry_register(const ringk_device_entry_t *entry);
+
+#define RINGK_DEVICE_ENTRIES_MAX 256
 
 #ifdef __cplusplus
 }

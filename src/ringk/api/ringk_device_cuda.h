@@ -97,6 +97,64 @@ RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
 {
     cudaStreamDestroy((cudaStream_t)stream);
 }
+/* Makes @a device current for a call, then gives the caller's back (ringk_cuda_leave). */
+RINGK_CUDA_FN int ringk_cuda_enter(int device, int *current, char *why, size_t why_len)
+{
+    cudaError_t err;
+
+    *current = device;
+    cudaGetDevice(current);
+    if ((*current != device) && ((err = cudaSetDevice(device)) != cudaSuccess)) {
+        return RINGK_DEVICE_CUDA_WHY(err, "cudaSetDevice");
+    }
+    return 0;
+}
+RINGK_CUDA_FN void ringk_cuda_leave(int device, int current)
+{
+    if (current != device) {
+        cudaSetDevice(current);
+    }
+}
+/* cudaFuncGetAttributes loads the kernel @a fn where CUDA loads kernels lazily (GPU-NOTES.md,
+ * "A kernel that never returns"); localSizeBytes is the local memory, stack included, that
+ * each of its threads needs. */
+RINGK_CUDA_FN int ringk_cuda_load(const void *fn, int device, size_t *stack_need, char *why,
+                                  size_t why_len)
+{
+    struct cudaFuncAttributes attr;
+    cudaError_t err;
+    int current, ret = ringk_cuda_enter(device, &current, why, why_len);
+
+    if (ret != 0) {
+        return ret;
+    }
+    err = cudaFuncGetAttributes(&attr, fn);
+    ringk_cuda_leave(device, current);
+    if (err != cudaSuccess) {
+        return RINGK_DEVICE_CUDA_WHY(err, "cudaFuncGetAttributes");
+    }
+    *stack_need = attr.localSizeBytes;
+    return 0;
+}
+RINGK_CUDA_FN int ringk_cuda_stack_raise(int device, size_t need, size_t *limit, char *why,
+                                         size_t why_len)
+{
+    cudaError_t err;
+    int current, ret = ringk_cuda_enter(device, &current, why, why_len);
+
+    if (ret != 0) {
+        return ret;
+    }
+    err = cudaDeviceGetLimit(limit, cudaLimitStackSize);
+    if ((err == cudaSuccess) && (need > *limit)) {
+        err = cudaDeviceSetLimit(cudaLimitStackSize, need);
+        if (err == cudaSuccess) {
+            err = cudaDeviceGetLimit(limit, cudaLimitStackSize);
+        }
+    }
+    ringk_cuda_leave(device, current);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaLimitStackSize");
+}
 #  define RINGK_DEVICE_ENTRY(sym, handler) \
     __global__ void sym##_ringk_global(ringk_dev_kernel_t k) \
     { \
@@ -106,28 +164,37 @@ RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
                                   char *why, size_t why_len) \
     { \
         cudaError_t err; \
-        int current = device; \
-        cudaGetDevice(&current); \
-        if ((current != device) && ((err = cudaSetDevice(device)) != cudaSuccess)) { \
-            return RINGK_DEVICE_CUDA_WHY(err, "cudaSetDevice"); \
+        int current, ret = ringk_cuda_enter(device, &current, why, why_len); \
+        if (ret != 0) { \
+            return ret; \
         } \
         sym##_ringk_global<<<1, 32, 0, (cudaStream_t)stream>>>(*k); \
         err = cudaGetLastError(); \
-        if (current != device) { \
-            cudaSetDevice(current); \
-        } \
+        ringk_cuda_leave(device, current); \
         return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "kernel launch"); \
+    } \
+    static int sym##_ringk_load(int device, size_t *stack_need, char *why, size_t why_len) \
+    { \
+        return ringk_cuda_load((const void*)sym##_ringk_global, device, stack_need, why, \
+                               why_len); \
     } \
     static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
         ringk_cuda_device_count, ringk_cuda_set_device, ringk_cuda_alloc_device, \
         ringk_cuda_alloc_mapped, ringk_cuda_copy_to_device, ringk_cuda_stream_create, \
         sym##_ringk_launch, ringk_cuda_stream_status, ringk_cuda_free_device, \
-        ringk_cuda_free_mapped, ringk_cuda_stream_destroy \
+        ringk_cuda_free_mapped, ringk_cuda_stream_destroy, sym##_ringk_load, \
+        ringk_cuda_stack_raise \
     }; \
     extern "C" const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
         &sym##_ringk_ops \
-    }
+    }; \
+    /* known to libringk when the program or library is loaded: ringk_device_entry_register */ \
+    __attribute__((constructor)) static void sym##_ringk_register(void) \
+    { \
+        ringk_device_entry_register(&sym); \
+    } \
+    extern "C" const ringk_device_entry_t sym
 #elif !defined(RINGK_DEVICE_ENTRY) /* else the program brings its own (the tests' stand-in) */
 /**
  * Defines the device kernel entry @a sym (a const ringk_device_entry_t, given to

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk: the CUDA entries of the process, loaded on a device and the device's stack limit
+ * sized for them before the first device kernel of the process starts there. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "ringk_exec_dev.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The CUDA entries of the process (ringk_device_entry_register), and per CUDA device which of
+ * them are loaded there, what stack they need, and how many device kernels of the process
+ * (every context) it has. Loading a kernel and raising the stack limit wait for every kernel
+ * that runs on the device (lazy loading and local memory, GPU-NOTES.md), so both happen while
+ * the device has no kernel of the process: for every entry known then. */
+static struct {
+    pthread_mutex_t             mu;
+    const ringk_device_entry_t *entry[RINGK_DEVICE_ENTRIES_MAX];
+    unsigned                    n;
+    uint8_t                     loaded[RINGK_DEV_SLOTS][RINGK_DEVICE_ENTRIES_MAX];
+    size_t                      need[RINGK_DEV_SLOTS][RINGK_DEVICE_ENTRIES_MAX];
+    size_t                      limit[RINGK_DEV_SLOTS]; /* the stack limit, once read */
+    unsigned                    kernels[RINGK_DEV_SLOTS];
+} cuda_entries = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* Under cuda_entries.mu: the index of @a e, added when new; -1 when the table is full. */
+static int cuda_entry_index(const ringk_device_entry_t *e)
+{
+    unsigned i;
+
+    for (i = 0; i < cuda_entries.n; i++) {
+        if (cuda_entries.entry[i] == e) {
+            return (int)i;
+        }
+    }
+    if (cuda_entries.n == RINGK_DEVICE_ENTRIES_MAX) {
+        return -1;
+    }
+    cuda_entries.entry[cuda_entries.n] = e;
+    return (int)cuda_entries.n++;
+}
+
+int ringk_device_entry_register(const ringk_device_entry_t *entry)
+{
+    int idx;
+
+    if ((entry == NULL) || (entry->magic != RINGK_DEVICE_ENTRY_MAGIC) ||
+        (entry->kind != RINGK_DEVICE_ENTRY_CUDA)) {
+        return (entry == NULL) ? -EINVAL : 0;
+    }
+    pthread_mutex_lock(&cuda_entries.mu);
+    idx = cuda_entry_index(entry);
+    pthread_mutex_unlock(&cuda_entries.mu);
+    return (idx < 0) ? -ENOSPC : 0;
+}
+
+/* Under cuda_entries.mu: loads entry @a e (index @a idx, -1 outside the table) on CUDA device
+ * @a dev; 0 with its stack need, or the error (logged). */
+static int cuda_entry_load(ringk_ctx_t *ctx, const ringk_device_entry_t *e, int idx, int dev,
+                           size_t *need)
+{
+    char why[160] = "";
+    int ret;
+
+    if ((idx >= 0) && cuda_entries.loaded[1 + dev][idx]) {
+        *need = cuda_entries.need[1 + dev][idx];
+        return 0;
+    }
+    if ((e->abi != RINGK_DEV_ABI) || (e->cuda->load == NULL)) {
+        *need = 0; /* refused when a kernel is made of it (entry_check) */
+        return 0;
+    }
+    ret = e->cuda->load(dev, need, why, sizeof(why));
+    if (ret != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "device_entry '%s' on CUDA device %d: %s", e->name,
+                      dev, why);
+        return ret;
+    }
+    if (idx >= 0) {
+        cuda_entries.loaded[1 + dev][idx] = 1;
+        cuda_entries.need[1 + dev][idx]   = *need;
+    }
+    return 0;
+}
+
+/* Readies device kernel @a k of entry @a e on CUDA device @a dev before its first launch, and
+ * counts it among the device's kernels (uncounted by ringk_dev_entry_gone). With no kernel of the
+ * process on the device: loads every known entry there and raises the stack limit to their
+ * largest need. Else its entry must be loaded already (or CUDA loads eagerly) and fit the
+ * limit: 0, -EDEADLK, -E2BIG or a CUDA error (logged). */
+int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk_device_entry_t *e,
+                          const ringk_device_cuda_ops_t *ops, int dev)
+{
+    const char *loading = getenv("CUDA_MODULE_LOADING");
+    size_t need = 0, most = 0, *limit = &cuda_entries.limit[1 + dev];
+    char why[160] = "";
+    int idx, ret = 0;
+    unsigned i;
+
+    pthread_mutex_lock(&cuda_entries.mu);
+    idx = cuda_entry_index(e);
+    if (cuda_entries.kernels[1 + dev] == 0) {
+        for (i = 0; (i < cuda_entries.n) && (ret == 0); i++) {
+            ret = cuda_entry_load(ctx, cuda_entries.entry[i], (int)i, dev, &need);
+            most = (need > most) ? need : most;
+        }
+        if ((ret == 0) && (idx < 0)) {
+            ret  = cuda_entry_load(ctx, e, idx, dev, &need);
+            most = (need > most) ? need : most;
+        }
+        if ((ret == 0) && ((ret = ops->stack_raise(dev, most, limit, why, sizeof(why))) != 0)) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", dev, why);
+        }
+    } else if (((idx < 0) || !cuda_entries.loaded[1 + dev][idx]) &&
+               ((loading == NULL) || (strcmp(loading, "EAGER") != 0))) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': device_entry '%s' was not loaded on "
+                      "CUDA device %d before device kernels started there, and CUDA loads "
+                      "kernels lazily: loading it now could wait for the resident kernels for "
+                      "ever (define it with RINGK_DEVICE_ENTRY in a file linked into the "
+                      "program, or set CUDA_MODULE_LOADING=EAGER)", k->name, e->name, dev);
+        ret = -EDEADLK;
+    } else if ((ret = cuda_entry_load(ctx, e, idx, dev, &need)) == 0) {
+        if (need > *limit) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': device_entry '%s' needs %zu "
+                          "bytes of stack per thread, more than CUDA device %d's limit of %zu, "
+                          "which cannot be raised while device kernels run there (it waits for "
+                          "them): make the entry known before the first device kernel starts",
+                          k->name, e->name, need, dev, *limit);
+            ret = -E2BIG;
+        }
+    }
+    if (ret == 0) {
+        cuda_entries.kernels[1 + dev]++;
+    }
+    pthread_mutex_unlock(&cuda_entries.mu);
+    return ret;
+}
+
+/* A device kernel counted by cuda_kernel_ready() whose launches all returned. */
+void ringk_dev_entry_gone(int dev)
+{
+    pthread_mutex_lock(&cuda_entries.mu);
+    cuda_entries.kernels[1 + dev]--;
+    pthread_mutex_unlock(&cuda_entries.mu);
+}
