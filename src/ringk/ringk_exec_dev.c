@@ -72,18 +72,25 @@ static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
         slot->mem.host    = slot->mem.dev    = dev;
         return 0;
     }
-    if (((ret = ops->set_device(slot->cuda_index, why, sizeof(why))) != 0) ||
-        ((ret = ops->stream_create(&slot->stream, why, sizeof(why))) != 0) ||
-        ((ret = ops->alloc_mapped(&host, &dev, slot->mapped.size, why, sizeof(why))) != 0)) {
+    if (((ret = ops->stream_create(slot->cuda_index, &slot->stream, why, sizeof(why))) != 0) ||
+        ((ret = ops->alloc_mapped(slot->cuda_index, &host, &dev, slot->mapped.size, why,
+                                  sizeof(why))) != 0)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
+        if (slot->stream != NULL) {
+            ops->stream_destroy(slot->stream);
+            slot->stream = NULL;
+        }
         return ret;
     }
     slot->mapped.host = host;
     slot->mapped.dev  = dev;
-    if ((ret = ops->alloc_device(&dev, slot->mem.size, why, sizeof(why))) != 0) {
+    if ((ret = ops->alloc_device(slot->cuda_index, &dev, slot->mem.size, why, sizeof(why))) != 0)
+    {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
         ops->free_mapped(slot->mapped.host);
+        ops->stream_destroy(slot->stream);
         slot->mapped.host = NULL;
+        slot->stream      = NULL;
         return ret;
     }
     slot->mem.dev = dev; /* the host has no address for it */
@@ -207,7 +214,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     memset(h + head + 2 * in_bytes + out_bytes, 0, SLAB_ALIGN); /* the closing word */
     {
         char why[160];
-        ret = slot->ops->copy_to_device(md, h + head + in_bytes + out_bytes,
+        ret = slot->ops->copy_to_device(slot->cuda_index, md, h + head + in_bytes + out_bytes,
                                         in_bytes + SLAB_ALIGN, slot->stream, why, sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
@@ -314,7 +321,7 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
             return ret;
         }
         d->counted = 1;
-        ret = d->slot->ops->stream_create(&d->stream, why, sizeof(why));
+        ret = d->slot->ops->stream_create(d->slot->cuda_index, &d->stream, why, sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
             return ret;
@@ -665,7 +672,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
                           "%zu + %zu bytes of memory are not freed", slot->cuda_index,
                           slot->stuck, slot->mapped.size, slot->mem.size);
         } else {
-            slot->ops->free_device(slot->mem.dev);
+            slot->ops->free_device(slot->cuda_index, slot->mem.dev);
             slot->ops->free_mapped(slot->mapped.host);
             slot->ops->stream_destroy(slot->stream);
         }

@@ -264,7 +264,8 @@ static int tds_device_count(char *why, size_t why_len)
     return 1;
 }
 
-static int tds_set_device(int device, char *why, size_t why_len)
+/* The stand-in has device 0 only. */
+static int tds_no_device(int device, char *why, size_t why_len)
 {
     if (device != 0) {
         snprintf(why, why_len, "stand-in: no device %d", device);
@@ -295,8 +296,11 @@ static void tds_unmap(void *p)
     munmap(h, *(size_t*)h);
 }
 
-static int tds_alloc_device(void **p, size_t bytes, char *why, size_t why_len)
+static int tds_alloc_device(int device, void **p, size_t bytes, char *why, size_t why_len)
 {
+    if (tds_no_device(device, why, why_len) != 0) {
+        return -ENODEV;
+    }
     tds_check_idle("device memory allocated");
     if ((*p = tds_map(bytes)) == NULL) {
         snprintf(why, why_len, "stand-in: no %zu bytes", bytes);
@@ -308,12 +312,16 @@ static int tds_alloc_device(void **p, size_t bytes, char *why, size_t why_len)
 
 /* Mapped memory: the host's and the device's mappings of one memfd, the length in a word
  * before the host's address (the page before it is part of the host mapping). */
-static int tds_alloc_mapped(void **host, void **dev, size_t bytes, char *why, size_t why_len)
+static int tds_alloc_mapped(int device, void **host, void **dev, size_t bytes, char *why,
+                            size_t why_len)
 {
     size_t page = (size_t)getpagesize(), len = (bytes + page - 1) / page * page + page;
     int fd;
     char *h, *d;
 
+    if (tds_no_device(device, why, why_len) != 0) {
+        return -ENODEV;
+    }
     tds_check_idle("mapped memory allocated");
     fd = memfd_create("tds-mapped", 0);
     if ((fd < 0) || (ftruncate(fd, (off_t)len) != 0)) {
@@ -350,11 +358,14 @@ static int tds_alloc_mapped(void **host, void **dev, size_t bytes, char *why, si
     return 0;
 }
 
-static int tds_copy_to_device(void *dst, const void *src, size_t bytes, void *stream, char *why,
-                              size_t why_len)
+static int tds_copy_to_device(int device, void *dst, const void *src, size_t bytes,
+                              void *stream, char *why, size_t why_len)
 {
     tds_stream_t *s = stream;
 
+    if (tds_no_device(device, why, why_len) != 0) {
+        return -ENODEV;
+    }
     pthread_mutex_lock(&s->mu);
     if (s->finished != s->queued) {
         pthread_mutex_unlock(&s->mu);
@@ -367,10 +378,14 @@ static int tds_copy_to_device(void *dst, const void *src, size_t bytes, void *st
     return 0;
 }
 
-static int tds_stream_create(void **stream, char *why, size_t why_len)
+static int tds_stream_create(int device, void **stream, char *why, size_t why_len)
 {
-    tds_stream_t *s = tds_map(sizeof(*s)); /* zeroed */
+    tds_stream_t *s;
 
+    if (tds_no_device(device, why, why_len) != 0) {
+        return -ENODEV;
+    }
+    s = tds_map(sizeof(*s)); /* zeroed */
     if (s == NULL) {
         snprintf(why, why_len, "stand-in: no memory for a stream");
         return -ENOMEM;
@@ -395,8 +410,9 @@ static int tds_stream_status(void *stream, char *why, size_t why_len)
     return ret;
 }
 
-static void tds_free_device(void *p)
+static void tds_free_device(int device, void *p)
 {
+    (void)device;
     tds_check_idle("device memory freed");
     tds_unmap(p);
 }
@@ -456,7 +472,7 @@ static void tds_stream_destroy(void *stream)
         return tds_load(#sym, device, stack_need, why, why_len); \
     } \
     static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
-        tds_device_count, tds_set_device, tds_alloc_device, tds_alloc_mapped, \
+        tds_device_count, tds_alloc_device, tds_alloc_mapped, \
         tds_copy_to_device, tds_stream_create, sym##_ringk_launch, tds_stream_status, \
         tds_free_device, tds_free_mapped, tds_stream_destroy, sym##_ringk_load, \
         tds_stack_raise \

@@ -300,22 +300,25 @@ typedef int (*ringk_dev_handler_t)(ringk_dev_kernel_t *k, const ringk_msg_t *msg
 
 /* The CUDA calls a device kernel needs, compiled in the user's translation unit (so that they
  * use the CUDA runtime the user's program links, whatever libringk was built with). Every
- * function returns 0 or a negative errno, with the CUDA error in @a why. */
+ * function returns 0 or a negative errno, with the CUDA error in @a why. A call on a device
+ * makes it current for the call only: the calling thread's current device is kept. */
 typedef struct ringk_device_cuda_ops {
     int (*device_count)(char *why, size_t why_len);
-    int (*set_device)(int device, char *why, size_t why_len);
-    int (*alloc_device)(void **p, size_t bytes, char *why, size_t why_len);
-    int (*alloc_mapped)(void **host, void **dev, size_t bytes, char *why, size_t why_len);
-    int (*copy_to_device)(void *dst, const void *src, size_t bytes, void *stream, char *why,
-                          size_t why_len);
-    int (*stream_create)(void **stream, char *why, size_t why_len);
-    /** launches the loop on @a device (the calling thread's current device is kept) */
+    int (*alloc_device)(int device, void **p, size_t bytes, char *why, size_t why_len);
+    /** pinned host memory mapped into @a device: the host's and the device's address */
+    int (*alloc_mapped)(int device, void **host, void **dev, size_t bytes, char *why,
+                        size_t why_len);
+    /** copies on @a stream (of @a device) and waits for the copy */
+    int (*copy_to_device)(int device, void *dst, const void *src, size_t bytes, void *stream,
+                          char *why, size_t why_len);
+    int (*stream_create)(int device, void **stream, char *why, size_t why_len);
+    /** launches the loop on @a device */
     int (*launch)(const ringk_dev_kernel_t *k, int device, void *stream, char *why,
                   size_t why_len);
     /** 1 when the stream's work finished, 0 while it runs, -EIO (with the CUDA error in
      *  @a why) when a launch on it failed: the kernel faulted */
     int (*stream_status)(void *stream, char *why, size_t why_len);
-    void (*free_device)(void *p);
+    void (*free_device)(int device, void *p);
     void (*free_mapped)(void *host);
     void (*stream_destroy)(void *stream);
     /** loads the entry's kernel on @a device (CUDA loads kernels lazily by default, and a load

@@ -30,73 +30,6 @@ RINGK_CUDA_FN int ringk_cuda_device_count(char *why, size_t why_len)
     }
     return (err == cudaSuccess) ? n : RINGK_DEVICE_CUDA_WHY(err, "cudaGetDeviceCount");
 }
-RINGK_CUDA_FN int ringk_cuda_set_device(int device, char *why, size_t why_len)
-{
-    cudaError_t err = cudaSetDevice(device);
-    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaSetDevice");
-}
-RINGK_CUDA_FN int ringk_cuda_alloc_device(void **p, size_t bytes, char *why, size_t why_len)
-{
-    cudaError_t err = cudaMalloc(p, bytes);
-    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaMalloc");
-}
-RINGK_CUDA_FN int ringk_cuda_alloc_mapped(void **host, void **dev, size_t bytes, char *why,
-                                   size_t why_len)
-{
-    cudaError_t err = cudaHostAlloc(host, bytes, cudaHostAllocMapped);
-
-    if (err != cudaSuccess) {
-        return RINGK_DEVICE_CUDA_WHY(err, "cudaHostAlloc");
-    }
-    err = cudaHostGetDevicePointer(dev, *host, 0);
-    if (err != cudaSuccess) {
-        cudaFreeHost(*host);
-        return RINGK_DEVICE_CUDA_WHY(err, "cudaHostGetDevicePointer");
-    }
-    return 0;
-}
-RINGK_CUDA_FN int ringk_cuda_copy_to_device(void *dst, const void *src, size_t bytes, void *stream,
-                                     char *why, size_t why_len)
-{
-    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-                                      (cudaStream_t)stream);
-    if (err == cudaSuccess) {
-        err = cudaStreamSynchronize((cudaStream_t)stream);
-    }
-    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaMemcpyAsync");
-}
-RINGK_CUDA_FN int ringk_cuda_stream_create(void **stream, char *why, size_t why_len)
-{
-    /* non-blocking: it never synchronizes with the legacy NULL stream (GPU-NOTES.md) */
-    cudaError_t err = cudaStreamCreateWithFlags((cudaStream_t*)stream, cudaStreamNonBlocking);
-    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaStreamCreateWithFlags");
-}
-RINGK_CUDA_FN int ringk_cuda_stream_status(void *stream, char *why, size_t why_len)
-{
-    cudaError_t err = cudaStreamQuery((cudaStream_t)stream);
-
-    if (err == cudaErrorNotReady) {
-        cudaGetLastError(); /* not left as this thread's last error for its next launch check */
-        return 0;
-    }
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        return RINGK_DEVICE_CUDA_WHY(err, "the device kernel");
-    }
-    return 1;
-}
-RINGK_CUDA_FN void ringk_cuda_free_device(void *p)
-{
-    cudaFree(p);
-}
-RINGK_CUDA_FN void ringk_cuda_free_mapped(void *host)
-{
-    cudaFreeHost(host);
-}
-RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
-{
-    cudaStreamDestroy((cudaStream_t)stream);
-}
 /* Makes @a device current for a call, then gives the caller's back (ringk_cuda_leave). */
 RINGK_CUDA_FN int ringk_cuda_enter(int device, int *current, char *why, size_t why_len)
 {
@@ -114,6 +47,102 @@ RINGK_CUDA_FN void ringk_cuda_leave(int device, int current)
     if (current != device) {
         cudaSetDevice(current);
     }
+}
+RINGK_CUDA_FN int ringk_cuda_alloc_device(int device, void **p, size_t bytes, char *why,
+                                          size_t why_len)
+{
+    cudaError_t err;
+    int current, ret = ringk_cuda_enter(device, &current, why, why_len);
+
+    if (ret != 0) {
+        return ret;
+    }
+    err = cudaMalloc(p, bytes);
+    ringk_cuda_leave(device, current);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaMalloc");
+}
+RINGK_CUDA_FN int ringk_cuda_alloc_mapped(int device, void **host, void **dev, size_t bytes,
+                                          char *why, size_t why_len)
+{
+    cudaError_t err;
+    int current, ret = ringk_cuda_enter(device, &current, why, why_len);
+
+    if (ret != 0) {
+        return ret;
+    }
+    /* portable: pinned for every device's context, not only the current one's */
+    err = cudaHostAlloc(host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+        ringk_cuda_leave(device, current);
+        return RINGK_DEVICE_CUDA_WHY(err, "cudaHostAlloc");
+    }
+    err = cudaHostGetDevicePointer(dev, *host, 0);
+    if (err != cudaSuccess) {
+        cudaFreeHost(*host);
+    }
+    ringk_cuda_leave(device, current);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaHostGetDevicePointer");
+}
+RINGK_CUDA_FN int ringk_cuda_copy_to_device(int device, void *dst, const void *src, size_t bytes,
+                                            void *stream, char *why, size_t why_len)
+{
+    cudaError_t err;
+    int current, ret = ringk_cuda_enter(device, &current, why, why_len);
+
+    if (ret != 0) {
+        return ret;
+    }
+    err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, (cudaStream_t)stream);
+    if (err == cudaSuccess) {
+        err = cudaStreamSynchronize((cudaStream_t)stream);
+    }
+    ringk_cuda_leave(device, current);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaMemcpyAsync");
+}
+RINGK_CUDA_FN int ringk_cuda_stream_create(int device, void **stream, char *why, size_t why_len)
+{
+    cudaError_t err;
+    int current, ret = ringk_cuda_enter(device, &current, why, why_len);
+
+    if (ret != 0) {
+        return ret;
+    }
+    /* non-blocking: it never synchronizes with the legacy NULL stream (GPU-NOTES.md) */
+    err = cudaStreamCreateWithFlags((cudaStream_t*)stream, cudaStreamNonBlocking);
+    ringk_cuda_leave(device, current);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaStreamCreateWithFlags");
+}
+RINGK_CUDA_FN int ringk_cuda_stream_status(void *stream, char *why, size_t why_len)
+{
+    cudaError_t err = cudaStreamQuery((cudaStream_t)stream);
+
+    if (err == cudaErrorNotReady) {
+        cudaGetLastError(); /* not left as this thread's last error for its next launch check */
+        return 0;
+    }
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        return RINGK_DEVICE_CUDA_WHY(err, "the device kernel");
+    }
+    return 1;
+}
+RINGK_CUDA_FN void ringk_cuda_free_device(int device, void *p)
+{
+    char why[8];
+    int current;
+
+    if (ringk_cuda_enter(device, &current, why, sizeof(why)) == 0) {
+        cudaFree(p);
+        ringk_cuda_leave(device, current);
+    }
+}
+RINGK_CUDA_FN void ringk_cuda_free_mapped(void *host)
+{
+    cudaFreeHost(host);
+}
+RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
+{
+    cudaStreamDestroy((cudaStream_t)stream);
 }
 /* cudaFuncGetAttributes loads the kernel @a fn where CUDA loads kernels lazily (GPU-NOTES.md,
  * "A kernel that never returns"); localSizeBytes is the local memory, stack included, that
@@ -179,7 +208,7 @@ RINGK_CUDA_FN int ringk_cuda_stack_raise(int device, size_t need, size_t *limit,
                                why_len); \
     } \
     static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
-        ringk_cuda_device_count, ringk_cuda_set_device, ringk_cuda_alloc_device, \
+        ringk_cuda_device_count, ringk_cuda_alloc_device, \
         ringk_cuda_alloc_mapped, ringk_cuda_copy_to_device, ringk_cuda_stream_create, \
         sym##_ringk_launch, ringk_cuda_stream_status, ringk_cuda_free_device, \
         ringk_cuda_free_mapped, ringk_cuda_stream_destroy, sym##_ringk_load, \
