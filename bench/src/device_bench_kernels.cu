@@ -6,6 +6,7 @@
 
 #include <cuda/atomic>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
                         fprintf(stderr, "device_bench: %s: %s\n", #call, cudaGetErrorString(e_)); \
@@ -109,8 +110,16 @@ extern "C" int bench_cuda_init(int *ndev, char *name, size_t name_len)
         *ndev = 0;
         return 0;
     }
+    const char *loading = getenv("CUDA_MODULE_LOADING");
+    int native = 0;
+
     CHECK(cudaGetDeviceProperties(&prop, 0));
-    snprintf(name, name_len, "%s", prop.name);
+    CHECK(cudaDeviceGetAttribute(&native, cudaDevAttrHostNativeAtomicSupported, 0));
+    // what the figures depend on: the GPU, its link to the host's atomics, the kernel loading
+    snprintf(name, name_len, "%s (sm_%d%d, %d SMs, host-native atomics: %s, "
+             "CUDA_MODULE_LOADING=%s)", prop.name, prop.major, prop.minor,
+             prop.multiProcessorCount, native ? "yes" : "no",
+             (loading != NULL) ? loading : "unset");
     return 0;
 }
 
