@@ -40,8 +40,8 @@ static int ms_from_env(ringk_ctx_t *ctx, const char *name, long def, long min, l
 /* RINGK_IDLE_WAKE_MS: how long a sleeping kernel or pool thread that nobody woke waits before
  * it looks at its inboxes again. Every send and state change wakes sleepers; this is the net
  * under that, and a test sets it high so that a lost wakeup shows instead of being covered.
- * RINGK_WAIT_WARN_MS: after how long a send still waiting for room, or a kernel waiting at a
- * barrier, says so (0: never). */
+ * RINGK_WAIT_WARN_MS: after how long a send still waiting for room or for UCP to send it, or a
+ * kernel waiting at a barrier, says so (0: never). */
 static int waits_from_env(ringk_ctx_t *ctx)
 {
     if (ms_from_env(ctx, "RINGK_IDLE_WAKE_MS", RINGK_IDLE_WAKE_MS_DEFAULT, 1,

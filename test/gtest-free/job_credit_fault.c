@@ -5,7 +5,11 @@
  * comes before libucp's in the symbol lookup) refuses every third credit message, FAULTS times
  * in all. Each refused batch would be 4 of rank 0's 16 credits gone for good: after four, rank 0
  * could send nothing more. The sink must get all M in order, rank 0 must not time out, and
- * rank 1's log must say that a credit message was not sent. Usage: job_credit_fault [M]
+ * rank 1's log must say that a credit message was not sent.
+ * Also a send that stays in progress: in rank 0, the first message's UCP request is made to
+ * read as in progress for HOLD_MS (ucp_request_check_status, also this program's), and with
+ * RINGK_WAIT_WARN_MS=500 rank 0's log must say that the message has waited to leave.
+ * Usage: job_credit_fault [M]
  * Prints one line per rank ending in OK or FAIL, then one for the script:
  * "RESULT job_credit_fault rank=R size=2 ok=0|1 key=value ..." (ok=1: exit 0). */
 #define _GNU_SOURCE
@@ -22,16 +26,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define W          16
 #define FAULTS     12
-#define AM_CREDIT  21 /* RINGK_AM_CREDIT (src/ringk/net/net.h) */
+#define AM_MSG     17 /* RINGK_AM_MSG (src/ringk/net/net.h) */
+#define AM_CREDIT  21 /* RINGK_AM_CREDIT */
+#define HOLD_MS    1600
 
 typedef ucs_status_ptr_t (*am_send_fn_t)(ucp_ep_h, unsigned, const void*, size_t, const void*,
                                          size_t, const ucp_request_param_t*);
 
 static int inject;             /* rank 1 only */
+static int hold;               /* rank 0 only: the first message's request is held */
+static void *held;             /* that request */
+static struct timespec held_since;
 static unsigned credit_sends;  /* credit messages libringk tried to send */
 static unsigned injected;      /* of those, refused here */
 static job_seq_t seq;
@@ -58,7 +68,43 @@ ucs_status_ptr_t ucp_am_send_nbx(ucp_ep_h ep, unsigned id, const void *header,
             return UCS_STATUS_PTR(UCS_ERR_NO_MEMORY);
         }
     }
+    if (hold && (id == AM_MSG) && !(param->op_attr_mask & UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL) &&
+        __atomic_exchange_n(&hold, 0, __ATOMIC_ACQ_REL)) {
+        /* a request even when sent at once, held in progress below */
+        ucp_request_param_t p = *param;
+        ucs_status_ptr_t req;
+
+        p.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        req = real(ep, id, header, header_length, buffer, count, &p);
+        if (UCS_PTR_IS_PTR(req)) {
+            clock_gettime(CLOCK_MONOTONIC, &held_since);
+            __atomic_store_n(&held, req, __ATOMIC_RELEASE);
+        }
+        return req;
+    }
     return real(ep, id, header, header_length, buffer, count, param);
+}
+
+ucs_status_t ucp_request_check_status(void *request)
+{
+    static ucs_status_t (*real)(void *request);
+    struct timespec now;
+
+    if (real == NULL) {
+        real = (ucs_status_t (*)(void*))dlsym(RTLD_NEXT, "ucp_request_check_status");
+        if (real == NULL) {
+            abort();
+        }
+    }
+    if ((request != NULL) && (request == __atomic_load_n(&held, __ATOMIC_ACQUIRE))) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - held_since.tv_sec) * 1000 +
+            (now.tv_nsec - held_since.tv_nsec) / 1000000 < HOLD_MS) {
+            return UCS_INPROGRESS;
+        }
+        __atomic_store_n(&held, NULL, __ATOMIC_RELEASE);
+    }
+    return real(request);
 }
 
 static void log_hook(void *arg, int level, const char *message)
@@ -78,6 +124,7 @@ int main(int argc, char **argv)
     uint64_t i;
     int rank, ret = 0, ok, logged;
 
+    setenv("RINGK_WAIT_WARN_MS", "500", 1);
     if (ringk_ctx_create(&cp, &ctx) != 0) {
         return 1;
     }
@@ -124,6 +171,7 @@ int main(int argc, char **argv)
                (unsigned long long)m, (unsigned long long)seq.bad, injected, logged);
         return ok ? 0 : 1;
     }
+    hold = 1;
     for (i = 0; (ret == 0) && (i < m); i++) {
         ret = ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, &i, sizeof(i), 10000);
     }
@@ -133,11 +181,18 @@ int main(int argc, char **argv)
         i--;
     }
     ringk_ctx_destroy(ctx);
-    ok = (ret == 0);
-    printf("credit fault [rank 0 of 2]: %llu of %llu sent%s%s: %s\n", (unsigned long long)i,
-           (unsigned long long)m, ok ? "" : ", then ", ok ? "" : strerror(-ret),
+    /* the held send: 1.6 s, warned of each 0.5 s */
+    logged = (strstr(logbuf, "a message to process 1 (active message 17) has waited ") != NULL) &&
+             (strstr(logbuf, " s to leave: UCP has not sent it") != NULL);
+    ok = (ret == 0) && logged;
+    printf("credit fault [rank 0 of 2]: %llu of %llu sent%s%s, the held send %s: %s\n",
+           (unsigned long long)i, (unsigned long long)m, (ret == 0) ? "" : ", then ",
+           (ret == 0) ? "" : strerror(-ret), logged ? "logged" : "not logged",
            ok ? "OK" : "FAIL");
-    printf("RESULT job_credit_fault rank=0 size=2 ok=%d sent=%llu expected=%llu error=%d\n", ok,
-           (unsigned long long)i, (unsigned long long)m, -ret);
+    printf("RESULT job_credit_fault rank=0 size=2 ok=%d sent=%llu expected=%llu error=%d "
+           "logged=%d\n", ok, (unsigned long long)i, (unsigned long long)m, -ret, logged);
+    if (!logged) {
+        fprintf(stderr, "rank 0 log: %s\n", logbuf);
+    }
     return ok ? 0 : 1;
 }

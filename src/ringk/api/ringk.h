@@ -130,6 +130,7 @@ typedef struct ringk_ctx_params {
  * before it looks at its inboxes again; and RINGK_WAIT_WARN_MS (0..3600000, default 10000, 0:
  * never): after how long a send still waiting for room (a full inbox, or no credits back from
  * another process) logs a warning naming sender and receiver, repeated as long again passes;
+ * so does a message to another process that UCP has taken but not sent, naming the process;
  * a kernel waiting at a barrier logs one naming itself, the barrier and how many have arrived.
  * RINGK_RECV_INLINE (0 or 1, default 1): see ringk_handler_t.
  */

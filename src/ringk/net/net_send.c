@@ -104,16 +104,34 @@ static const ucp_request_param_t am_now_param = {
     .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
     .flags        = UCP_AM_SEND_FLAG_EAGER};
 
-/* Waits for a send that did not complete at once; the worker is multi-threaded and whichever
- * thread progresses it completes the request. */
-static __attribute__((noinline)) ucs_status_t am_request_wait(ringk_remote_t *r,
-                                                               ucs_status_ptr_t req)
+/* Waits for a send (active message @a id to @a rank) that did not complete at once; the worker
+ * is multi-threaded and whichever thread progresses it completes the request. UCP completes it
+ * or fails it (a lost process fails it: UCP_ERR_HANDLING_MODE_PEER), so the wait has no bound
+ * of its own; one longer than RINGK_WAIT_WARN_MS says so, and again each time as long again
+ * has passed. */
+static __attribute__((noinline)) ucs_status_t am_request_wait(ringk_remote_t *r, int rank,
+                                                               unsigned id, ucs_status_ptr_t req)
 {
+    const uint64_t every = (uint64_t)r->ctx->wait_warn_ms;
+    uint64_t start = 0, next = 0, now;
     ucs_status_t status;
 
     /* a kernel thread that polled may be the one waiting: the progress thread must not nap */
     ringk_remote_unpoll(r->ctx);
     while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
+        if (every != 0) {
+            now = net_now_ms();
+            if (start == 0) {
+                start = now;
+                next  = now + every;
+            } else if (now >= next) {
+                next = now + every;
+                ringk_log_msg(r->ctx, RINGK_LOG_WARN, "a message to process %d (active message "
+                              "%u) has waited %.1f s to leave: UCP has not sent it (does the "
+                              "process take messages in?)", rank, id,
+                              (double)(now - start) / 1e3);
+            }
+        }
         sched_yield();
     }
     ucp_request_free(req);
@@ -130,7 +148,7 @@ static ucs_status_t am_send_wait(ringk_remote_t *r, int rank, unsigned id, const
         return UCS_ERR_CONNECTION_RESET;
     }
     req = ucp_am_send_nbx(r->eps[rank], id, hdr, hdr_len, payload, length, &am_eager_param);
-    return UCS_PTR_IS_PTR(req) ? am_request_wait(r, req) : UCS_PTR_STATUS(req);
+    return UCS_PTR_IS_PTR(req) ? am_request_wait(r, rank, id, req) : UCS_PTR_STATUS(req);
 }
 
 int net_control_send(ringk_remote_t *r, int rank, unsigned id, const void *hdr, size_t len)
@@ -198,7 +216,8 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
         }
         return (timeout_ms == RINGK_WAIT_NONE) ? -EAGAIN : RINGK_WOULD_WAIT;
     }
-    status = UCS_PTR_IS_PTR(req) ? am_request_wait(r, req) : UCS_PTR_STATUS(req);
+    status = UCS_PTR_IS_PTR(req) ? am_request_wait(r, rank, RINGK_AM_MSG, req)
+                                 : UCS_PTR_STATUS(req);
     if (status != UCS_OK) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
                       ucs_status_string(status));
