@@ -19,6 +19,8 @@
 #define RINGK_DIR_ENTRIES RINGK_MAX_KERNELS
 
 #define RINGK_LEAVE_TIMEOUT_MS 3000 /* how long a leaving process waits for acknowledgements */
+#define RINGK_CTL_ERR_EVERY_MS 1000 /* a live process's failed control messages: one log line
+                                       at most this often */
 #define RINGK_TOPIC_SLOT       0    /* credit slot of a process's publishes to another process */
 #define RINGK_TOPIC_WINDOW     256  /* publishes on their way from one process to another */
 
@@ -44,6 +46,9 @@ struct ringk_remote {
     int            *left;         /* by rank: it said goodbye (destroyed its context) */
     int            *acked;        /* by rank: it acknowledged our goodbye */
     int            *ack_due;      /* by rank: we owe it an acknowledgement of its goodbye */
+    uint64_t       *ctl_err_next; /* by rank: when a failed control message may be logged
+                                     again (ms, atomic) */
+    uint32_t       *ctl_err_quiet; /* by rank: failures not logged since, atomic */
     unsigned        acks_due;     /* how many, atomic: a cheap 'nothing to do' */
     /* credits, indexed by rank * RINGK_SLOTS + kernel id */
     uint32_t       *window;       /* granted to us for a peer's kernel (from its directory) */

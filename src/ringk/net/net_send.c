@@ -24,21 +24,46 @@ typedef struct {
     uint64_t        data[]; /* the message */
 } am_async_t;
 
+/* Whether a failed control message to live process @a rank is logged now: the first, then one
+ * each RINGK_CTL_ERR_EVERY_MS (a refusal that lasts would otherwise log on every progress
+ * pass), with how many were not; *@a since_p: those not logged since the last line. */
+static int am_failure_logged(ringk_remote_t *r, int rank, uint32_t *since_p)
+{
+    uint64_t now  = net_now_ms();
+    uint64_t next = __atomic_load_n(&r->ctl_err_next[rank], __ATOMIC_ACQUIRE);
+
+    if ((now < next) ||
+        !__atomic_compare_exchange_n(&r->ctl_err_next[rank], &next,
+                                     now + RINGK_CTL_ERR_EVERY_MS, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED)) {
+        __atomic_add_fetch(&r->ctl_err_quiet[rank], 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    *since_p = __atomic_exchange_n(&r->ctl_err_quiet[rank], 0, __ATOMIC_ACQ_REL);
+    return 1;
+}
+
 /* A control message that UCP refused or failed: logged (quietly once the peer is gone or the
- * context stops); returned credits are owed again, so that net_credits_return() sends them
- * later: a sender that never got them back would wait forever. */
+ * context stops; else at most once a RINGK_CTL_ERR_EVERY_MS per process); returned credits are
+ * owed again, so that net_credits_return() sends them later: a sender that never got them back
+ * would wait forever. */
 static void am_async_failed(ringk_remote_t *r, int rank, unsigned id, const void *hdr,
                             size_t len, ucs_status_t status)
 {
     credit_msg_t m;
-    uint32_t idx;
+    uint32_t idx, since = 0;
     int quiet = __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE) ||
                 __atomic_load_n(&r->stop, __ATOMIC_ACQUIRE);
 
-    ringk_log_msg(r->ctx, quiet ? RINGK_LOG_DEBUG : RINGK_LOG_ERROR,
-                  "control message %u to process %d not sent: %s%s", id, rank,
-                  ucs_status_string(status),
-                  ((id == RINGK_AM_CREDIT) && !quiet) ? " (its credits are sent again)" : "");
+    if (quiet) {
+        ringk_log_msg(r->ctx, RINGK_LOG_DEBUG, "control message %u to process %d not sent: %s",
+                      id, rank, ucs_status_string(status));
+    } else if (am_failure_logged(r, rank, &since)) {
+        ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "control message %u to process %d not sent: "
+                      "%s%s (%u more failed since the last report)", id, rank,
+                      ucs_status_string(status),
+                      (id == RINGK_AM_CREDIT) ? " (its credits are sent again)" : "", since);
+    }
     if ((id != RINGK_AM_CREDIT) || quiet || (len != sizeof(m))) {
         return;
     }

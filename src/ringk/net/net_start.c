@@ -62,6 +62,8 @@ static void remote_free(ringk_remote_t *r)
     free(r->left);
     free(r->acked);
     free(r->ack_due);
+    free(r->ctl_err_next);
+    free(r->ctl_err_quiet);
     free(r->window);
     free(r->credits);
     free(r->owed);
@@ -94,6 +96,7 @@ static int remote_alloc(ringk_remote_t *r, int size)
         REMOTE_ARRAY(eps, size), REMOTE_ARRAY(dead, size), REMOTE_ARRAY(left, size),
         REMOTE_ARRAY(event_state, size), REMOTE_ARRAY(event_kind, size),
         REMOTE_ARRAY(event_next, size), REMOTE_ARRAY(acked, size), REMOTE_ARRAY(ack_due, size),
+        REMOTE_ARRAY(ctl_err_next, size), REMOTE_ARRAY(ctl_err_quiet, size),
         REMOTE_ARRAY(window, slots), REMOTE_ARRAY(credits, slots), REMOTE_ARRAY(owed, slots),
         REMOTE_ARRAY(owed_queued, slots), REMOTE_ARRAY(owed_queue, slots),
         REMOTE_ARRAY(dir, (size_t)size * RINGK_DIR_ENTRIES),
