@@ -342,6 +342,57 @@ START_TEST(test_device_cpu_pingpong)
 }
 END_TEST
 
+static uint64_t cpu_sink_count;
+
+static int cpu_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_add_fetch(&cpu_sink_count, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* A device sender keeps its copy of a direct route's target for the launch: when the target is
+ * destroyed and a CPU kernel takes its name, the sender finds the old one closing, reads the
+ * route again (no longer direct) and sends through the host to the new one: nothing refused. */
+START_TEST(test_device_route_target_replaced)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    enum { N = 200 };
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t ts = {0}, tf = {0};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
+    ringk_kernel_params_t cp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
+        .name = "sink", .handler = cpu_sink
+    };
+    ringk_kernel_t *sink, *fwd;
+    uint32_t i;
+
+    cpu_sink_count = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = to_sink;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
+    for (i = 0; i < N; i++) {
+        ck_assert_int_eq(host_send(ctx, "fwd", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&ts.count, N, 30);
+    ck_assert_uint_eq(stats_of(fwd).sent_direct, N);
+    ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &sink), 0);
+    for (i = 0; i < N; i++) {
+        ck_assert_int_eq(host_send(ctx, "fwd", 0, N + i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&tf.count, 2 * N, 30);
+    test_wait_u64(&cpu_sink_count, N, 30);
+    ck_assert_int_eq(tf.last_error, 0);
+    ck_assert_uint_eq(stats_of(fwd).sent_direct, N); /* the second N through the host */
+    ck_assert_uint_eq(stats_of(fwd).msgs_out, 2 * N);
+    ck_assert_uint_eq(stats_of(fwd).send_failed, 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 static uint64_t bursts;
 
 /* Sends 20 small messages {1, n} to route 0 per call: a CPU kernel's handler sending in a burst
@@ -835,6 +886,7 @@ int main(void)
     tcase_add_test(tc, test_device_event_driven);
     tcase_add_test(tc, test_device_cpu_pingpong);
     tcase_add_test(tc, test_device_cpu_burst);
+    tcase_add_test(tc, test_device_route_target_replaced);
     tcase_add_test(tc, test_device_topic_fanout);
     tcase_add_test(tc, test_device_barrier);
     tcase_add_test(tc, test_device_recv);

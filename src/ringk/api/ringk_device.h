@@ -245,7 +245,10 @@ RINGK_DEV_FN int ringk_dev_send_route(ringk_dev_kernel_t *k, int route, uint32_t
         return -EMSGSIZE;
     }
     rt = &k->routes[route];
-    if (ringk_dev_load_acq_sys_i32(&rt->direct)) {
+    /* 'direct' is read across the bus until the route is direct; from then on the launch's
+     * copy of the target stands for it (a direct route is never rewritten; a target that
+     * goes away is closing, and only then is 'direct' read again) */
+    if ((k->targets_copied & (1u << route)) || ringk_dev_load_acq_sys_i32(&rt->direct)) {
         if (!(k->targets_copied & (1u << route))) {
             /* after the acquire of 'direct': the host wrote the target before it */
             k->targets[route]  = rt->target;
@@ -255,6 +258,12 @@ RINGK_DEV_FN int ringk_dev_send_route(ringk_dev_kernel_t *k, int route, uint32_t
                                     timeout_ms);
         if (ret == 0) {
             RINGK_DEV_COUNT(k, msgs_direct, 1);
+        } else if ((ret == -EPIPE) && !ringk_dev_load_acq_sys_i32(&rt->direct)) {
+            /* the target was destroyed and the route dropped: through the host, which finds
+             * whatever has the name now */
+            k->targets_copied &= ~(1u << route);
+            ret = ringk_dev_outbox_put(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, payload,
+                                       len, timeout_ms);
         }
     } else {
         ret = ringk_dev_outbox_put(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, payload, len,
@@ -551,8 +560,13 @@ RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_
  * host ingress ring in turn (each ring is FIFO per sender, and a sender uses one of them). */
 RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
 {
-    uint32_t limit = k->own.max_per_iteration ? k->own.max_per_iteration : UINT32_MAX, n;
-    uint64_t in_queued = 1;
+    uint32_t limit = k->own.max_per_iteration ? k->own.max_per_iteration : UINT32_MAX, n, m;
+    /* The host ingress ring is across the bus: while the device inbox keeps the loop busy and
+     * the ingress ring was empty at the last look, it is looked at every RINGK_DEV_STATE_POLLS
+     * turns (a host message waits that many turns at most, each of which handles one device
+     * message at least); an idle loop looks every turn. */
+    int look_in = (k->in_skip == 0), empty = 0;
+    uint64_t in_queued = (uint64_t)look_in;
 
     if (k->own.processing == RINGK_PROCESSING_CONTINUOUS) {
         limit = 1;
@@ -560,7 +574,10 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
         /* The ingress ring's tail is read across the bus once: it sizes the batch, and a tail
          * at the head (nothing claimed) skips the look at the ring's next cell. A stale tail
          * only delays a message to the next turn. */
-        in_queued = ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head;
+        if (look_in) {
+            in_queued = ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head;
+            empty     = (in_queued == 0);
+        }
         if ((in_queued <= 16) &&
             (ringk_ring_ld_rlx(&k->inbox, &k->inbox.prod->pos) - k->dev_head <= 16)) {
             limit = 1;
@@ -569,11 +586,29 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
     k->turn ^= 1u;
     if (k->turn) {
         n = ringk_dev_take(k, &k->inbox, &k->dev_head, limit, h);
-        return n + (((n < limit) && (in_queued != 0)) ?
-                    ringk_dev_take(k, &k->ingress, &k->in_head, limit - n, h) : 0);
+        m = 0;
+        if ((n < limit) && (in_queued != 0)) {
+            m      = ringk_dev_take(k, &k->ingress, &k->in_head, limit - n, h);
+            empty |= (m == 0);
+        }
+    } else {
+        m = 0;
+        if (in_queued != 0) {
+            m      = ringk_dev_take(k, &k->ingress, &k->in_head, limit, h);
+            empty |= (m == 0);
+        }
+        n = (m < limit) ? ringk_dev_take(k, &k->inbox, &k->dev_head, limit - m, h) : 0;
     }
-    n = (in_queued != 0) ? ringk_dev_take(k, &k->ingress, &k->in_head, limit, h) : 0;
-    return n + ((n < limit) ? ringk_dev_take(k, &k->inbox, &k->dev_head, limit - n, h) : 0);
+    /* a look that found the ingress ring empty while the inbox delivers: skip the next looks;
+     * an idle inbox, messages from the host, or no look this turn: look the next turn */
+    if ((n != 0) && (m == 0) && look_in && empty) {
+        k->in_skip = RINGK_DEV_STATE_POLLS - 1;
+    } else if ((n != 0) && (m == 0) && !look_in) {
+        k->in_skip--;
+    } else {
+        k->in_skip = 0;
+    }
+    return n + m;
 }
 
 /* Whether both inboxes are empty: the producers' tails against the consumer's heads. */
@@ -674,6 +709,7 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
     k->out_prod.pos = ringk_ring_ld_rlx(&k->outbox, &k->outbox.prod->pos);
     k->out_prod.head = ringk_ring_ld_acq(&k->outbox, &k->outbox.cons->pos);
     k->turn         = 0;
+    k->in_skip      = 0;
     k->cur_ring     = NULL;
     ringk_dev_own_load(k);
     for (;;) {

@@ -271,6 +271,7 @@ typedef struct ringk_dev_kernel {
     uint64_t           in_head, dev_head;  /**< the next message of each inbox */
     ringk_ring_prod_t  out_prod;
     uint32_t           turn;
+    uint32_t           in_skip;   /**< turns before the next look at the ingress ring */
     /* while a handler runs: the ring its message came from and the message's position (what
      * ringk_dev_recv() must not hand back to the producers before the handler returns) */
     const ringk_ring_t *cur_ring;
