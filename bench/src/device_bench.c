@@ -43,8 +43,10 @@ static const char *names[NMETHODS] = {"rt_ringk", "rt_launch", "rt_flag", "k2k_l
 static const char *units[NMETHODS] = {"us", "us", "us", "us", "us", "Mmsg/s", "Mmsg/s"};
 static double results[NMETHODS][MAX_ROUNDS];
 
+/* _exit: exit() would run the CUDA runtime's teardown, which waits for resident kernels */
+#define QUIT() do { fflush(NULL); _exit(1); } while (0)
 #define DIE(...) do { fprintf(stderr, "device_bench: " __VA_ARGS__); fputc('\n', stderr); \
-                      exit(1); } while (0)
+                      QUIT(); } while (0)
 
 static double now(void)
 {
@@ -128,6 +130,8 @@ static void round_ringk(int r, ringk_bufs_t *b)
     static const char *to_b_sink[] = {"b", "sink", NULL}, *to_a[] = {"a", NULL};
     ringk_ctx_params_t cp = {.field_mask = 0};
     ringk_kernel_params_t p;
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
+    ringk_kernel_t *ka;
     bench_sink_t s0 = {0, 0, 0, b->sink_done_d};
     bench_ball_t ball = {BENCH_OP_BALL, 0, N_K2K_LAT};
     ringk_kernel_t *k;
@@ -136,7 +140,7 @@ static void round_ringk(int r, ringk_bufs_t *b)
     double t0;
 
     if (bench_copy_to_device(b->sink_d, &s0, sizeof(s0)) != 0) { /* no kernel runs yet */
-        exit(1);
+        QUIT();
     }
     *b->a_done    = 0;
     *b->sink_done = 0;
@@ -154,7 +158,7 @@ static void round_ringk(int r, ringk_bufs_t *b)
         DIE("kernel 'ping'");
     }
     dev_kernel(ctx, "echo", &bench_echo_entry, to_ping, NULL);
-    dev_kernel(ctx, "a", &bench_k2k_a_entry, to_b_sink, b->a_done_d);
+    ka = dev_kernel(ctx, "a", &bench_k2k_a_entry, to_b_sink, b->a_done_d);
     dev_kernel(ctx, "b", &bench_echo_entry, to_a, NULL);
     dev_kernel(ctx, "sink", &bench_sink_entry, NULL, b->sink_d);
     if (ringk_ctx_start(ctx) != 0) {
@@ -185,10 +189,15 @@ static void round_ringk(int r, ringk_bufs_t *b)
     ringk_send(ctx, NULL, "a", RINGK_MSG_DATA, &ball, sizeof(ball), RINGK_WAIT_FOREVER);
     wait_for(b->sink_done, N_K2K_TPUT, "K2K burst");
     results[K2K_TPUT_RINGK][r] = N_K2K_TPUT / (now() - t0) / 1e6;
+    /* the path measured: every send of "a" (to "b" and to the sink) device to device */
+    if ((ringk_kernel_stats_query(ka, &st) != 0) || (st.sent_direct != st.msgs_out)) {
+        DIE("K2K: %llu of kernel a's %llu sends went device to device, not all",
+            (unsigned long long)st.sent_direct, (unsigned long long)st.msgs_out);
+    }
     ringk_ctx_destroy(ctx);
     /* the kernels are gone: the sink's state can be read back */
     if (bench_copy_from_device(&s0, b->sink_d, sizeof(s0)) != 0) {
-        exit(1);
+        QUIT();
     }
     if ((s0.count != N_K2K_TPUT) || (s0.errors != 0)) {
         DIE("K2K burst: the sink counted %llu of %d messages, %llu out of order",
@@ -215,7 +224,7 @@ static void round_raw(int r, raw_bufs_t *b)
     __atomic_store_n(&b->flags[0], 0, __ATOMIC_RELEASE);
     __atomic_store_n(&b->flags[1], 0, __ATOMIC_RELEASE);
     if (bench_flag_pong_start(&b->flags_d[0], &b->flags_d[1], &b->stream) != 0) {
-        exit(1);
+        QUIT();
     }
     __atomic_store_n(&b->flags[0], 1, __ATOMIC_RELEASE);
     wait_for(&b->flags[1], 1, "flag kernel start");
@@ -234,7 +243,7 @@ static void round_raw(int r, raw_bufs_t *b)
     results[RT_FLAG][r] = (now() - t0) * 1e6 / N_FLAG;
     __atomic_store_n(&b->flags[0], BENCH_STOP, __ATOMIC_RELEASE);
     if (bench_stream_sync(b->stream) != 0) {
-        exit(1);
+        QUIT();
     }
 
     /* a launch per message */
@@ -249,14 +258,14 @@ static void round_raw(int r, raw_bufs_t *b)
 
     t0 = now();
     if (bench_raw_pingpong(b->stream, b->words_d, N_K2K_LAT / 2) != 0) {
-        exit(1);
+        QUIT();
     }
     results[K2K_LAT_RAW][r] = (now() - t0) * 1e6 / N_K2K_LAT;
 
     b->flags[2] = UINT64_MAX;
     t0 = now();
     if (bench_raw_ring(b->stream, b->ring_d, RAW_CELLS, N_RAW_TPUT, &b->flags_d[2]) != 0) {
-        exit(1);
+        QUIT();
     }
     results[K2K_TPUT_RAW][r] = N_RAW_TPUT / (now() - t0) / 1e6;
     if (load_acq(&b->flags[2]) != 0) {
