@@ -121,25 +121,46 @@ int ringk_cuda_ptr_range(const void *ptr, uint64_t *base_p, uint64_t *size_p, ch
 int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
                           char *why, size_t why_len)
 {
+    struct cudaPointerAttributes attr;
     unsigned long long base;
     cudaIpcMemHandle_t h;
     size_t size;
-    int ret;
+    int ret, current = -1;
 
     ret = ringk_cuda_range_fn(why, why_len);
     if (ret != 0) {
         return ret;
     }
+    /* A runtime call first: it makes a context current on this thread, which the driver call
+     * below needs (a thread whose first CUDA call this is has none); and the pointer's device,
+     * for the calls that follow, given back after. */
+    if ((cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
+        (attr.type != cudaMemoryTypeDevice)) {
+        cudaGetLastError();
+        snprintf(why, why_len, "%p is not device memory", ptr);
+        return -EINVAL;
+    }
+    if ((cudaGetDevice(&current) == cudaSuccess) && (current != attr.device) &&
+        (cudaSetDevice(attr.device) != cudaSuccess)) {
+        snprintf(why, why_len, "cudaSetDevice(%d): %s", attr.device,
+                 cudaGetErrorString(cudaGetLastError()));
+        return -EIO;
+    }
     ret = ringk_cu_range(&base, &size, (unsigned long long)(uintptr_t)ptr);
     if (ret != 0) {
         snprintf(why, why_len, "cuMemGetAddressRange(%p) failed with CUresult %d", ptr, ret);
-        return -EINVAL;
-    }
-    if (cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
+        ret = -EINVAL;
+    } else if (cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
         /* e.g. memory from cudaMallocAsync pools or cuMemCreate */
         snprintf(why, why_len, "cudaIpcGetMemHandle(0x%llx): %s", base,
                  cudaGetErrorString(cudaGetLastError()));
-        return -EOPNOTSUPP;
+        ret = -EOPNOTSUPP;
+    }
+    if ((current >= 0) && (current != attr.device)) {
+        cudaSetDevice(current);
+    }
+    if (ret != 0) {
+        return ret;
     }
     memcpy(handle, &h, RINGK_CUDA_IPC_HANDLE_LEN);
     *base_p = base;

@@ -202,10 +202,10 @@ static void *call_main(void *arg)
     case OP_COPY_D2H:
         c->ret = ringk_cuda_copy(c->dst, c->src, c->len, c->why, sizeof(c->why));
         break;
-    case OP_HOST_ALLOC: /* the transport's pinned GPU bounce buffer */
-        p      = ringk_cuda_host_alloc(c->len);
-        c->ret = (p != NULL) ? 0 : -ENOMEM;
-        ringk_cuda_host_free(p);
+    case OP_HOST_ALLOC: /* the transport's pinned GPU bounce buffer, freed (as the transport
+                         * does, at its iface's close) once no kernel runs */
+        c->dst = ringk_cuda_host_alloc(c->len);
+        c->ret = (c->dst != NULL) ? 0 : -ENOMEM;
         break;
     case OP_IPC_EXPORT:
         c->ret = ringk_cuda_ipc_export(c->src, c->handle, &base, &size, c->why, sizeof(c->why));
@@ -249,6 +249,7 @@ START_TEST(test_device_gpu_no_deadlock)
     ringk_kernel_params_t p;
     ringk_kernel_t *k;
     uint8_t *dev_a, *dev_b, *pinned, *pageable = malloc(LEN);
+    void *bounce;
     cuda_call_t c;
     uint32_t v[2] = {0, 0}, i;
 
@@ -281,6 +282,7 @@ START_TEST(test_device_gpu_no_deadlock)
     memset(&c, 0, sizeof(c));
     c.op = OP_HOST_ALLOC; c.len = 4 << 20;
     ck_assert_int_eq(bounded_call(&c, "pinned allocation (ringk_cuda_host_alloc)"), 0);
+    bounce = c.dst;
     memset(&c, 0, sizeof(c));
     c.op = OP_IPC_EXPORT; c.src = dev_a;
     ck_assert_int_eq(bounded_call(&c, "IPC export (ringk_cuda_ipc_export)"), 0);
@@ -294,6 +296,7 @@ START_TEST(test_device_gpu_no_deadlock)
     test_wait_u64(&t->count, 100, 30);
     ck_assert_uint_eq(t->out_of_order, 0);
     ringk_ctx_destroy(ctx);
+    ringk_cuda_host_free(bounce);
     cudaFree(dev_a);
     cudaFree(dev_b);
     cudaFreeHost(pinned);
@@ -338,7 +341,8 @@ int main(void)
     const char *only = getenv("RINGK_DEVICE_GPU_ONLY");
 
     ndevices = device_count_in_child();
-    tcase_set_timeout(tc, 120);
+    /* short: a test that hangs costs the lent GPU's time (CK_TIMEOUT_MULTIPLIER scales it) */
+    tcase_set_timeout(tc, 60);
     /* RINGK_DEVICE_GPU_ONLY=name: that GPU test alone (compute-sanitizer serializes kernel
      * launches, so only one resident kernel at a time can run under it) */
     if (only == NULL) {
