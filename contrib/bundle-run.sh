@@ -11,12 +11,13 @@
 # step (a run killed from outside still leaves one), and the build stays in the work directory
 # (outside REPORTDIR, so it does not travel back with the report) for a second call that runs
 # the stages the first had no time for.
-#   RINGK_BUNDLE_STAGES    what to run, in this order (default: build gpu bench check sanitizer)
-#                          build: unpack, configure, make (skipped when the work directory has a
-#                          build and 'build' is not named); gpu: the GPU tests (test_kernels,
-#                          test_device_gpu), one at a time; bench: bench/device_bench and
-#                          bench/gpu_rma; check: the other tests of 'make check'; sanitizer:
-#                          compute-sanitizer on the GPU ping-pong
+#   RINGK_BUNDLE_STAGES    what to run, in this order (default: build gpu bench sanitizer check)
+#                          build: unpack, configure, make, and the test programs (skipped when
+#                          the work directory has a build and 'build' is not named); gpu: the
+#                          GPU tests (test_kernels, test_device_gpu, and test_examples.sh with
+#                          the nvcc-built examples), one at a time; bench: bench/device_bench and
+#                          bench/gpu_rma; sanitizer: compute-sanitizer on the GPU ping-pong;
+#                          check: the other tests of 'make check' (last: they need no GPU)
 #   RINGK_BUNDLE_DEADLINE  seconds this run may take in all (default 570)
 #   RINGK_BUNDLE_SANITIZERS  compute-sanitizer tools (default: memcheck racecheck synccheck)
 #   RINGK_BUNDLE_TESTS     the tests of the check stage (default: all but the GPU tests)
@@ -27,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$1" || exit 2
 report=$(cd "$1" && pwd)
 work=${RINGK_BUNDLE_WORK:-${TMPDIR:-/tmp}/ringk-bundle-work}
-stages=" ${RINGK_BUNDLE_STAGES:-build gpu bench check sanitizer} "
+stages=" ${RINGK_BUNDLE_STAGES:-build gpu bench sanitizer check} "
 deadline=${RINGK_BUNDLE_DEADLINE:-570}
 prefix=$work/prefix
 log=$report/run.log
@@ -251,6 +252,13 @@ sed 's/^/  /' "$report/machine.txt" | tee -a "$log"
 
 src=$(first "$work"/ringk-*/)
 ucx_src=$(first "$work"/ucx-*/)
+# nvcc for this machine's GPU only (the default builds three targets: three times the time)
+if [ -z "${NVCC_ARCH:-}" ] && command -v nvidia-smi >/dev/null; then
+    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '. ')
+    case $cc in
+        [0-9][0-9]|[0-9][0-9][0-9]) export NVCC_ARCH="-gencode arch=compute_$cc,code=sm_$cc" ;;
+    esac
+fi
 cfg=(--with-ucx-src="$ucx_src" --with-ucx-config="$here/ucx-config.h" --without-mpi)
 if [ -n "$cuda" ]; then cfg+=(--with-cuda="$cuda"); else cfg+=(--without-cuda); fi
 built=0
@@ -261,11 +269,14 @@ elif [ -n "$src" ]; then
     # shellcheck disable=SC2016 # the inner shell expands them
     step "configure ${cfg[*]}" 300 sh -c 'cd "$1" && shift && "$@"' _ "$build" \
         "$src/configure" "${cfg[@]}" &&
-    step "make -j$(nproc)" 600 make -C "$build" -j"$(nproc)" && built=1
+    step "make -j$(nproc)" 600 make -C "$build" -j"$(nproc)" &&
+    step "make -j$(nproc) the test programs" 600 make -C "$build" -j"$(nproc)" check TESTS= &&
+    built=1
 fi
 # the tests that use the GPU: run alone, one at a time (two at once would share the GPU's time
 # and stretch their bounded waits)
 gpu_tests="test/gtest-free/test_kernels test/gtest-free/test_device_gpu"
+gpu_tests="$gpu_tests test/gtest-free/test_examples.sh"
 
 if [ $built = 1 ] && stage build; then
     info_bin=$build/src/tools/.libs/ringk_info
@@ -305,7 +316,7 @@ if [ $built = 1 ] && stage check; then
         # shellcheck disable=SC2016 # make expands $(TESTS)
         RINGK_BUNDLE_TESTS=$(printf 'print-tests:\n\t@echo $(TESTS)\n' |
                              make -s -C "$build" -f Makefile -f - print-tests |
-                             tr ' ' '\n' | grep -v -x -F -e "${gpu_tests% *}" -e "${gpu_tests#* }" |
+                             tr ' ' '\n' | grep -v -x -F -f <(tr ' ' '\n' <<<"$gpu_tests") |
                              tr '\n' ' ')
     fi
     step "make check (host tests)" 900 \
@@ -323,7 +334,8 @@ if [ $built = 1 ] && stage sanitizer; then
         for tool in ${RINGK_BUNDLE_SANITIZERS:-memcheck racecheck synccheck}; do
             # shellcheck disable=SC2016 # expanded by the inner shell
             step "compute-sanitizer --tool $tool test_device_gpu (pingpong)" 120 bash -c \
-                'cd "$1" && CK_FORK=no RINGK_DEVICE_GPU_ONLY=pingpong ./libtool --mode=execute \
+                'cd "$1" && CK_FORK=no CK_TIMEOUT_MULTIPLIER=2 RINGK_DEVICE_GPU_ONLY=pingpong \
+                     ./libtool --mode=execute \
                      "$2" --tool "$3" --error-exitcode 9 test/gtest-free/test_device_gpu \
                      > "$4" 2>&1; rc=$?; tail -n 20 "$4"; exit $rc' \
                 _ "$build" "$sanitizer" "$tool" "$report/sanitizer-$tool.txt"
