@@ -269,14 +269,16 @@ elif [ -n "$src" ]; then
     # shellcheck disable=SC2016 # the inner shell expands them
     step "configure ${cfg[*]}" 300 sh -c 'cd "$1" && shift && "$@"' _ "$build" \
         "$src/configure" "${cfg[@]}" &&
-    step "make -j$(nproc)" 600 make -C "$build" -j"$(nproc)" &&
-    step "make -j$(nproc) the test programs" 600 make -C "$build" -j"$(nproc)" check TESTS= &&
-    built=1
+    step "make -j$(nproc)" 600 make -C "$build" -j"$(nproc)" && built=1
+    # the test programs in parallel, so that the test stages only run them (the benchmarks
+    # need none of them)
+    [ $built = 1 ] && step "make -j$(nproc) the test programs" 600 \
+        make -C "$build" -j"$(nproc)" check TESTS=
 fi
 # the tests that use the GPU: run alone, one at a time (two at once would share the GPU's time
 # and stretch their bounded waits)
 gpu_tests="test/gtest-free/test_kernels test/gtest-free/test_device_gpu"
-gpu_tests="$gpu_tests test/gtest-free/test_examples.sh"
+examples_test=test/gtest-free/test_examples.sh
 
 if [ $built = 1 ] && stage build; then
     info_bin=$build/src/tools/.libs/ringk_info
@@ -291,6 +293,10 @@ if [ $built = 1 ] && stage gpu; then
     step "make check TESTS=\"$gpu_tests\" (one at a time)" 300 \
         make -C "$build" -j1 check TESTS="$gpu_tests" TEST_SUITE_LOG=test-suite-gpu.log
     cp "$build/test-suite-gpu.log" "$report/" 2>/dev/null
+    # with the nvcc-built GPU ping-pong and heat stencil (5 GPU kernels, halos device to device)
+    step "make check TESTS=$examples_test" 180 \
+        make -C "$build" -j1 check TESTS="$examples_test" TEST_SUITE_LOG=test-suite-examples.log
+    cp "$build/test-suite-examples.log" "$report/" 2>/dev/null
 fi
 if [ $built = 1 ] && stage bench; then
     # device kernels: the ring kernels on the GPU against the raw references
@@ -316,7 +322,8 @@ if [ $built = 1 ] && stage check; then
         # shellcheck disable=SC2016 # make expands $(TESTS)
         RINGK_BUNDLE_TESTS=$(printf 'print-tests:\n\t@echo $(TESTS)\n' |
                              make -s -C "$build" -f Makefile -f - print-tests |
-                             tr ' ' '\n' | grep -v -x -F -f <(tr ' ' '\n' <<<"$gpu_tests") |
+                             tr ' ' '\n' |
+                             grep -v -x -F -f <(tr ' ' '\n' <<<"$gpu_tests $examples_test") |
                              tr '\n' ' ')
     fi
     step "make check (host tests)" 900 \

@@ -25,21 +25,31 @@ static struct {
     unsigned                    kernels[RINGK_DEV_SLOTS];
 } cuda_entries = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* Under cuda_entries.mu: the index of @a e, added when new; -1 when the table is full. */
+/* Under cuda_entries.mu: the index of @a e, added when new (in a place an unregistered entry
+ * left, or at the end); -1 when the table is full. */
 static int cuda_entry_index(const ringk_device_entry_t *e)
 {
-    unsigned i;
+    unsigned i, d, hole = RINGK_DEVICE_ENTRIES_MAX;
 
     for (i = 0; i < cuda_entries.n; i++) {
         if (cuda_entries.entry[i] == e) {
             return (int)i;
         }
+        if ((cuda_entries.entry[i] == NULL) && (hole == RINGK_DEVICE_ENTRIES_MAX)) {
+            hole = i;
+        }
     }
-    if (cuda_entries.n == RINGK_DEVICE_ENTRIES_MAX) {
-        return -1;
+    if (hole == RINGK_DEVICE_ENTRIES_MAX) {
+        if (cuda_entries.n == RINGK_DEVICE_ENTRIES_MAX) {
+            return -1;
+        }
+        hole = cuda_entries.n++;
     }
-    cuda_entries.entry[cuda_entries.n] = e;
-    return (int)cuda_entries.n++;
+    for (d = 0; d < RINGK_DEV_SLOTS; d++) {
+        cuda_entries.loaded[d][hole] = 0;
+    }
+    cuda_entries.entry[hole] = e;
+    return (int)hole;
 }
 
 int ringk_device_entry_register(const ringk_device_entry_t *entry)
@@ -54,6 +64,19 @@ int ringk_device_entry_register(const ringk_device_entry_t *entry)
     idx = cuda_entry_index(entry);
     pthread_mutex_unlock(&cuda_entries.mu);
     return (idx < 0) ? -ENOSPC : 0;
+}
+
+void ringk_device_entry_unregister(const ringk_device_entry_t *entry)
+{
+    unsigned i;
+
+    pthread_mutex_lock(&cuda_entries.mu);
+    for (i = 0; i < cuda_entries.n; i++) {
+        if (cuda_entries.entry[i] == entry) {
+            cuda_entries.entry[i] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&cuda_entries.mu);
 }
 
 /* Under cuda_entries.mu: loads entry @a e (index @a idx, -1 outside the table) on CUDA device
@@ -102,9 +125,14 @@ int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk
     pthread_mutex_lock(&cuda_entries.mu);
     idx = cuda_entry_index(e);
     if (cuda_entries.kernels[1 + dev] == 0) {
+        /* one that fails to load (logged; built for another GPU, say) is left out, unless it
+         * is this kernel's: it is tried again when the device is next without kernels */
         for (i = 0; (i < cuda_entries.n) && (ret == 0); i++) {
-            ret = cuda_entry_load(ctx, cuda_entries.entry[i], (int)i, dev, &need);
-            most = (need > most) ? need : most;
+            if ((cuda_entries.entry[i] != NULL) &&
+                ((ret = cuda_entry_load(ctx, cuda_entries.entry[i], (int)i, dev, &need)) == 0)) {
+                most = (need > most) ? need : most;
+            }
+            ret = ((int)i == idx) ? ret : 0;
         }
         if ((ret == 0) && (idx < 0)) {
             ret  = cuda_entry_load(ctx, e, idx, dev, &need);

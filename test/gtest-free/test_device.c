@@ -769,6 +769,50 @@ START_TEST(test_device_streams_fault)
 }
 END_TEST
 
+/* A direct target whose launch faulted never closes: a sender waiting for room in its inbox
+ * reads the route again while it waits, and once the target is destroyed (its route dropped)
+ * sends through the host, to the CPU kernel that took the name; nothing hangs. */
+START_TEST(test_device_streams_dead_target)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t ts = {0}, tf = {0};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
+    ringk_kernel_params_t cp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
+        .name = "sink", .handler = cpu_sink
+    };
+    ringk_kernel_t *sink, *fwd;
+    uint32_t i;
+
+    cpu_sink_count = 0;
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
+    p.inbox_size   = 16;
+    p.max_in       = 64;
+    tds_fault_next = 1;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = to_sink;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
+    for (i = 0; i < 64; i++) { /* more than the dead inbox holds: fwd waits for room */
+        ck_assert_int_eq(host_send(ctx, "fwd", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    for (i = 0; (i < 10000) && (stats_of(fwd).sent_direct == 0); i++) {
+        usleep(1000);
+    }
+    ck_assert_uint_gt(stats_of(fwd).sent_direct, 0); /* the route was direct */
+    ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &sink), 0);
+    for (i = 0; i < 10; i++) {
+        ck_assert_int_eq(host_send(ctx, "fwd", 0, 100 + i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&cpu_sink_count, 10, 30);
+    ck_assert_int_eq(tf.last_error, 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A launch that has not returned 10 s after its loop finished: the kernel's destroy and the
  * context's return after the bound, and neither frees what the launch may still use (the
  * stand-in counts a free while a launch runs as a violation). */
@@ -803,14 +847,15 @@ END_TEST
 
 /* Loading kernels and sizing the stack, which on a GPU wait for every running kernel: before
  * the first device kernel starts, every registered entry (RINGK_DEVICE_ENTRY) is loaded and the
- * stack limit raised to the largest need (ringk_dev_test_recv's 2 KiB). An entry libringk did
- * not know then is refused while kernels run (-EDEADLK), unless CUDA loads eagerly, and then
+ * stack limit raised to the largest need (ringk_dev_test_recv's 2 KiB); one whose load fails
+ * (ringk_dev_test_bad here) is left out, and a kernel of it is then refused. An entry libringk
+ * did not know then is refused while kernels run (-EDEADLK), unless CUDA loads eagerly, and then
  * only if it fits the stack (-E2BIG); once no kernel runs, it is loaded like the others. */
 START_TEST(test_device_streams_entries)
 {
     static const char *const names[] = {"ringk_dev_test_count", "ringk_dev_test_echo",
-        "ringk_dev_test_forward", "ringk_dev_test_publish", "ringk_dev_test_bad",
-        "ringk_dev_test_barrier", "ringk_dev_test_recv"};
+        "ringk_dev_test_forward", "ringk_dev_test_publish", "ringk_dev_test_barrier",
+        "ringk_dev_test_recv"};
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t t = {0}, tl = {0};
     ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
@@ -827,14 +872,21 @@ START_TEST(test_device_streams_entries)
     late2      = late;
     late2.name = "late2";
     ck_assert_int_eq(ringk_device_entry_register(NULL), -EINVAL);
+    tds_load_fails = "ringk_dev_test_bad";
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    tds_load_fails = NULL;
     for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         ck_assert_msg(tds_is_loaded(names[i]), "%s not loaded", names[i]);
     }
+    ck_assert(!tds_is_loaded("ringk_dev_test_bad"));
+    ck_assert_msg(strstr(logbuf, "device_entry 'ringk_dev_test_bad' on CUDA device 0: stand-in: "
+                         "no kernel image for this device") != NULL, "log: %s", logbuf);
     ck_assert_uint_eq(tds_stack_limit, 2048);
     ck_assert_int_eq(host_send(ctx, "count", 0, 0, RINGK_WAIT_FOREVER), 0);
     test_wait_u64(&t.count, 1, 30); /* launched and running */
 
+    p = dev_params("bad", &ringk_dev_test_bad, &tl);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &kl), -EDEADLK);
     p = dev_params("late", &late, &tl);
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &kl), -EDEADLK);
     ck_assert_msg(strstr(logbuf, "kernel 'late': device_entry 'late' was not loaded on CUDA "
@@ -877,6 +929,7 @@ int main(void)
      * device, and an unknown entry is then refused for the rest of the process */
     tcase_add_test(tc, test_device_streams_entries);
     tcase_add_test(tc, test_device_streams_fault);
+    tcase_add_test(tc, test_device_streams_dead_target);
     tcase_add_test(tc, test_device_streams_stuck);
 #endif
     tcase_add_test(tc, test_device_runs_emulated);

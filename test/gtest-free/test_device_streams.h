@@ -53,6 +53,8 @@ extern unsigned tds_loads;
 extern size_t tds_stack_limit;
 /** Set to make the next load report this stack need. */
 extern size_t tds_stack_need_next;
+/** Set to make the loads of this entry fail (a kernel built for another GPU). */
+extern const char *tds_load_fails;
 /** Whether entry @a name's kernel is loaded. */
 int tds_is_loaded(const char *name);
 
@@ -74,6 +76,7 @@ unsigned long tds_live;
 unsigned tds_loads;
 size_t tds_stack_limit = 1024;
 size_t tds_stack_need_next;
+const char *tds_load_fails;
 
 /* the kernels loaded, by entry name (under tds_load_mu) */
 static const char *tds_loaded[64];
@@ -167,6 +170,10 @@ static int tds_load(const char *name, int device, size_t *stack_need, char *why,
     if (device != 0) {
         snprintf(why, why_len, "stand-in: no device %d", device);
         return -ENODEV;
+    }
+    if ((tds_load_fails != NULL) && (strcmp(tds_load_fails, name) == 0)) {
+        snprintf(why, why_len, "stand-in: no kernel image for this device");
+        return -EIO;
     }
     tds_load_kernel(name);
     *stack_need = (next != 0) ? next : tds_stack_need_of(name);
@@ -484,6 +491,10 @@ static void tds_stream_destroy(void *stream)
     __attribute__((constructor)) static void sym##_ringk_register(void) \
     { \
         ringk_device_entry_register(&sym); \
+    } \
+    __attribute__((destructor)) static void sym##_ringk_unregister(void) \
+    { \
+        ringk_device_entry_unregister(&sym); \
     } \
     extern const ringk_device_entry_t sym
 #endif /* TEST_DEVICE_STREAMS_IMPL */

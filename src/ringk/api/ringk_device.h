@@ -165,10 +165,13 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
 
 /* A send into the device inbox of a kernel of the same device (route @a rt, resolved by the
  * host): claim with a compare-and-swap on the target's tail, write, publish by one release
- * store of the cell header, then wake the target if it returned (event-driven). */
+ * store of the cell header, then wake the target if it returned (event-driven). While the
+ * inbox is full it also reads the route's @a direct word (across the bus): a target destroyed
+ * without closing (its launch faulted) has its route dropped, and the send gets -EPIPE. */
 RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
-                                       const ringk_dev_target_t *rt, uint32_t type,
-                                       const void *payload, uint32_t len, int timeout_ms)
+                                       const ringk_dev_target_t *rt, const int32_t *direct,
+                                       uint32_t type, const void *payload, uint32_t len,
+                                       int timeout_ms)
 {
     ringk_ring_t r;
     ringk_dev_ctl_t *tc = rt->ctl;
@@ -188,6 +191,9 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
         }
         if (ringk_ring_mp_claim_cached(&r, nc, &k->head_cache[route], &pos)) {
             break;
+        }
+        if (!ringk_dev_load_acq_sys_i32(direct)) {
+            return -EPIPE;
         }
         if ((ret = ringk_dev_wait_step(timeout_ms, &t0, &nap)) != 0) {
             return ret;
@@ -247,15 +253,15 @@ RINGK_DEV_FN int ringk_dev_send_route(ringk_dev_kernel_t *k, int route, uint32_t
     rt = &k->routes[route];
     /* 'direct' is read across the bus until the route is direct; from then on the launch's
      * copy of the target stands for it (a direct route is never rewritten; a target that
-     * goes away is closing, and only then is 'direct' read again) */
+     * goes away is closing, or its inbox stays full, and only then is 'direct' read again) */
     if ((k->targets_copied & (1u << route)) || ringk_dev_load_acq_sys_i32(&rt->direct)) {
         if (!(k->targets_copied & (1u << route))) {
             /* after the acquire of 'direct': the host wrote the target before it */
             k->targets[route]  = rt->target;
             k->targets_copied |= 1u << route;
         }
-        ret = ringk_dev_send_direct(k, route, &k->targets[route], type, payload, len,
-                                    timeout_ms);
+        ret = ringk_dev_send_direct(k, route, &k->targets[route], &rt->direct, type, payload,
+                                    len, timeout_ms);
         if (ret == 0) {
             RINGK_DEV_COUNT(k, msgs_direct, 1);
         } else if ((ret == -EPIPE) && !ringk_dev_load_acq_sys_i32(&rt->direct)) {

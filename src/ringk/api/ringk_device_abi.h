@@ -358,6 +358,13 @@ typedef struct ringk_device_entry {
  */
 int ringk_device_entry_register(const ringk_device_entry_t *entry);
 
+/**
+ * Forgets @a entry (RINGK_DEVICE_ENTRY calls it when the program or library that defines it is
+ * unloaded, so that libringk never reads an entry of a library closed with dlclose()). A kernel
+ * of it must not exist then.
+ */
+void ringk_device_entry_unregister(const ringk_device_entry_t *entry);
+
 #define RINGK_DEVICE_ENTRIES_MAX 256
 
 #ifdef __cplusplus

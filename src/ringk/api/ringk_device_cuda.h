@@ -12,8 +12,10 @@
 #if defined(__CUDACC__)
 /* The CUDA calls, once per translation unit that defines an entry (host code). */
 #  define RINGK_CUDA_FN static
+/* an error of a call: in @a why, and not left as the thread's last error (a later launch is
+ * judged by cudaGetLastError) */
 #  define RINGK_DEVICE_CUDA_WHY(err, what) \
-    (snprintf(why, why_len, "%s: %s", what, cudaGetErrorString(err)), -EIO)
+    (cudaGetLastError(), snprintf(why, why_len, "%s: %s", what, cudaGetErrorString(err)), -EIO)
 RINGK_CUDA_FN int ringk_cuda_device_count(char *why, size_t why_len)
 {
     int n = 0;
@@ -197,6 +199,7 @@ RINGK_CUDA_FN int ringk_cuda_stack_raise(int device, size_t need, size_t *limit,
         if (ret != 0) { \
             return ret; \
         } \
+        cudaGetLastError(); /* the launch's own error only, below */ \
         sym##_ringk_global<<<1, 32, 0, (cudaStream_t)stream>>>(*k); \
         err = cudaGetLastError(); \
         ringk_cuda_leave(device, current); \
@@ -218,10 +221,14 @@ RINGK_CUDA_FN int ringk_cuda_stack_raise(int device, size_t need, size_t *limit,
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
         &sym##_ringk_ops \
     }; \
-    /* known to libringk when the program or library is loaded: ringk_device_entry_register */ \
+    /* known to libringk while the program or library is loaded */ \
     __attribute__((constructor)) static void sym##_ringk_register(void) \
     { \
         ringk_device_entry_register(&sym); \
+    } \
+    __attribute__((destructor)) static void sym##_ringk_unregister(void) \
+    { \
+        ringk_device_entry_unregister(&sym); \
     } \
     extern "C" const ringk_device_entry_t sym
 #elif !defined(RINGK_DEVICE_ENTRY) /* else the program brings its own (the tests' stand-in) */

@@ -437,6 +437,12 @@ void ringk_remote_stop(ringk_ctx_t *ctx)
             free(b);
         }
     }
+    for (rank = 0; rank < ctx->job.size; rank++) { /* what the rate limit held back */
+        if (r->ctl_err_quiet[rank] != 0) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "%u more control messages to process %d were "
+                          "not sent since the last report", r->ctl_err_quiet[rank], rank);
+        }
+    }
     ucp_worker_destroy(r->worker);
     ucp_cleanup(r->context);
     remote_free(r);
