@@ -122,7 +122,9 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
 
     if (entry->kind == RINGK_DEVICE_ENTRY_EMULATED) {
         slot = &devs->slot[0];
-        slot->cuda_index = -1;
+        if (!slot->used) { /* set once: the proxy thread reads it */
+            slot->cuda_index = -1;
+        }
     } else {
         /* Streams share the device's hardware queues (8 by default): a launch or copy on a
          * stream that shares one with a resident kernel waits behind it forever. 32 queues
@@ -141,7 +143,9 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
             return -ENODEV;
         }
         slot = &devs->slot[1 + idx];
-        slot->cuda_index = idx;
+        if (!slot->used) { /* set once: the proxy thread reads it */
+            slot->cuda_index = idx;
+        }
         if (slot->ops == NULL) {
             slot->ops = entry->cuda;
         }
