@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -31,6 +32,22 @@ static ringk_kernel_stats_t stats_of(ringk_kernel_t *k)
     ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
     return st;
 }
+
+/* The statistics of device kernel @a k once the counter at offset @a off reaches @a want, or
+ * after 30 s (the caller's checks then fail): the loop stores its counters when it goes idle
+ * and every RINGK_DEV_STATE_POLLS busy turns, so they may come after what its handler did. */
+static ringk_kernel_stats_t stats_at(ringk_kernel_t *k, size_t off, uint64_t want)
+{
+    double deadline = test_now_s() + 30;
+    ringk_kernel_stats_t st = stats_of(k);
+
+    while ((*(const uint64_t*)((const char*)&st + off) != want) && (test_now_s() < deadline)) {
+        usleep(100);
+        st = stats_of(k);
+    }
+    return st;
+}
+#define STATS_AT(k, field, want) stats_at(k, offsetof(ringk_kernel_stats_t, field), want)
 
 /* Sends {producer, n} from the host. */
 static int host_send(ringk_ctx_t *ctx, const char *to, uint32_t producer, uint32_t n, int wait)
@@ -59,7 +76,7 @@ START_TEST(test_device_runs_emulated)
         ck_assert_int_eq(host_send(ctx, "count", 0, i, RINGK_WAIT_FOREVER), 0);
     }
     test_wait_u64(&t.count, 1000, 30);
-    st = stats_of(k);
+    st = STATS_AT(k, msgs_in, 1000);
     ck_assert_int_eq(st.device, TEST_DEVICE_INDEX);
 #ifdef TEST_DEVICE_STREAMS
     /* the path taken: launches through the entry's CUDA ops */
@@ -145,10 +162,12 @@ START_TEST(test_device_multi_producer)
     test_wait_u64(&ts.count, (uint64_t)N * (HOSTS + FWDS), 60);
     for (j = 0; j < FWDS; j++) {
         ck_assert_int_eq(tf[j].last_error, 0);
-        ck_assert_uint_eq(stats_of(fwd[j]).send_failed, 0);
         /* the path taken: every forward went device to device, none through the host */
-        ck_assert_uint_eq(stats_of(fwd[j]).sent_direct, N);
-        ck_assert_uint_eq(stats_of(fwd[j]).msgs_out, N);
+        ringk_kernel_stats_t st = STATS_AT(fwd[j], msgs_out, N);
+
+        ck_assert_uint_eq(st.send_failed, 0);
+        ck_assert_uint_eq(st.sent_direct, N);
+        ck_assert_uint_eq(st.msgs_out, N);
     }
     ck_assert_uint_eq(ts.out_of_order, 0);
     ck_assert_uint_eq(ts.bad, 0);
@@ -208,7 +227,7 @@ START_TEST(test_device_backpressure_lifecycle)
         ck_assert_int_eq(host_send(ctx, "count", 0, accepted + i, RINGK_WAIT_NONE), 0);
     }
     usleep(20000);
-    ck_assert_uint_eq(stats_of(k).msgs_in, accepted);
+    ck_assert_uint_eq(STATS_AT(k, msgs_in, accepted).msgs_in, accepted);
     ck_assert_int_eq(ringk_kernel_terminate(k), 0); /* drains the 20 */
     st = stats_of(k);
     ck_assert_int_eq(st.state, RINGK_KERNEL_TERMINATED);
@@ -281,7 +300,45 @@ START_TEST(test_device_event_driven)
     }
     ck_assert_uint_eq(ts.out_of_order, 0);
     ck_assert_int_eq(tf.last_error, 0);
-    ck_assert_uint_eq(stats_of(fwd).sent_direct, 5); /* relaunched by its doorbell */
+    /* relaunched by its doorbell */
+    ck_assert_uint_eq(STATS_AT(fwd, sent_direct, 5).sent_direct, 5);
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
+/* A handler's burst of device-to-device sends writes no counter across the bus: the loop
+ * stores the kernel's counters between turns (idle here, after the burst), and the host then
+ * sees every send. */
+START_TEST(test_device_counters_stored)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    enum { B = 300 };
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t ts = {0}, tf = {0};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
+    ringk_kernel_t *sink, *fwd;
+    ringk_kernel_stats_t st;
+    uint32_t burst[3] = {3, 0, B};
+
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE;
+    p.inbox_size  = 1024; /* room for the burst: a wait for room would store the counters */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = to_sink;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, burst, sizeof(burst), 1000),
+                     0);
+    test_wait_u64(&ts.count, B, 30);
+    test_wait_u64(&tf.count, 1, 30);
+    ck_assert_int_eq(tf.last_error, 0);
+    ck_assert_int_eq(tf.codes[0], B); /* none of the burst's sends stored during it */
+    st = STATS_AT(fwd, msgs_out, B);
+    ck_assert_uint_eq(st.msgs_out, B);
+    ck_assert_uint_eq(st.sent_direct, B);
+    ck_assert_uint_eq(STATS_AT(sink, msgs_in, B).msgs_in, B);
+    ck_assert_uint_eq(ts.out_of_order, 0);
     ringk_ctx_destroy(ctx);
     ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
 }
@@ -334,7 +391,7 @@ START_TEST(test_device_cpu_pingpong)
     test_wait_u64(&pongs, 2000, 60);
     ck_assert_uint_eq(__atomic_load_n(&t.count, __ATOMIC_ACQUIRE), 2000);
     ck_assert_int_eq(t.last_error, 0);
-    ck_assert_uint_eq(stats_of(echo).msgs_out, 2000);
+    ck_assert_uint_eq(STATS_AT(echo, msgs_out, 2000).msgs_out, 2000);
     ck_assert_uint_eq(stats_of(echo).sent_direct, 0); /* a CPU target: through the proxy */
     ck_assert_uint_eq(stats_of(ping).handler_errors, 0);
     ringk_ctx_destroy(ctx);
@@ -377,7 +434,7 @@ START_TEST(test_device_route_target_replaced)
         ck_assert_int_eq(host_send(ctx, "fwd", 0, i, RINGK_WAIT_FOREVER), 0);
     }
     test_wait_u64(&ts.count, N, 30);
-    ck_assert_uint_eq(stats_of(fwd).sent_direct, N);
+    ck_assert_uint_eq(STATS_AT(fwd, sent_direct, N).sent_direct, N);
     ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
     ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &sink), 0);
     for (i = 0; i < N; i++) {
@@ -386,8 +443,8 @@ START_TEST(test_device_route_target_replaced)
     test_wait_u64(&tf.count, 2 * N, 30);
     test_wait_u64(&cpu_sink_count, N, 30);
     ck_assert_int_eq(tf.last_error, 0);
+    ck_assert_uint_eq(STATS_AT(fwd, msgs_out, 2 * N).msgs_out, 2 * N);
     ck_assert_uint_eq(stats_of(fwd).sent_direct, N); /* the second N through the host */
-    ck_assert_uint_eq(stats_of(fwd).msgs_out, 2 * N);
     ck_assert_uint_eq(stats_of(fwd).send_failed, 0);
     ringk_ctx_destroy(ctx);
 }
@@ -438,8 +495,8 @@ START_TEST(test_device_cpu_burst)
     test_wait_u64(&t.count, 50 * 20, 60);
     ck_assert_uint_eq(t.out_of_order, 0);
     ck_assert_uint_eq(t.bad, 0);
+    ck_assert_uint_eq(STATS_AT(sink, msgs_in, 50 * 20).msgs_in, 50 * 20);
     ck_assert_uint_eq(stats_of(sink).bad_cells, 0);
-    ck_assert_uint_eq(stats_of(sink).msgs_in, 50 * 20);
     ck_assert_uint_eq(stats_of(burst).handler_errors, 0);
     ringk_ctx_destroy(ctx);
     ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
@@ -619,7 +676,7 @@ START_TEST(test_device_recv)
     test_wait_u64(&t.count, 244, 60);
     ck_assert_msg(t.codes[6] == -ENOBUFS, "code %d after %d", t.codes[6], t.codes[7]);
     ck_assert_int_eq(t.codes[7], 127);
-    ck_assert_uint_eq(stats_of(k).msgs_in, 244);
+    ck_assert_uint_eq(STATS_AT(k, msgs_in, 244).msgs_in, 244);
     ck_assert_uint_eq(stats_of(k).bad_cells, 0);
     ringk_ctx_destroy(ctx);
     ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
@@ -937,6 +994,7 @@ int main(void)
     tcase_add_test(tc, test_device_backpressure_lifecycle);
     tcase_add_test(tc, test_device_terminate_message);
     tcase_add_test(tc, test_device_event_driven);
+    tcase_add_test(tc, test_device_counters_stored);
     tcase_add_test(tc, test_device_cpu_pingpong);
     tcase_add_test(tc, test_device_cpu_burst);
     tcase_add_test(tc, test_device_route_target_replaced);

@@ -403,7 +403,9 @@ typedef struct ringk_kernel_stats {
 
 /** Copies the fields of the kernel's state and statistics that stats_p->field_mask names
  *  (counters since creation; read without stopping the kernel, each counter atomically); the
- *  others are left as they were. @return 0, or -EINVAL (NULL, or an unknown field). */
+ *  others are left as they were. A device kernel's counters are those its loop last stored
+ *  for the host: they may lag its handler by up to 16 busy turns, and are exact once it is
+ *  idle. @return 0, or -EINVAL (NULL, or an unknown field). */
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
 
 /* ---- sending -------------------------------------------------------------------------------- */

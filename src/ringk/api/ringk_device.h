@@ -16,13 +16,37 @@
 extern "C" {
 #endif
 
-/* Adds @a n to counter @a f of the launch's own copies and stores it to the control block (the
- * loop is its only writer, so nothing is read back). A relaxed store: the host reads the
- * counters as statistics and orders nothing by them, and the next launch, which reads them
+/* Adds @a n to counter @a f of the launch's own copies. The loop stores them to the control
+ * block (ringk_dev_own_store) when it goes idle, every RINGK_DEV_STATE_POLLS busy turns, before
+ * a wait and before the launch returns: a message costs no write across the bus for its
+ * counters, and a burst of sends from one handler call none at all. */
+#define RINGK_DEV_COUNT(k, f, n) \
+    ((k)->own.f += (n), (k)->own_changed = 1u)
+
+/* Stores the launch's counters and clock to the control block if any changed since the last
+ * store (the loop is their only writer, so nothing is read back). Relaxed stores: the host
+ * reads them as statistics and orders nothing by them, and the next launch, which reads them
  * back, is ordered after this one by its stream; a release store would put a system-wide fence
  * (a wait for every earlier write to cross the bus) in front of each. */
-#define RINGK_DEV_COUNT(k, f, n) \
-    ringk_dev_store_rlx_sys_u64(&(k)->ctl->f, (k)->own.f += (n))
+RINGK_DEV_FN void ringk_dev_own_store(ringk_dev_kernel_t *k)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    const ringk_dev_own_t *o = &k->own;
+
+    if (!k->own_changed) {
+        return;
+    }
+    k->own_changed = 0;
+    ringk_dev_store_rlx_sys_u64(&c->handler_errors, o->handler_errors);
+    ringk_dev_store_rlx_sys_u64(&c->bad_cells, o->bad_cells);
+    ringk_dev_store_rlx_sys_u64(&c->iterations, o->iterations);
+    ringk_dev_store_rlx_sys_u64(&c->msgs_direct, o->msgs_direct);
+    ringk_dev_store_rlx_sys_u64(&c->seq, o->seq);
+    ringk_dev_store_rlx_sys_u64(&c->hlc, o->hlc);
+    ringk_dev_store_rlx_sys_u64(&c->barrier_req, o->barrier_req);
+    ringk_dev_store_rlx_sys_u64(&c->msgs_out, o->msgs_out);
+    ringk_dev_store_rlx_sys_u64(&c->msgs_in, o->msgs_in);
+}
 
 /* ---- the device API ------------------------------------------------------------------------ */
 
@@ -46,8 +70,8 @@ RINGK_DEV_FN uint64_t ringk_dev_hlc_tick(ringk_dev_kernel_t *k)
     uint64_t last = k->own.hlc;
     uint64_t t    = (now > last) ? now : last + 1;
 
-    k->own.hlc = t;
-    ringk_dev_store_rel_sys_u64(&k->ctl->hlc, t);
+    k->own.hlc     = t; /* stored to the control block with the counters */
+    k->own_changed = 1u;
     return t;
 }
 
@@ -58,7 +82,6 @@ RINGK_DEV_FN uint64_t ringk_dev_hlc_recv(ringk_dev_kernel_t *k, uint64_t remote)
 
     if (remote >= t) {
         t = k->own.hlc = remote + 1;
-        ringk_dev_store_rel_sys_u64(&k->ctl->hlc, t);
     }
     return t;
 }
@@ -76,16 +99,19 @@ RINGK_DEV_FN int ringk_dev_wait_over(uint64_t t0, int timeout_ms)
            (ringk_dev_now_ns() - t0 >= (uint64_t)timeout_ms * 1000000u);
 }
 
-/* One step of a wait for room or a message that @a timeout_ms bounds: -EAGAIN at once for
- * RINGK_WAIT_NONE, -ETIMEDOUT once the bound passed, else 0 after a nap (doubling from
- * RINGK_DEV_NAP_MIN_NS to RINGK_DEV_NAP_MAX_NS). *@a t0_p (0 at first) and *@a nap_p (the
- * first nap) are the wait's state. */
-RINGK_DEV_FN int ringk_dev_wait_step(int timeout_ms, uint64_t *t0_p, uint32_t *nap_p)
+/* One step of a wait of kernel @a k for room or a message that @a timeout_ms bounds: -EAGAIN
+ * at once for RINGK_WAIT_NONE, -ETIMEDOUT once the bound passed, else 0 after a nap (doubling
+ * from RINGK_DEV_NAP_MIN_NS to RINGK_DEV_NAP_MAX_NS). *@a t0_p (0 at first) and *@a nap_p (the
+ * first nap) are the wait's state. The first step stores the kernel's counters: a wait may be
+ * long, and the host sees them as they are when it begins. */
+RINGK_DEV_FN int ringk_dev_wait_step(ringk_dev_kernel_t *k, int timeout_ms, uint64_t *t0_p,
+                                     uint32_t *nap_p)
 {
     if (timeout_ms == RINGK_WAIT_NONE) {
         return -EAGAIN;
     }
     if (*t0_p == 0) {
+        ringk_dev_own_store(k);
         *t0_p = ringk_dev_now_ns();
     } else if (ringk_dev_wait_over(*t0_p, timeout_ms)) {
         return -ETIMEDOUT;
@@ -149,7 +175,7 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
     int ret;
 
     while (!ringk_ring_sp_claim(&k->outbox, &k->out_prod, nc, &pos)) {
-        if ((ret = ringk_dev_wait_step(timeout_ms, &t0, &nap)) != 0) {
+        if ((ret = ringk_dev_wait_step(k, timeout_ms, &t0, &nap)) != 0) {
             return ret;
         }
     }
@@ -195,7 +221,7 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
         if (!ringk_dev_load_acq_sys_i32(direct)) {
             return -EPIPE;
         }
-        if ((ret = ringk_dev_wait_step(timeout_ms, &t0, &nap)) != 0) {
+        if ((ret = ringk_dev_wait_step(k, timeout_ms, &t0, &nap)) != 0) {
             return ret;
         }
     }
@@ -376,6 +402,7 @@ RINGK_DEV_FN int ringk_dev_barrier_wait(ringk_dev_kernel_t *k, const char *name,
     /* the proxy answers requests in order, one at a time: this one is answered by count req */
     RINGK_DEV_COUNT(k, barrier_req, 1);
     req = k->own.barrier_req;
+    ringk_dev_own_store(k); /* the wait may be long */
     /* the proxy stores the result, then barrier_done with a release store */
     while (ringk_load_acquire_u64(&c->barrier_done) != req) {
         ringk_dev_nap(nap);
@@ -556,7 +583,7 @@ RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_
         if (state == RINGK_KERNEL_TERMINATING) {
             return -ECANCELED;
         }
-        if ((ret = ringk_dev_wait_step(timeout_ms, &t0, &nap)) != 0) {
+        if ((ret = ringk_dev_wait_step(k, timeout_ms, &t0, &nap)) != 0) {
             return ret;
         }
     }
@@ -644,6 +671,7 @@ RINGK_DEV_FN int ringk_dev_park(ringk_dev_kernel_t *k)
     ringk_dev_ctl_t *c = k->ctl;
     int32_t state;
 
+    ringk_dev_own_store(k); /* for the host, and for the next launch to read back */
     ringk_dev_store_rel_sys_i32(&c->idle, 1);
     ringk_dev_fence_sc_sys();
     state = ringk_dev_load_acq_sys_i32(&c->state);
@@ -687,6 +715,7 @@ RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
         k->head_cache[i] = 0; /* a stale head only makes a claim read the real one */
     }
     k->targets_copied = 0;
+    k->own_changed    = 0;
 }
 
 /**
@@ -701,7 +730,7 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
 {
     ringk_dev_ctl_t *c = k->ctl;
     uint32_t idle = 0, idle_iters = 0, nap = RINGK_DEV_NAP_MIN_NS;
-    uint32_t since_state = RINGK_DEV_STATE_POLLS;
+    uint32_t since_state = RINGK_DEV_STATE_POLLS, since_store = 0;
     int32_t state = RINGK_KERNEL_INACTIVE;
 
     if (!ringk_dev_leader() || (c->magic != RINGK_DEV_CTL_MAGIC) || (c->abi != RINGK_DEV_ABI) ||
@@ -732,10 +761,17 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
             RINGK_DEV_COUNT(k, iterations, 1);
             idle = idle_iters = 0;
             nap  = RINGK_DEV_NAP_MIN_NS;
+            if (++since_store >= RINGK_DEV_STATE_POLLS) {
+                ringk_dev_own_store(k);
+                since_store = 0;
+            }
             continue;
         }
+        /* nothing to take: the counters as they are now (a store only after a change) */
+        ringk_dev_own_store(k);
+        since_store = 0;
         if ((state == RINGK_KERNEL_TERMINATING) && ringk_dev_try_finish(k)) {
-            ringk_dev_store_rel_sys_i32(&c->done, 1);
+            ringk_dev_store_rel_sys_i32(&c->done, 1); /* after the counters' last store */
             return;
         }
         if ((k->own.mode == RINGK_MODE_EVENT_DRIVEN) && (++idle_iters >= k->own.max_iterations)) {

@@ -169,7 +169,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        6u
+#define RINGK_DEV_ABI        7u
 #define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
@@ -242,8 +242,8 @@ typedef struct ringk_dev_ctl {
 } ringk_dev_ctl_t;
 
 /* A launch's own copies of the control block's configuration (read once per launch) and of
- * the counters only its loop writes (stored to the control block, never read back: on a GPU
- * each read of mapped memory crosses the bus). */
+ * the counters only its loop writes (stored to the control block now and then, never read back
+ * but at a launch: on a GPU each access to mapped memory crosses the bus). */
 typedef struct ringk_dev_own {
     uint32_t sender, mode, processing, max_per_iteration, max_iterations, max_in, max_out;
     uint32_t timestamps, nroutes, ntopics, nbarriers, pad;
@@ -272,6 +272,7 @@ typedef struct ringk_dev_kernel {
     ringk_ring_prod_t  out_prod;
     uint32_t           turn;
     uint32_t           in_skip;   /**< turns before the next look at the ingress ring */
+    uint32_t           own_changed; /**< 1: own's counters changed since they were stored */
     /* while a handler runs: the ring its message came from and the message's position (what
      * ringk_dev_recv() must not hand back to the producers before the handler returns) */
     const ringk_ring_t *cur_ring;
