@@ -14,6 +14,14 @@
 
 #define SLAB_ALIGN 256u
 
+/* The devices of the process (see ringk_dev_slot_t). Lock order: after nothing of a context
+ * but its creation path; before cuda_entries.mu (ringk_dev_entries.c). */
+static struct {
+    pthread_mutex_t  mu;
+    ringk_dev_slot_t slot[RINGK_DEV_SLOTS];
+    unsigned         running;  /* emulated launches that have not returned, atomic */
+} proc_devs = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
 /* A slab size in MiB from environment variable @a var (default @a def): the value, or -1
  * (logged) when it is not a number in 1..RINGK_DEV_SLAB_MB_MAX. */
 static long slab_mb(ringk_ctx_t *ctx, const char *var, long def)
@@ -38,7 +46,8 @@ static long slab_mb(ringk_ctx_t *ctx, const char *var, long def)
  * CUDA 12.1 and on every GPU). */
 _Static_assert(sizeof(ringk_dev_kernel_t) <= 4096, "ringk_dev_kernel_t is a kernel argument");
 
-/* Allocates the slabs of @a slot, before any kernel of it runs: 0, -EINVAL, -ENOMEM or -EIO. */
+/* Under proc_devs.mu: allocates the slabs of @a slot, before any kernel of it runs: 0, -EINVAL,
+ * -ENOMEM or -EIO. */
 static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
 {
     long mapped_mb = slab_mb(ctx, "RINGK_DEVICE_MAPPED_MB", RINGK_DEV_MAPPED_MB_DEFAULT);
@@ -51,12 +60,11 @@ static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
     if ((mapped_mb < 0) || (mem_mb < 0)) {
         return -EINVAL;
     }
-    if (__atomic_load_n(&ctx->devs->running, __ATOMIC_ACQUIRE) > 0) {
+    if ((slot->cuda_index < 0) && (__atomic_load_n(&proc_devs.running, __ATOMIC_ACQUIRE) > 0)) {
         /* the rule (GPU-NOTES.md): on a GPU this allocation would synchronize with the
          * kernels that run; the emulated device's tests look for this line */
-        ctx->devs->late_allocs++;
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "device memory allocated while %u device kernel "
-                      "launches run", __atomic_load_n(&ctx->devs->running, __ATOMIC_ACQUIRE));
+                      "launches run", __atomic_load_n(&proc_devs.running, __ATOMIC_ACQUIRE));
     }
     slot->mapped.size = (size_t)mapped_mb << 20;
     slot->mem.size    = (size_t)mem_mb << 20;
@@ -111,17 +119,17 @@ static int slab_take(ringk_dev_slab_t *slab, size_t bytes, uint8_t **host, uint8
     return 0;
 }
 
-/* The device slot for @a entry with placement @a placement, set up on first use: 0 with it in
- * *slot_p, or a negative errno; -ENODEV with the reason in @a why. */
+/* Under proc_devs.mu: the device slot for @a entry with placement @a placement, set up on
+ * first use and counted as used by @a ctx: 0 with it in *slot_p, or a negative errno; -ENODEV
+ * with the reason in @a why. */
 static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int placement,
                     ringk_dev_slot_t **slot_p, char *why, size_t why_len)
 {
-    ringk_devs_t *devs = ctx->devs;
     ringk_dev_slot_t *slot;
     int n, idx = (placement < 0) ? 0 : placement, ret = 0;
 
     if (entry->kind == RINGK_DEVICE_ENTRY_EMULATED) {
-        slot = &devs->slot[0];
+        slot = &proc_devs.slot[0];
         if (!slot->used) { /* set once: the proxy thread reads it */
             slot->cuda_index = -1;
         }
@@ -142,7 +150,7 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
                      "%d used)", placement, n, RINGK_DEV_SLOTS - 1);
             return -ENODEV;
         }
-        slot = &devs->slot[1 + idx];
+        slot = &proc_devs.slot[1 + idx];
         if (!slot->used) { /* set once: the proxy thread reads it */
             slot->cuda_index = idx;
         }
@@ -153,6 +161,10 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
     if (!slot->used) {
         ret = slot_init(ctx, slot);
         slot->used = (ret == 0);
+    }
+    if ((ret == 0) && !ctx->devs->holds[slot - proc_devs.slot]) {
+        ctx->devs->holds[slot - proc_devs.slot] = 1;
+        slot->users++;
     }
     *slot_p = slot;
     return ret;
@@ -288,9 +300,6 @@ static ringk_devs_t *devs_of(ringk_ctx_t *ctx)
     pthread_mutex_lock(&ctx->lock);
     if (ctx->devs == NULL) {
         ctx->devs = calloc(1, sizeof(*ctx->devs));
-        if (ctx->devs != NULL) {
-            pthread_mutex_init(&ctx->devs->mu, NULL);
-        }
     }
     pthread_mutex_unlock(&ctx->lock);
     return ctx->devs;
@@ -367,18 +376,18 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         return -ENOMEM;
     }
     d->entry = e;
-    pthread_mutex_lock(&ctx->devs->mu);
+    pthread_mutex_lock(&proc_devs.mu);
     ret = slot_get(ctx, e, k->placement, &d->slot, why, sizeof(why));
     if (ret == 0) {
         ret = dev_setup(ctx, k, d);
     }
-    pthread_mutex_unlock(&ctx->devs->mu);
-    if (ret == 0) {
-        return 1;
-    }
-    if (d->stream != NULL) { /* nothing was launched on it */
+    if ((ret != 0) && (d->stream != NULL)) { /* nothing was launched on it */
         d->slot->ops->stream_destroy(d->stream);
         d->slot->kernels--;
+    }
+    pthread_mutex_unlock(&proc_devs.mu);
+    if (ret == 0) {
+        return 1;
     }
     if (d->counted) {
         ringk_dev_entry_gone(d->slot->cuda_index);
@@ -403,7 +412,7 @@ static void *emu_main(void *arg)
     ringk_dev_kernel_t view = d->view; /* a kernel argument: the launch's own copy */
 
     d->entry->emu_run(&view);
-    __atomic_sub_fetch(&k->ctx->devs->running, 1, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&proc_devs.running, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -420,10 +429,10 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
         if (d->has_thread) {
             pthread_join(d->thread, NULL); /* the last launch has returned, or is returning */
         }
-        __atomic_add_fetch(&k->ctx->devs->running, 1, __ATOMIC_ACQ_REL);
+        __atomic_add_fetch(&proc_devs.running, 1, __ATOMIC_ACQ_REL);
         d->has_thread = (pthread_create(&d->thread, NULL, emu_main, k) == 0);
         if (!d->has_thread) {
-            __atomic_sub_fetch(&k->ctx->devs->running, 1, __ATOMIC_RELEASE);
+            __atomic_sub_fetch(&proc_devs.running, 1, __ATOMIC_RELEASE);
             snprintf(why, sizeof(why), "cannot start a thread for the emulated device");
             ret = -EAGAIN;
         }
@@ -539,7 +548,9 @@ static void dev_join(ringk_kernel_t *k)
         /* still running: freeing its stream or the slot's memory would wait for it (cudaFree
          * waits for the whole device), so both are left to the process's exit */
         d->stuck = 1;
+        pthread_mutex_lock(&proc_devs.mu);
         d->slot->stuck++;
+        pthread_mutex_unlock(&proc_devs.mu);
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
                       "runs 10 s after it finished: its stream and the device's memory are not "
                       "freed", k->name, d->slot->cuda_index);
@@ -635,7 +646,9 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
     if (k->dev != NULL) {
         if ((k->dev->stream != NULL) && !k->dev->stuck) {
             k->dev->slot->ops->stream_destroy(k->dev->stream);
+            pthread_mutex_lock(&proc_devs.mu);
             k->dev->slot->kernels--;
+            pthread_mutex_unlock(&proc_devs.mu);
         }
         if (k->dev->counted && !k->dev->stuck) { /* a stuck launch may still run there */
             ringk_dev_entry_gone(k->dev->slot->cuda_index);
@@ -663,25 +676,36 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
     if (ctx->devs == NULL) {
         return;
     }
+    pthread_mutex_lock(&proc_devs.mu);
     for (i = 0; i < RINGK_DEV_SLOTS; i++) {
-        slot = &ctx->devs->slot[i];
-        if (!slot->used) {
+        slot = &proc_devs.slot[i];
+        if (!ctx->devs->holds[i] || (--slot->users > 0)) {
+            continue; /* another context's kernels may run there */
+        }
+        if (slot->stuck > 0) {
+            /* kept for the next context (an allocation would wait for the stuck launch) */
+            if (!slot->kept) {
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches still run: "
+                              "its %zu + %zu bytes of memory are not freed", slot->cuda_index,
+                              slot->stuck, slot->mapped.size, slot->mem.size);
+            }
+            slot->kept = 1;
             continue;
         }
         if (slot->cuda_index < 0) {
             free(slot->mapped.host);
             free(slot->mem.host);
-        } else if (slot->stuck > 0) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches still run: its "
-                          "%zu + %zu bytes of memory are not freed", slot->cuda_index,
-                          slot->stuck, slot->mapped.size, slot->mem.size);
         } else {
             slot->ops->free_device(slot->cuda_index, slot->mem.dev);
             slot->ops->free_mapped(slot->mapped.host);
             slot->ops->stream_destroy(slot->stream);
         }
+        slot->used = 0; /* allocated again at the next use; cuda_index and ops stay */
+        memset(&slot->mapped, 0, sizeof(slot->mapped));
+        memset(&slot->mem, 0, sizeof(slot->mem));
+        slot->stream = NULL;
     }
-    pthread_mutex_destroy(&ctx->devs->mu);
+    pthread_mutex_unlock(&proc_devs.mu);
     free(ctx->devs);
     ctx->devs = NULL;
 }

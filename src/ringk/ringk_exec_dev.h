@@ -29,28 +29,32 @@ typedef struct {
     size_t   size, used;
 } ringk_dev_slab_t;
 
-/* One device of the context: the emulated one (slot 0) or a CUDA device. */
+/* One device of the process: the emulated one (slot 0) or a CUDA device. Every context's
+ * kernels on it take their memory from its slabs: allocated when the first context places a
+ * kernel there, freed when the last context that did is destroyed (an allocation or a free
+ * waits for every kernel that runs on the device, so neither may meet another context's
+ * resident kernels). Under the process's device lock (ringk_exec_dev.c). */
 typedef struct {
-    int                            used;
+    int                            used;         /* its slabs are allocated */
+    unsigned                       users;        /* contexts that placed kernels on it */
     int                            cuda_index;   /* -1: emulated */
     const ringk_device_cuda_ops_t *ops;          /* the first entry's CUDA calls, for what
                                                     every entry shares (not launch) */
     void                          *stream;       /* for setup copies */
     ringk_dev_slab_t               mapped, mem;
     unsigned                       kernels;      /* its kernels: a stream each */
-    unsigned                       stuck;        /* kernels whose launch did not return */
+    unsigned                       stuck;        /* kernels whose launch did not return: the
+                                                    slabs are never freed then */
+    int                            kept;         /* that was logged */
 } ringk_dev_slot_t;
 
-/* A context's devices and the proxy thread that serves its device kernels. */
+/* A context's use of the process's devices, and the proxy thread that serves its device
+ * kernels. */
 typedef struct ringk_devs {
-    pthread_mutex_t  mu;
-    ringk_dev_slot_t slot[RINGK_DEV_SLOTS];
+    uint8_t          holds[RINGK_DEV_SLOTS]; /* 1: counted in the slot's users */
     pthread_t        proxy;
     int              proxy_started;
     int              stop;            /* atomic */
-    unsigned         running;         /* launches that have not returned (emulated), atomic */
-    uint64_t         late_allocs;     /* allocations made while a launch ran: 0, checked by
-                                         the tests (the rule GPU-NOTES.md gives) */
 } ringk_devs_t;
 
 /* The host's side of a device kernel. */
@@ -104,7 +108,8 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx);
 void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone);
 /** Once every kernel terminated: stops the proxy. */
 void ringk_exec_dev_stop(ringk_ctx_t *ctx);
-/** Once every kernel is freed: frees the slabs. */
+/** Once every kernel is freed: gives up the context's use of its devices (the last context
+ *  using a device frees its slabs). */
 void ringk_exec_dev_release(ringk_ctx_t *ctx);
 /** After the job's network layer started (ringk_ctx_start): launches the device kernels
  *  created before it. */

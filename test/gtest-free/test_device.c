@@ -344,6 +344,46 @@ START_TEST(test_device_counters_stored)
 }
 END_TEST
 
+/* Two contexts of one process share a device's slabs: the second context's first kernel
+ * allocates nothing while the first context's kernel runs, and the first context's destroy
+ * frees nothing while the second's runs (on a GPU either would wait for the resident kernel for
+ * ever; the streams stand-in counts both). The last context frees them. */
+START_TEST(test_device_two_contexts)
+{
+    ringk_ctx_t *ca = ctx_new(), *cb;
+    ringk_dev_test_t ta = {0}, tb = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &ta);
+    ringk_kernel_t *ka, *kb;
+    uint32_t i;
+
+    ck_assert_int_eq(ringk_kernel_create(ca, &p, &ka), 0);
+    ck_assert_int_eq(host_send(ca, "count", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&ta.count, 1, 30);
+    cb = ctx_new();
+    p.arg = &tb;
+    ck_assert_int_eq(ringk_kernel_create(cb, &p, &kb), 0);
+    ck_assert_int_eq(stats_of(kb).device, stats_of(ka).device);
+    for (i = 0; i < 100; i++) {
+        ck_assert_int_eq(host_send(ca, "count", 0, i + 1, RINGK_WAIT_FOREVER), 0);
+        ck_assert_int_eq(host_send(cb, "count", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&ta.count, 101, 30);
+    test_wait_u64(&tb.count, 100, 30);
+    ringk_ctx_destroy(ca);
+    for (i = 0; i < 100; i++) { /* its memory is still there */
+        ck_assert_int_eq(host_send(cb, "count", 0, 100 + i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&tb.count, 200, 30);
+    ck_assert_uint_eq(ta.out_of_order + tb.out_of_order, 0);
+    ck_assert_uint_eq(STATS_AT(kb, msgs_in, 200).msgs_in, 200);
+    ringk_ctx_destroy(cb);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+#ifdef TEST_DEVICE_STREAMS
+    ck_assert_uint_eq(__atomic_load_n(&tds_violations, __ATOMIC_RELAXED), 0);
+#endif
+}
+END_TEST
+
 /* ---- with CPU kernels ------------------------------------------------------------------------- */
 
 static uint64_t pongs;
@@ -995,6 +1035,7 @@ int main(void)
     tcase_add_test(tc, test_device_terminate_message);
     tcase_add_test(tc, test_device_event_driven);
     tcase_add_test(tc, test_device_counters_stored);
+    tcase_add_test(tc, test_device_two_contexts);
     tcase_add_test(tc, test_device_cpu_pingpong);
     tcase_add_test(tc, test_device_cpu_burst);
     tcase_add_test(tc, test_device_route_target_replaced);
