@@ -198,6 +198,8 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
                       slot->mem.size >> 20);
         return -ENOMEM;
     }
+    d->mapped_end = slot->mapped.used;
+    d->mem_end    = slot->mem.used;
     memset(h, 0, head);
     d->ctl    = (ringk_dev_ctl_t*)h;
     d->routes = (ringk_dev_route_t*)(h + sizeof(ringk_dev_ctl_t));
@@ -550,6 +552,12 @@ static void dev_join(ringk_kernel_t *k)
         d->stuck = 1;
         pthread_mutex_lock(&proc_devs.mu);
         d->slot->stuck++;
+        if (d->mapped_end > d->slot->stuck_mapped) {
+            d->slot->stuck_mapped = d->mapped_end;
+        }
+        if (d->mem_end > d->slot->stuck_mem) {
+            d->slot->stuck_mem = d->mem_end;
+        }
         pthread_mutex_unlock(&proc_devs.mu);
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
                       "runs 10 s after it finished: its stream and the device's memory are not "
@@ -683,7 +691,10 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
             continue; /* another context's kernels may run there */
         }
         if (slot->stuck > 0) {
-            /* kept for the next context (an allocation would wait for the stuck launch) */
+            /* kept for the next context (an allocation would wait for the stuck launch), which
+             * takes what lies past the stuck kernels' memory again */
+            slot->mapped.used = slot->stuck_mapped;
+            slot->mem.used    = slot->stuck_mem;
             if (!slot->kept) {
                 ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches still run: "
                               "its %zu + %zu bytes of memory are not freed", slot->cuda_index,

@@ -45,7 +45,10 @@ typedef struct {
     unsigned                       kernels;      /* its kernels: a stream each */
     unsigned                       stuck;        /* kernels whose launch did not return: the
                                                     slabs are never freed then */
-    int                            kept;         /* that was logged */
+    size_t                         stuck_mapped, stuck_mem; /* how far their memory reaches in
+                                                    each slab (the rest is taken again once
+                                                    no context uses the device) */
+    int                            kept;         /* the slabs were kept for them (logged) */
 } ringk_dev_slot_t;
 
 /* A context's use of the process's devices, and the proxy thread that serves its device
@@ -66,6 +69,7 @@ typedef struct ringk_dev_host {
     uint32_t           route_ever;    /* routes once made direct: never written again */
     ringk_dev_kernel_t view;          /* what a launch gets: device addresses */
     ringk_ring_t       outbox;        /* the host's view, consumed by the proxy */
+    size_t             mapped_end, mem_end; /* how far its memory reaches in the slabs */
     uint64_t           out_head;
     uint64_t           send_failed;   /* the proxy's failed sends and publishes */
     /* the barrier wait the proxy makes for it (the device waits for the answer) */

@@ -931,6 +931,17 @@ START_TEST(test_device_streams_stuck)
     ringk_ctx_destroy(ctx);
     ck_assert_msg(strstr(logbuf, "CUDA device 0: 1 launches still run") != NULL, "log: %s",
                   logbuf);
+    /* the slabs stay for the next contexts, which take what lies past the stuck kernel's
+     * memory again: one after another, five kernels of 2 MiB of mapped memory each fit the
+     * 8 MiB slab (three would without that) */
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE;
+    p.inbox_size  = 4096;
+    for (i = 0; i < 5; i++) {
+        ctx = ctx_new();
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+        ringk_ctx_destroy(ctx);
+        ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf); /* logged once, above */
+    }
     for (i = 0; (i < 10000) && (__atomic_load_n(&tds_running, __ATOMIC_ACQUIRE) > 0); i++) {
         usleep(1000); /* the launch returns: later tests of this process start clean */
     }
