@@ -225,6 +225,9 @@ int main(int argc, char **argv)
         }
     }
     for (i = 0; i < nstrips; i++) {
+        /* stopped first: a device kernel's loop stores its counters for the host between
+         * turns, and for the last time before it stops */
+        ringk_kernel_terminate(ks[i]);
         ringk_kernel_stats_query(ks[i], &st);
         direct += st.sent_direct;
         errors += st.handler_errors + st.bad_cells;
