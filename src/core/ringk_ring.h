@@ -215,6 +215,14 @@ RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t expecte
     }
     return ringk_cas_u64(p, expected, desired);
 }
+RINGK_HD uint64_t ringk_ring_fetch_or(const ringk_ring_t *r, uint64_t *p, uint64_t v)
+{
+    if (r->scope == RINGK_RING_SCOPE_DEVICE) {
+        return RINGK_RING_GPU_U64(p).fetch_or(v, cuda::memory_order_acq_rel);
+    }
+    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).fetch_or(
+               v, cuda::memory_order_acq_rel);
+}
 #else
 RINGK_HD uint64_t ringk_ring_ld_acq(const ringk_ring_t *r, const uint64_t *p)
 {
@@ -241,6 +249,11 @@ RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t expecte
 {
     (void)r;
     return ringk_cas_u64(p, expected, desired);
+}
+RINGK_HD uint64_t ringk_ring_fetch_or(const ringk_ring_t *r, uint64_t *p, uint64_t v)
+{
+    (void)r;
+    return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
 }
 #endif
 
@@ -441,15 +454,14 @@ RINGK_HD int ringk_ring_sp_claim(ringk_ring_t *r, ringk_ring_prod_t *prod, uint3
     return 1;
 }
 
-/**
- * Multi-producer claim for a ring shared by several producers: reads the tail, checks room
- * against the producer's cached copy of the head (@a head_cache, reloaded when it says full)
- * and takes the cells with one compare-and-swap on the tail. The head only grows, so room seen
- * before the swap is still there after it.
- * @return 1 and the claimed position, or 0 when the ring is full.
- */
-RINGK_HD int ringk_ring_mp_claim_cached(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
-                                        uint64_t *claimed_p)
+/** In the tail of a multi-producer ring its consumer closed (ringk_ring_close()): claims
+ *  through ringk_ring_mp_claim_open() fail from then on. Positions never reach it. */
+#define RINGK_RING_CLOSED (1ull << 63)
+
+/* ringk_ring_mp_claim_cached(), and with @a closable a tail with RINGK_RING_CLOSED fails the
+ * claim: -1. */
+RINGK_HD int ringk_ring_mp_claim_in(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
+                                    uint64_t *claimed_p, int closable)
 {
     uint64_t tail, head;
     uint32_t pad;
@@ -459,6 +471,9 @@ RINGK_HD int ringk_ring_mp_claim_cached(ringk_ring_t *r, uint32_t ncells, uint64
     }
     for (;;) {
         tail = ringk_ring_ld_rlx(r, &r->prod->pos);
+        if (closable && (tail & RINGK_RING_CLOSED)) {
+            return -1;
+        }
         pad  = ringk_ring_pad(r, tail, ncells);
         /* A cached head is never ahead of the real one (it only grows), so room it shows is
          * real; the shared head line is read only when the cache says full. */
@@ -482,6 +497,39 @@ RINGK_HD int ringk_ring_mp_claim_cached(ringk_ring_t *r, uint32_t ncells, uint64
             return 1;
         }
     }
+}
+
+/**
+ * Multi-producer claim for a ring shared by several producers: reads the tail, checks room
+ * against the producer's cached copy of the head (@a head_cache, reloaded when it says full)
+ * and takes the cells with one compare-and-swap on the tail. The head only grows, so room seen
+ * before the swap is still there after it.
+ * @return 1 and the claimed position, or 0 when the ring is full.
+ */
+RINGK_HD int ringk_ring_mp_claim_cached(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
+                                        uint64_t *claimed_p)
+{
+    return ringk_ring_mp_claim_in(r, ncells, head_cache, claimed_p, 0);
+}
+
+/** ringk_ring_mp_claim_cached() on a ring its consumer may close: 1 claimed, 0 full, -1
+ *  closed. */
+RINGK_HD int ringk_ring_mp_claim_open(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
+                                      uint64_t *claimed_p)
+{
+    return ringk_ring_mp_claim_in(r, ncells, head_cache, claimed_p, 1);
+}
+
+/**
+ * Closes a multi-producer ring to claims through ringk_ring_mp_claim_open(): one atomic OR of
+ * RINGK_RING_CLOSED into the tail. Claims and the close are read-modify-writes of that one word,
+ * so they are ordered without a fence: a claim made before the close is in the tail it returns,
+ * one tried after it fails. Closing again returns the same tail.
+ * @return the final tail (the position after the last claimed cell).
+ */
+RINGK_HD uint64_t ringk_ring_close(ringk_ring_t *r)
+{
+    return ringk_ring_fetch_or(r, &r->prod->pos, RINGK_RING_CLOSED) & ~RINGK_RING_CLOSED;
 }
 
 /** ringk_ring_mp_claim_cached() without a cache: reads the head every time. */

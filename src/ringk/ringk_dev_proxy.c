@@ -175,8 +175,8 @@ static void proxy_terminated(ringk_kernel_t *k)
 /* A CUDA kernel whose launch failed (a fault in its loop or handler) never sets 'done': its
  * stream is looked at every millisecond, and on an error the kernel is logged and marked
  * terminated, so that a terminate or the context's destroy does not wait for it forever. Its
- * closing word stays 0, but a fault in a kernel is sticky for the device's context: no kernel
- * of the device is left to send to it directly (host senders read its state). */
+ * device inbox is never closed, but a fault in a kernel is sticky for the device's context: no
+ * kernel of the device is left to send to it directly (host senders read its state). */
 static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
 {
     ringk_dev_host_t *d = k->dev;

@@ -189,9 +189,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     }
     out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
     head = (head + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
-    /* device memory: the inbox, then the closing word on a line of its own */
-    if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes + SLAB_ALIGN, &h, &dv) != 0) ||
-        (slab_take(&slot->mem, in_bytes + SLAB_ALIGN, &mh, &md) != 0)) {
+    /* device memory: the inbox */
+    if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes, &h, &dv) != 0) ||
+        (slab_take(&slot->mem, in_bytes, &mh, &md) != 0)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full (%zu MiB "
                       "mapped, %zu MiB device memory: RINGK_DEVICE_MAPPED_MB, "
                       "RINGK_DEVICE_MEM_MB)", k->name, slot->mapped.size >> 20,
@@ -218,9 +218,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
                     RINGK_CELL);
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
     d->view.inbox.scope = RINGK_RING_SCOPE_DEVICE; /* only kernels of this device use it */
-    d->view.closing = (int32_t*)(md + in_bytes);
     if (mh != NULL) {
-        *(int32_t*)(mh + in_bytes) = 0;
         return (ringk_ring_init(&tmp, mh, in_bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
     }
     /* device memory: formatted in the mapped slab's spare ring (the second in_bytes taken
@@ -229,11 +227,10 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     {
         return -EINVAL;
     }
-    memset(h + head + 2 * in_bytes + out_bytes, 0, SLAB_ALIGN); /* the closing word */
     {
         char why[160];
         ret = slot->ops->copy_to_device(slot->cuda_index, md, h + head + in_bytes + out_bytes,
-                                        in_bytes + SLAB_ALIGN, slot->stream, why, sizeof(why));
+                                        in_bytes, slot->stream, why, sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
         }
@@ -596,7 +593,6 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
             rt->target.cell_size    = t->dev->view.inbox.cell_size;
             rt->target.inbox        = t->dev->view.inbox.shm;
             rt->target.ctl          = t->dev->view.ctl;
-            rt->target.closing      = t->dev->view.closing;
             rt->target.event_driven = (t->mode == RINGK_MODE_EVENT_DRIVEN);
             s->dev->route_ever |= 1u << j;
             __atomic_store_n(&rt->direct, 1, __ATOMIC_RELEASE);

@@ -307,6 +307,66 @@ START_TEST(test_device_event_driven)
 }
 END_TEST
 
+/* Device senders keep sending to a device kernel while it is terminated, and after: each
+ * forward is either handled by it (once, in order) or refused with -EPIPE (the target closed
+ * its inbox), never taken and lost. */
+START_TEST(test_device_terminate_senders)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    enum { N = 3000, LATE = 100, FWDS = 2 };
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t ts = {0}, tf[FWDS];
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
+    ringk_kernel_t *sink, *fwd[FWDS];
+    uint64_t forwarded = 0, refused = 0;
+    char name[16];
+    uint32_t i, j;
+
+    memset(tf, 0, sizeof(tf));
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    for (j = 0; j < FWDS; j++) {
+        snprintf(name, sizeof(name), "fwd%u", j);
+        p = dev_params(name, &ringk_dev_test_forward, &tf[j]);
+        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO |
+                         RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE;
+        p.publishes_to = to_sink;
+        p.inbox_size   = 4096; /* the host's sends all fit: none waits for the forwarder */
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd[j]), 0);
+    }
+    for (i = 0; i < N; i++) {
+        for (j = 0; j < FWDS; j++) {
+            snprintf(name, sizeof(name), "fwd%u", j);
+            ck_assert_int_eq(host_send(ctx, name, j, i, RINGK_WAIT_FOREVER), 0);
+        }
+    }
+    test_wait_u64(&ts.count, N / 4, 30);
+    ck_assert_int_eq(ringk_kernel_terminate(sink), 0); /* while the forwarders send */
+    for (i = 0; i < LATE; i++) { /* and after: refused */
+        for (j = 0; j < FWDS; j++) {
+            snprintf(name, sizeof(name), "fwd%u", j);
+            ck_assert_int_eq(host_send(ctx, name, j, N + i, RINGK_WAIT_FOREVER), 0);
+        }
+    }
+    for (j = 0; j < FWDS; j++) {
+        ringk_kernel_stats_t st;
+
+        ck_assert_int_eq(ringk_kernel_terminate(fwd[j]), 0); /* drains its inbox, then stops */
+        st = stats_of(fwd[j]);
+        ck_assert_uint_eq(st.msgs_in, N + LATE);
+        ck_assert_uint_eq(tf[j].count + st.handler_errors, N + LATE);
+        ck_assert_uint_ge(st.handler_errors, LATE);
+        ck_assert_int_eq(tf[j].last_error, -EPIPE);
+        forwarded += tf[j].count;
+        refused   += st.handler_errors;
+    }
+    ck_assert_uint_ge(refused, FWDS * LATE);
+    ck_assert_uint_eq(ts.count, forwarded); /* every forward that succeeded was handled */
+    ck_assert_uint_eq(ts.out_of_order, 0);
+    ck_assert_uint_eq(ts.bad, 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A handler's burst of device-to-device sends writes no counter across the bus: the loop
  * stores the kernel's counters between turns (idle here, after the burst), and the host then
  * sees every send. */
@@ -1045,6 +1105,7 @@ int main(void)
     tcase_add_test(tc, test_device_backpressure_lifecycle);
     tcase_add_test(tc, test_device_terminate_message);
     tcase_add_test(tc, test_device_event_driven);
+    tcase_add_test(tc, test_device_terminate_senders);
     tcase_add_test(tc, test_device_counters_stored);
     tcase_add_test(tc, test_device_two_contexts);
     tcase_add_test(tc, test_device_cpu_pingpong);

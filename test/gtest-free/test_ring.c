@@ -464,6 +464,89 @@ START_TEST(test_ring_mpsc_threads)
 }
 END_TEST
 
+/* ---- closing a multi-producer ring --------------------------------------------------------- */
+
+#define CLOSE_PRODUCERS 3
+
+typedef struct {
+    ringk_ring_t *r;
+    int           producer;
+    uint64_t      sent;     /* claims that succeeded (each published) */
+    int           refused;  /* 1: a claim found the ring closed */
+} close_arg_t;
+
+static void *close_producer(void *p)
+{
+    close_arg_t *a = p;
+    uint64_t head_cache = 0, pos, m;
+    int ret;
+
+    for (m = 0;; m++) {
+        while ((ret = ringk_ring_mp_claim_open(a->r, 1, &head_cache, &pos)) == 0) {
+            sched_yield();
+        }
+        if (ret < 0) {
+            a->refused = 1;
+            return NULL;
+        }
+        ringk_ring_write(a->r, pos, 0, &m, sizeof(m));
+        ringk_ring_publish(a->r, pos, sizeof(m), 1, (uint8_t)a->producer, 0);
+        a->sent = m + 1;
+    }
+}
+
+/* Producers claim until the ring is closed under them: the consumer closes it after a while
+ * and takes messages up to the tail the close returned. Every claim made before the close is
+ * in that tail (the consumer gets each message, in order per producer), every producer's next
+ * claim is refused, and a claim that does not know closing (ringk_ring_mp_claim) finds no room. */
+START_TEST(test_ring_close_threads)
+{
+    uint64_t bytes, cons = 0, tail = 0, got[CLOSE_PRODUCERS] = {0}, m, head_cache = 0, pos;
+    void *mem = ring_alloc(64, 64, &bytes);
+    close_arg_t args[CLOSE_PRODUCERS];
+    pthread_t th[CLOSE_PRODUCERS];
+    const ringk_cell_hdr_t *h;
+    ringk_ring_t r;
+    int p, closed = 0;
+
+    ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 64, 64), 0);
+    for (p = 0; p < CLOSE_PRODUCERS; p++) {
+        args[p] = (close_arg_t){.r = &r, .producer = p};
+        ck_assert_int_eq(pthread_create(&th[p], NULL, close_producer, &args[p]), 0);
+    }
+    while (!closed || (cons != tail)) {
+        if (!closed && (cons >= 200000)) {
+            tail   = ringk_ring_close(&r);
+            closed = 1;
+            ck_assert_uint_eq(ringk_ring_close(&r), tail); /* again: the same tail */
+        }
+        h = ringk_ring_peek(&r, &cons);
+        if (h == NULL) {
+            sched_yield();
+            continue;
+        }
+        p = h->id;
+        ck_assert_int_lt(p, CLOSE_PRODUCERS);
+        ringk_ring_read(&r, cons, 0, &m, sizeof(m));
+        if (m != got[p]) {
+            ck_abort_msg("producer %d: message %" PRIu64 ", expected %" PRIu64, p, m, got[p]);
+        }
+        got[p]++;
+        ringk_ring_release(&r, cons, 1, h->flags);
+        cons++;
+    }
+    for (p = 0; p < CLOSE_PRODUCERS; p++) {
+        pthread_join(th[p], NULL);
+        ck_assert_int_eq(args[p].refused, 1);
+        ck_assert_uint_eq(args[p].sent, got[p]); /* nothing claimed was left out */
+    }
+    ck_assert_ptr_null(ringk_ring_peek(&r, &cons));
+    ck_assert_int_eq(ringk_ring_mp_claim_open(&r, 1, &head_cache, &pos), -1);
+    ck_assert_int_eq(ringk_ring_mp_claim(&r, 1, &pos), 0);
+    free(mem);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("ring");
@@ -490,6 +573,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_ring_spsc_threads);
     tcase_add_test(tc, test_ring_mpsc_threads);
+    tcase_add_test(tc, test_ring_close_threads);
     suite_add_tcase(s, tc);
 
     return test_run_suite(s);

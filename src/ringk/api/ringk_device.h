@@ -191,9 +191,10 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
 
 /* A send into the device inbox of a kernel of the same device (route @a rt, resolved by the
  * host): claim with a compare-and-swap on the target's tail, write, publish by one release
- * store of the cell header, then wake the target if it returned (event-driven). While the
- * inbox is full it also reads the route's @a direct word (across the bus): a target destroyed
- * without closing (its launch faulted) has its route dropped, and the send gets -EPIPE. */
+ * store of the cell header, then wake the target if it returned (event-driven). A target that
+ * is finishing has closed its inbox: -EPIPE. While the inbox is full it also reads the route's
+ * @a direct word (across the bus): a target destroyed without closing (its launch faulted) has
+ * its route dropped, and the send gets -EPIPE. */
 RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
                                        const ringk_dev_target_t *rt, const int32_t *direct,
                                        uint32_t type, const void *payload, uint32_t len,
@@ -211,28 +212,21 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
     }
     ringk_ring_view(&r, rt->inbox, rt->log2_ncells, rt->cell_size);
     r.scope = RINGK_RING_SCOPE_DEVICE; /* a device inbox: only kernels of this GPU use it */
+    /* T1 (device): the claim is a compare-and-swap on the target inbox's tail, and the
+     * target's close (T2 in ringk_dev_try_finish()) an atomic OR on the same word, so one of
+     * them comes first without a fence: a claim before the close is among the cells the
+     * finishing loop waits for; one after it sees the tail closed. */
     for (;;) {
-        if (ringk_dev_load_rlx_gpu_i32(rt->closing)) {
-            return -EPIPE;
-        }
-        if (ringk_ring_mp_claim_cached(&r, nc, &k->head_cache[route], &pos)) {
+        ret = ringk_ring_mp_claim_open(&r, nc, &k->head_cache[route], &pos);
+        if (ret > 0) {
             break;
         }
-        if (!ringk_dev_load_acq_sys_i32(direct)) {
+        if ((ret < 0) || !ringk_dev_load_acq_sys_i32(direct)) {
             return -EPIPE;
         }
         if ((ret = ringk_dev_wait_step(k, timeout_ms, &t0, &nap)) != 0) {
             return ret;
         }
-    }
-    /* T1 (device): the claim (a compare-and-swap on the tail) before this read of the
-     * target's closing word, ordered by this fence; pairs with T2 in ringk_dev_try_finish(),
-     * which sets the word before it looks at the tails. Both words are in this device's memory
-     * and both sides run on it: device scope. A target that is finishing gets a cancel cell. */
-    ringk_dev_fence_sc_gpu();
-    if (ringk_dev_load_rlx_gpu_i32(rt->closing)) {
-        ringk_ring_cancel(&r, pos, nc);
-        return -EPIPE;
     }
     ringk_dev_msg_fill(k, (ringk_msg_t*)ringk_ring_payload(&r, pos), rt->receiver, type, len);
     ringk_dev_copy((ringk_msg_t*)ringk_ring_payload(&r, pos) + 1, payload, len);
@@ -611,8 +605,8 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
             in_queued = ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head;
             empty     = (in_queued == 0);
         }
-        if ((in_queued <= 16) &&
-            (ringk_ring_ld_rlx(&k->inbox, &k->inbox.prod->pos) - k->dev_head <= 16)) {
+        if ((in_queued <= 16) && (((ringk_ring_ld_rlx(&k->inbox, &k->inbox.prod->pos) &
+                                     ~RINGK_RING_CLOSED) - k->dev_head) <= 16)) {
             limit = 1;
         }
     }
@@ -648,18 +642,21 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
 RINGK_DEV_FN int ringk_dev_empty(const ringk_dev_kernel_t *k)
 {
     return (ringk_ring_ld_acq(&k->ingress, &k->ingress.prod->pos) == k->in_head) &&
-           (ringk_ring_ld_acq(&k->inbox, &k->inbox.prod->pos) == k->dev_head);
+           ((ringk_ring_ld_acq(&k->inbox, &k->inbox.prod->pos) & ~RINGK_RING_CLOSED) ==
+            k->dev_head);
 }
 
-/* A terminating kernel stops once every claimed cell was consumed. T2: the state (read by the
- * caller) and the closing word (stored here) before the tails; pairs with T1 in the senders,
- * who read the state (host: ringk_inbox_claim) or the closing word (device:
- * ringk_dev_send_direct) after their claim and cancel. */
+/* A terminating kernel stops once every claimed cell was consumed. T2, device inbox: closes it
+ * (pairs with T1 in ringk_dev_send_direct()); its tail is then final. T2, host ingress ring:
+ * the state (read by the caller) before the ingress ring's tail, with this fence; pairs with
+ * T1 in the host's senders (ringk_inbox_claim), who read the state after their claim. */
 RINGK_DEV_FN int ringk_dev_try_finish(ringk_dev_kernel_t *k)
 {
-    ringk_dev_store_rlx_gpu_i32(k->closing, 1);
+    uint64_t tail = ringk_ring_close(&k->inbox);
+
     ringk_dev_fence_sc_sys();
-    return ringk_dev_empty(k);
+    return (ringk_ring_ld_acq(&k->ingress, &k->ingress.prod->pos) == k->in_head) &&
+           (tail == k->dev_head);
 }
 
 /* Event-driven: the loop returns after max_iterations idle iterations. W1: 'idle' before the

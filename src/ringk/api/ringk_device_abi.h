@@ -63,21 +63,6 @@ RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
 {
     return RINGK_DEV_ATOMIC(uint64_t, system, p).load(cuda::memory_order_relaxed);
 }
-/* words of device memory that only kernels of the device use: device scope */
-RINGK_DEV_FN int32_t ringk_dev_load_rlx_gpu_i32(const int32_t *p)
-{
-    return RINGK_DEV_ATOMIC(int32_t, device, p).load(cuda::memory_order_relaxed);
-}
-RINGK_DEV_FN void ringk_dev_store_rlx_gpu_i32(int32_t *p, int32_t v)
-{
-    RINGK_DEV_ATOMIC(int32_t, device, p).store(v, cuda::memory_order_relaxed);
-}
-/* fence.sc.gpu: as ringk_dev_fence_sc_sys() between kernels of one device (the direct sends'
- * terminate protocol, whose words are in device memory) */
-RINGK_DEV_FN void ringk_dev_fence_sc_gpu(void)
-{
-    cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_device);
-}
 /* fence.sc.sys: orders a store before a later load of another word, against the host too (the
  * sleep and terminate protocols: W1/W2, T1/T2 below) */
 RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
@@ -127,18 +112,6 @@ RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
-RINGK_DEV_FN int32_t ringk_dev_load_rlx_gpu_i32(const int32_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-RINGK_DEV_FN void ringk_dev_store_rlx_gpu_i32(int32_t *p, int32_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-RINGK_DEV_FN void ringk_dev_fence_sc_gpu(void)
-{
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-}
 RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -169,7 +142,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        7u
+#define RINGK_DEV_ABI        8u
 #define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
@@ -201,7 +174,6 @@ typedef struct ringk_dev_target {
     uint32_t event_driven; /**< the target returns when idle: a sender may have to wake it */
     void    *inbox;        /**< target's device inbox (device address) */
     struct ringk_dev_ctl *ctl; /**< target's control block (device address) */
-    int32_t *closing;      /**< target's closing word (device memory) */
 } ringk_dev_target_t;
 
 typedef struct ringk_dev_route {
@@ -256,13 +228,13 @@ typedef struct ringk_dev_own {
 typedef struct ringk_dev_kernel {
     ringk_dev_ctl_t   *ctl;
     ringk_ring_t       ingress;   /**< from the host: pinned mapped memory */
-    ringk_ring_t       inbox;     /**< from kernels of the same device: device memory */
+    ringk_ring_t       inbox;     /**< from kernels of the same device: device memory. Its
+                                       tail gets RINGK_RING_CLOSED when the loop, terminating,
+                                       is about to look for the last messages (T2): senders of
+                                       the same device find it there, not in ctl->state, which
+                                       is across the bus */
     ringk_ring_t       outbox;    /**< to the host proxy: pinned mapped memory */
     ringk_dev_route_t *routes;    /**< ctl->nroutes of them */
-    int32_t           *closing;   /**< device memory, 0 until the loop, terminating, is about
-                                       to look for the last messages (T2): then 1. Senders of
-                                       the same device read it instead of ctl->state, which
-                                       is across the bus */
     char             (*topics)[RINGK_DEV_NAME_MAX]; /**< topics it publishes to */
     char             (*barriers)[RINGK_DEV_NAME_MAX]; /**< barriers it takes part in */
     void              *arg;
