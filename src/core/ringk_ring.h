@@ -87,10 +87,11 @@ RINGK_HD void ringk_store_relaxed_u64(uint64_t *p, uint64_t v)
 {
     cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
 }
-RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t expected, uint64_t desired)
+/* a failed swap leaves the value it found in *expected */
+RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t *expected, uint64_t desired)
 {
     return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).compare_exchange_strong(
-               expected, desired, cuda::memory_order_acq_rel, cuda::memory_order_relaxed);
+               *expected, desired, cuda::memory_order_acq_rel, cuda::memory_order_relaxed);
 }
 #else
 RINGK_HD uint64_t ringk_load_acquire_u64(const uint64_t *p)
@@ -110,10 +111,11 @@ RINGK_HD void ringk_store_relaxed_u64(uint64_t *p, uint64_t v)
     __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 /* seq_cst (the same locked instruction as acq_rel on x86): libringk's wakeup orders a claim
- * before its read of the receiver's 'sleeping' flag with it (W2 in libringk's ringk_exec.h). */
-RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t expected, uint64_t desired)
+ * before its read of the receiver's 'sleeping' flag with it (W2 in libringk's ringk_exec.h).
+ * A failed swap leaves the value it found in *expected. */
+RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t *expected, uint64_t desired)
 {
-    return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST,
+    return __atomic_compare_exchange_n(p, expected, desired, 0, __ATOMIC_SEQ_CST,
                                        __ATOMIC_RELAXED);
 }
 #endif
@@ -206,12 +208,13 @@ RINGK_HD void ringk_ring_st_rlx(const ringk_ring_t *r, uint64_t *p, uint64_t v)
         ringk_store_relaxed_u64(p, v);
     }
 }
-RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t expected,
+/* a failed swap leaves the value it found in *expected */
+RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t *expected,
                             uint64_t desired)
 {
     if (r->scope == RINGK_RING_SCOPE_DEVICE) {
         return RINGK_RING_GPU_U64(p).compare_exchange_strong(
-                   expected, desired, cuda::memory_order_acq_rel, cuda::memory_order_relaxed);
+                   *expected, desired, cuda::memory_order_acq_rel, cuda::memory_order_relaxed);
     }
     return ringk_cas_u64(p, expected, desired);
 }
@@ -244,7 +247,7 @@ RINGK_HD void ringk_ring_st_rlx(const ringk_ring_t *r, uint64_t *p, uint64_t v)
     (void)r;
     ringk_store_relaxed_u64(p, v);
 }
-RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t expected,
+RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t *expected,
                             uint64_t desired)
 {
     (void)r;
@@ -458,19 +461,22 @@ RINGK_HD int ringk_ring_sp_claim(ringk_ring_t *r, ringk_ring_prod_t *prod, uint3
  *  through ringk_ring_mp_claim_open() fail from then on. Positions never reach it. */
 #define RINGK_RING_CLOSED (1ull << 63)
 
-/* ringk_ring_mp_claim_cached(), and with @a closable a tail with RINGK_RING_CLOSED fails the
- * claim: -1. */
+/* ringk_ring_mp_claim_cached(). @a tail_cache, when not NULL, is the producer's guess of the
+ * tail (where its last claim ended): the compare-and-swap starts from it instead of a read of
+ * the tail, and a failed swap gives the tail it found, so a producer that no other claim came
+ * between reads nothing before its swap. With @a closable a tail with RINGK_RING_CLOSED fails
+ * the claim: -1. */
 RINGK_HD int ringk_ring_mp_claim_in(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
-                                    uint64_t *claimed_p, int closable)
+                                    uint64_t *tail_cache, uint64_t *claimed_p, int closable)
 {
-    uint64_t tail, head;
+    uint64_t tail, head, now;
     uint32_t pad;
 
     if ((ncells == 0) || (ncells > r->ncells)) {
         return 0;
     }
+    tail = (tail_cache != NULL) ? *tail_cache : ringk_ring_ld_rlx(r, &r->prod->pos);
     for (;;) {
-        tail = ringk_ring_ld_rlx(r, &r->prod->pos);
         if (closable && (tail & RINGK_RING_CLOSED)) {
             return -1;
         }
@@ -484,18 +490,24 @@ RINGK_HD int ringk_ring_mp_claim_in(ringk_ring_t *r, uint32_t ncells, uint64_t *
             *head_cache = head;
         }
         if (tail + pad + ncells - head > r->ncells) {
-            if (ringk_ring_ld_rlx(r, &r->prod->pos) != tail) {
-                continue; /* raced with another claim */
+            /* full, or a guess of the tail that fell behind the head */
+            if ((now = ringk_ring_ld_rlx(r, &r->prod->pos)) != tail) {
+                tail = now; /* raced with another claim */
+                continue;
             }
             return 0;
         }
-        if (ringk_ring_cas(r, &r->prod->pos, tail, tail + pad + ncells)) {
+        if (ringk_ring_cas(r, &r->prod->pos, &tail, tail + pad + ncells)) {
             if (pad != 0) {
                 ringk_ring_publish_skip(r, tail, pad);
             }
             *claimed_p = tail + pad;
+            if (tail_cache != NULL) {
+                *tail_cache = tail + pad + ncells;
+            }
             return 1;
         }
+        /* tail: what the swap found there */
     }
 }
 
@@ -509,15 +521,16 @@ RINGK_HD int ringk_ring_mp_claim_in(ringk_ring_t *r, uint32_t ncells, uint64_t *
 RINGK_HD int ringk_ring_mp_claim_cached(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
                                         uint64_t *claimed_p)
 {
-    return ringk_ring_mp_claim_in(r, ncells, head_cache, claimed_p, 0);
+    return ringk_ring_mp_claim_in(r, ncells, head_cache, NULL, claimed_p, 0);
 }
 
-/** ringk_ring_mp_claim_cached() on a ring its consumer may close: 1 claimed, 0 full, -1
- *  closed. */
+/** ringk_ring_mp_claim_cached() on a ring its consumer may close, with the producer's guess of
+ *  the tail in @a tail_cache (0 at first; see ringk_ring_mp_claim_in()): 1 claimed, 0 full,
+ *  -1 closed. */
 RINGK_HD int ringk_ring_mp_claim_open(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
-                                      uint64_t *claimed_p)
+                                      uint64_t *tail_cache, uint64_t *claimed_p)
 {
-    return ringk_ring_mp_claim_in(r, ncells, head_cache, claimed_p, 1);
+    return ringk_ring_mp_claim_in(r, ncells, head_cache, tail_cache, claimed_p, 1);
 }
 
 /**

@@ -311,6 +311,42 @@ START_TEST(test_ring_cancel_passed)
 }
 END_TEST
 
+/* A producer's guess of the tail (the end of its last claim) stands in for a read of the
+ * tail: a stale guess (another producer claimed since), one behind the consumer's head, or the
+ * first guess (0) each fail one swap and claim at the real tail. */
+START_TEST(test_ring_claim_tail_guess)
+{
+    uint64_t bytes, pos, cons = 0, ha = 0, hb = 0, ta = 0, tb = 0;
+    void *mem = ring_alloc(8, 64, &bytes);
+    ringk_ring_t r;
+    int i;
+
+    ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 8, 64), 0);
+    ck_assert_int_eq(ringk_ring_mp_claim_open(&r, 1, &ha, &ta, &pos), 1);
+    ck_assert_uint_eq(pos, 0);
+    ck_assert_uint_eq(ta, 1);
+    ringk_ring_publish(&r, pos, 0, 1, 0, 0);
+    for (i = 0; i < 21; i++) { /* b claims, the consumer takes each: the head passes a's guess */
+        ck_assert_ptr_nonnull(ringk_ring_peek(&r, &cons));
+        ringk_ring_release(&r, cons, 1, 0);
+        cons++;
+        if (i < 20) {
+            ck_assert_int_eq(ringk_ring_mp_claim_open(&r, 1, &hb, &tb, &pos), 1);
+            ck_assert_uint_eq(pos, (uint64_t)i + 1);
+            ck_assert_uint_eq(tb, (uint64_t)i + 2);
+            ringk_ring_publish(&r, pos, 0, 1, 0, 0);
+        }
+    }
+    ck_assert_int_eq(ringk_ring_mp_claim_open(&r, 2, &ha, &ta, &pos), 1);
+    ck_assert_uint_eq(pos, 21);
+    ck_assert_uint_eq(ta, 23);
+    ck_assert_int_eq(ringk_ring_mp_claim_open(&r, 1, &hb, &tb, &pos), 1); /* b's is stale */
+    ck_assert_uint_eq(pos, 23);
+    ck_assert_uint_eq(tb, 24);
+    free(mem);
+}
+END_TEST
+
 START_TEST(test_ring_oversized_claim_refused)
 {
     uint64_t bytes, pos;
@@ -478,11 +514,11 @@ typedef struct {
 static void *close_producer(void *p)
 {
     close_arg_t *a = p;
-    uint64_t head_cache = 0, pos, m;
+    uint64_t head_cache = 0, tail_cache = 0, pos, m;
     int ret;
 
     for (m = 0;; m++) {
-        while ((ret = ringk_ring_mp_claim_open(a->r, 1, &head_cache, &pos)) == 0) {
+        while ((ret = ringk_ring_mp_claim_open(a->r, 1, &head_cache, &tail_cache, &pos)) == 0) {
             sched_yield();
         }
         if (ret < 0) {
@@ -502,6 +538,7 @@ static void *close_producer(void *p)
 START_TEST(test_ring_close_threads)
 {
     uint64_t bytes, cons = 0, tail = 0, got[CLOSE_PRODUCERS] = {0}, m, head_cache = 0, pos;
+    uint64_t tail_cache = 0;
     void *mem = ring_alloc(64, 64, &bytes);
     close_arg_t args[CLOSE_PRODUCERS];
     pthread_t th[CLOSE_PRODUCERS];
@@ -541,7 +578,7 @@ START_TEST(test_ring_close_threads)
         ck_assert_uint_eq(args[p].sent, got[p]); /* nothing claimed was left out */
     }
     ck_assert_ptr_null(ringk_ring_peek(&r, &cons));
-    ck_assert_int_eq(ringk_ring_mp_claim_open(&r, 1, &head_cache, &pos), -1);
+    ck_assert_int_eq(ringk_ring_mp_claim_open(&r, 1, &head_cache, &tail_cache, &pos), -1);
     ck_assert_int_eq(ringk_ring_mp_claim(&r, 1, &pos), 0);
     free(mem);
 }
@@ -562,6 +599,7 @@ int main(void)
     tcase_add_test(tc, test_ring_full_empty_wrap);
     tcase_add_test(tc, test_ring_multicell_wraps);
     tcase_add_test(tc, test_ring_oversized_claim_refused);
+    tcase_add_test(tc, test_ring_claim_tail_guess);
     tcase_add_test(tc, test_ring_bad_skip_refused);
     tcase_add_test(tc, test_ring_cancel_passed);
     tcase_add_test(tc, test_ring_stale_word_cleared);

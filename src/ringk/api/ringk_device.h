@@ -217,7 +217,8 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
      * them comes first without a fence: a claim before the close is among the cells the
      * finishing loop waits for; one after it sees the tail closed. */
     for (;;) {
-        ret = ringk_ring_mp_claim_open(&r, nc, &k->head_cache[route], &pos);
+        ret = ringk_ring_mp_claim_open(&r, nc, &k->head_cache[route], &k->tail_cache[route],
+                                       &pos);
         if (ret > 0) {
             break;
         }
@@ -710,6 +711,7 @@ RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
     o->barrier_req       = ringk_dev_load_rlx_sys_u64(&c->barrier_req);
     for (i = 0; i < RINGK_DEV_ROUTES_MAX; i++) {
         k->head_cache[i] = 0; /* a stale head only makes a claim read the real one */
+        k->tail_cache[i] = 0; /* a stale tail only makes the first swap fail */
     }
     k->targets_copied = 0;
     k->own_changed    = 0;

@@ -142,7 +142,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        8u
+#define RINGK_DEV_ABI        9u
 #define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
@@ -250,6 +250,8 @@ typedef struct ringk_dev_kernel {
     const ringk_ring_t *cur_ring;
     uint64_t           cur_pos;
     ringk_dev_own_t    own;
+    uint64_t           tail_cache[RINGK_DEV_ROUTES_MAX]; /**< per route: where this sender's last
+                                                              claim in the target inbox ended */
     uint64_t           head_cache[RINGK_DEV_ROUTES_MAX]; /**< per route: the target inbox's head
                                                               as this sender last read it */
     uint32_t           targets_copied;  /**< bit r: targets[r] holds route r's target */
