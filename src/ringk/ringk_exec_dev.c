@@ -14,8 +14,10 @@
 
 #define SLAB_ALIGN 256u
 
-/* The devices of the process (see ringk_dev_slot_t). Lock order: after nothing of a context
- * but its creation path; before cuda_entries.mu (ringk_dev_entries.c). */
+/* The devices of the process (see ringk_dev_slot_t). Lock order: after a device kernel's
+ * d->mu (dev_join), before cuda_entries.mu (ringk_dev_entries.c); the log callback is called
+ * under it. A kernel's setup copy is made under it too, so a copy that waits (a stream sharing
+ * a hardware queue with a resident kernel: dev_setup warns) holds every context's creates. */
 static struct {
     pthread_mutex_t  mu;
     ringk_dev_slot_t slot[RINGK_DEV_SLOTS];
@@ -707,7 +709,8 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
             slot->ops->free_mapped(slot->mapped.host);
             slot->ops->stream_destroy(slot->stream);
         }
-        slot->used = 0; /* allocated again at the next use; cuda_index and ops stay */
+        slot->used = 0; /* allocated again at the next use; cuda_index stays */
+        slot->ops  = NULL; /* the next first entry's: this one's library may be unloaded */
         memset(&slot->mapped, 0, sizeof(slot->mapped));
         memset(&slot->mem, 0, sizeof(slot->mem));
         slot->stream = NULL;

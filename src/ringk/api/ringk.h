@@ -404,8 +404,8 @@ typedef struct ringk_kernel_stats {
 /** Copies the fields of the kernel's state and statistics that stats_p->field_mask names
  *  (counters since creation; read without stopping the kernel, each counter atomically); the
  *  others are left as they were. A device kernel's counters are those its loop last stored
- *  for the host: they may lag its handler by up to 16 busy turns, and are exact once it is
- *  idle. @return 0, or -EINVAL (NULL, or an unknown field). */
+ *  for the host, between handler calls: they may lag by the handler call that runs (unless
+ *  it waits) and up to 16 busy turns, and are exact once the kernel is idle. @return 0, or -EINVAL (NULL, or an unknown field). */
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
 
 /* ---- sending -------------------------------------------------------------------------------- */
