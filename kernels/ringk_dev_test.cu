@@ -6,12 +6,21 @@
 #include "kernels/ringk_dev_test.h"
 
 // Counts messages and checks FIFO per sender: a payload is {producer, n}, and producer p's
-// n-th message must come after its (n-1)-th.
+// n-th message must come after its (n-1)-th; bytes after those 8 are summed. Records which
+// messages came as the loop's staged copy (those of the host ingress ring).
 RINGK_DEVICE static int dev_count(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
     ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
     const uint32_t *p   = (const uint32_t*)ringk_dev_msg_payload(msg);
+    const uint8_t *b    = (const uint8_t*)ringk_dev_msg_payload(msg);
+    uint32_t i;
 
+    if ((const uint8_t*)msg == k->stage + RINGK_CELL_HDR_BYTES) {
+        t->staged++;
+    }
+    for (i = 8; i < msg->length; i++) {
+        t->tail_sum += b[i];
+    }
     if ((msg->length < 8) || (p[0] >= RINGK_DEV_TEST_PRODUCERS)) {
         t->bad++;
         return -1;

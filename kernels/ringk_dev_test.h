@@ -19,6 +19,8 @@ typedef struct ringk_dev_test {
     int      codes[8];
     uint32_t ring_scopes;                 /* the kernel's rings' scopes: inbox | ingress << 8 |
                                              outbox << 16 (RINGK_RING_SCOPE_*) */
+    uint64_t staged;                      /* messages handed over in the staging buffer */
+    uint64_t tail_sum;                    /* of the payload bytes after the first 8 */
 } ringk_dev_test_t;
 
 #ifdef __cplusplus

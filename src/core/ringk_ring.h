@@ -629,6 +629,22 @@ RINGK_HD void ringk_ring_release(const ringk_ring_t *r, uint64_t pos, uint32_t n
 }
 
 /**
+ * Whether the published cell at @a pos whose header says @a ncells and @a flags is one a
+ * consumer passes over: a skip cell reaching the ring's end exactly, or a cancel cell of at
+ * least one cell not crossing it. Anything else is returned as a message, for
+ * ringk_ring_msg_check() to judge.
+ */
+RINGK_HD int ringk_ring_passes_over(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
+                                    uint8_t flags)
+{
+    uint32_t to_end = r->ncells - (uint32_t)(pos & r->mask);
+
+    return ((flags & RINGK_CELL_FLAG_SKIP) && (ncells == to_end)) ||
+           ((flags & RINGK_CELL_FLAG_CANCEL) && !(flags & RINGK_CELL_FLAG_SKIP) &&
+            (ncells >= 1) && (ncells <= to_end));
+}
+
+/**
  * Returns the message at *@a pos_p if one is published, else NULL, for a consumer that holds
  * back its head (cells before *@a pos_p handled but not yet handed back, or still in use):
  * skip cells (padding to the ring's end) and cancel cells (cells given up, not crossing the
@@ -643,7 +659,7 @@ RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek_held(const ringk_ring_t *r, uin
 {
     const ringk_cell_hdr_t *cell;
     uint64_t pos = *pos_p;
-    uint32_t skip, to_end;
+    uint32_t skip;
     uint8_t flags;
 
     for (;;) {
@@ -654,12 +670,9 @@ RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek_held(const ringk_ring_t *r, uin
             return NULL;
         }
         /* the header is a producer's writing: read once, then judged */
-        skip   = cell->ncells;
-        flags  = cell->flags;
-        to_end = r->ncells - (uint32_t)(pos & r->mask);
-        if (!(((flags & RINGK_CELL_FLAG_SKIP) && (skip == to_end)) ||
-              ((flags & RINGK_CELL_FLAG_CANCEL) && !(flags & RINGK_CELL_FLAG_SKIP) &&
-               (skip >= 1) && (skip <= to_end)))) {
+        skip  = cell->ncells;
+        flags = cell->flags;
+        if (!ringk_ring_passes_over(r, pos, skip, flags)) {
             *pos_p = pos;
             return cell;
         }

@@ -180,6 +180,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     uint32_t need      = ringk_ring_cells_for(sizeof(ringk_dev_out_t) + k->max_out, RINGK_CELL);
     uint32_t out_cells = RINGK_DEV_OUTBOX_CELLS;
     uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL), out_bytes;
+    uint64_t stage     = RINGK_DEV_STAGE_BYTES(k->max_in, RINGK_CELL);
     size_t names = sizeof(ringk_dev_ctl_t) + RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t);
     size_t head  = names + (RINGK_DEV_TOPICS_MAX + RINGK_DEV_BARRIERS_MAX) * RINGK_DEV_NAME_MAX;
     uint8_t *h, *dv, *mh, *md;
@@ -191,9 +192,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     }
     out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
     head = (head + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
-    /* device memory: the inbox */
+    /* device memory: the inbox, then the staging buffer */
     if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes, &h, &dv) != 0) ||
-        (slab_take(&slot->mem, in_bytes, &mh, &md) != 0)) {
+        (slab_take(&slot->mem, in_bytes + stage, &mh, &md) != 0)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full (%zu MiB "
                       "mapped, %zu MiB device memory: RINGK_DEVICE_MAPPED_MB, "
                       "RINGK_DEVICE_MEM_MB)", k->name, slot->mapped.size >> 20,
@@ -220,6 +221,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
                     RINGK_CELL);
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
     d->view.inbox.scope = RINGK_RING_SCOPE_DEVICE; /* only kernels of this device use it */
+    d->view.stage       = md + in_bytes;
     if (mh != NULL) {
         return (ringk_ring_init(&tmp, mh, in_bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
     }

@@ -66,6 +66,8 @@ START_TEST(test_device_runs_emulated)
     ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
     ringk_kernel_t *k;
     ringk_kernel_stats_t st;
+    uint8_t big[1000];
+    uint64_t big_sum = 0;
     uint32_t i;
 #ifdef TEST_DEVICE_STREAMS
     unsigned long launched = __atomic_load_n(&tds_launches, __ATOMIC_RELAXED);
@@ -75,18 +77,33 @@ START_TEST(test_device_runs_emulated)
     for (i = 0; i < 1000; i++) {
         ck_assert_int_eq(host_send(ctx, "count", 0, i, RINGK_WAIT_FOREVER), 0);
     }
-    test_wait_u64(&t.count, 1000, 30);
-    st = STATS_AT(k, msgs_in, 1000);
+    /* messages of several cells, staged in two copies (the first cell, then the rest); one
+     * of the five comes after a skip cell at the ring's end */
+    memcpy(big, (uint32_t[2]){1, 0}, 8); /* producer 1, its messages 0..4 */
+    for (i = 8; i < sizeof(big); i++) {
+        big[i]   = (uint8_t)(i * 13 + 5);
+        big_sum += big[i];
+    }
+    for (i = 0; i < 5; i++) {
+        ((uint32_t*)big)[1] = i;
+        ck_assert_int_eq(ringk_send(ctx, NULL, "count", RINGK_MSG_DATA, big, sizeof(big),
+                                    RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&t.count, 1005, 30);
+    st = STATS_AT(k, msgs_in, 1005);
     ck_assert_int_eq(st.device, TEST_DEVICE_INDEX);
 #ifdef TEST_DEVICE_STREAMS
     /* the path taken: launches through the entry's CUDA ops */
     ck_assert_uint_eq(__atomic_load_n(&tds_launches, __ATOMIC_RELAXED) - launched, st.launches);
 #endif
-    ck_assert_uint_eq(st.msgs_in, 1000);
+    ck_assert_uint_eq(st.msgs_in, 1005);
     ck_assert_uint_ge(st.launches, 1);
     ck_assert_uint_eq(st.bad_cells, 0);
     ck_assert_uint_eq(t.out_of_order, 0);
-    ck_assert_uint_eq(t.sum, 999ull * 1000 / 2);
+    ck_assert_uint_eq(t.sum, 999ull * 1000 / 2 + 10);
+    ck_assert_uint_eq(t.tail_sum, 5 * big_sum);
+    /* the path taken: every message from the host handed over as the staged copy */
+    ck_assert_uint_eq(t.staged, 1005);
     ck_assert_int_eq(ringk_kernel_destroy(k), 0);
     ringk_ctx_destroy(ctx);
     /* no allocation was made while a device kernel ran, nothing else was logged */
@@ -172,6 +189,8 @@ START_TEST(test_device_multi_producer)
     ck_assert_uint_eq(ts.out_of_order, 0);
     ck_assert_uint_eq(ts.bad, 0);
     ck_assert_uint_eq(ts.sum, (uint64_t)(HOSTS + FWDS) * N * (N - 1) / 2);
+    /* the host's messages were staged, the forwarders' (device inbox) were not */
+    ck_assert_uint_eq(ts.staged, (uint64_t)HOSTS * N);
     /* the scopes the sink's loop used on a GPU: device for its device inbox, system for the
      * rings the host uses too */
     ck_assert_uint_eq(ts.ring_scopes, RINGK_RING_SCOPE_DEVICE | (RINGK_RING_SCOPE_SYSTEM << 8) |

@@ -110,6 +110,8 @@ START_TEST(test_device_gpu_scenarios)
     ck_assert_uint_eq(ts->out_of_order, 0);
     ck_assert_uint_eq(ts->ring_scopes, RINGK_RING_SCOPE_DEVICE | (RINGK_RING_SCOPE_SYSTEM << 8) |
                                        (RINGK_RING_SCOPE_SYSTEM << 16));
+    /* the host's messages came as the staged copy in device memory, the forwarded ones not */
+    ck_assert_uint_eq(ts->staged, N / 2);
     /* fwd counts a message after its send returned: the sink may have counted it first */
     test_wait_u64(&tf->count, N / 2, 30);
     ck_assert_int_eq(tf->last_error, 0);

@@ -17,12 +17,14 @@
 #  include <cuda_runtime.h>
 #  include <stdio.h>
 #  define RINGK_DEV_FN static __device__ __forceinline__
+#  define RINGK_DEV_CALL_FN static __device__ __noinline__ /* registers of its own */
 #  define RINGK_DEVICE __device__   /**< marks a handler (and what it calls) as device code */
 #else
 #  define RINGK_DEVICE
 #  include <sched.h>
 #  include <time.h>
 #  define RINGK_DEV_FN static inline
+#  define RINGK_DEV_CALL_FN static inline
 #endif
 
 #ifdef __cplusplus
@@ -142,7 +144,11 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        9u
+#define RINGK_DEV_ABI        10u
+/* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
+ * payload bytes, in a ring of @a cell_size-byte cells */
+#define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
+    ((uint64_t)ringk_ring_cells_for(sizeof(ringk_msg_t) + (max_in), (cell_size)) * (cell_size))
 #define RINGK_DEV_CTL_MAGIC  0x524b4443u   /* "RKDC" */
 #define RINGK_DEV_NAME_MAX   64
 #define RINGK_DEV_ROUTES_MAX 32
@@ -235,6 +241,9 @@ typedef struct ringk_dev_kernel {
                                        is across the bus */
     ringk_ring_t       outbox;    /**< to the host proxy: pinned mapped memory */
     ringk_dev_route_t *routes;    /**< ctl->nroutes of them */
+    uint8_t           *stage;     /**< device memory for one message of the host ingress ring
+                                       (RINGK_DEV_STAGE_BYTES): the handler gets this
+                                       copy, not the mapped original */
     char             (*topics)[RINGK_DEV_NAME_MAX]; /**< topics it publishes to */
     char             (*barriers)[RINGK_DEV_NAME_MAX]; /**< barriers it takes part in */
     void              *arg;

@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk device API, the dispatch loop (included by ringk_device.h after the calls a handler
+ * makes): ringk_dev_run(), and what it and ringk_dev_recv() take messages with: the staging of
+ * the host ingress ring's messages, batches, the device side of the terminate and sleep
+ * protocols. */
+#ifndef RINGK_API_RINGK_DEVICE_LOOP_H
+#define RINGK_API_RINGK_DEVICE_LOOP_H
+
+#ifndef RINGK_API_RINGK_DEVICE_H
+#  error "include <ringk/api/ringk_device.h>, not this file"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the dispatch loop ------------------------------------------------------------------- */
+
+/* ringk_ring_peek() of the host ingress ring @a r (mapped memory: each access crosses the bus),
+ * which copies each published cell into the kernel's staging buffer in device memory right
+ * after its acquire, in one pass of loads in flight together: the staged header (k->stage), or
+ * NULL. Skip and cancel cells are passed over as ringk_ring_peek() does. */
+RINGK_DEV_FN const ringk_cell_hdr_t *ringk_dev_peek_staged(ringk_dev_kernel_t *k,
+                                                           const ringk_ring_t *r,
+                                                           uint64_t *pos_p)
+{
+    const ringk_cell_hdr_t *hdr = (const ringk_cell_hdr_t*)k->stage;
+    uint64_t pos = *pos_p;
+
+    for (;;) {
+        /* C1: pairs with P1 in ringk_ring_publish(); the copy comes after this load */
+        if (ringk_ring_ld_acq(r, &ringk_ring_cell(r, pos)->seq) != pos + 1) {
+            hdr = NULL;
+            break;
+        }
+        ringk_dev_fetch(k->stage, ringk_ring_cell(r, pos), r->cell_size);
+        if (!ringk_ring_passes_over(r, pos, hdr->ncells, hdr->flags)) {
+            break;
+        }
+        ringk_ring_done(r, pos, hdr->ncells, hdr->flags);
+        pos += hdr->ncells;
+    }
+    if (pos != *pos_p) {
+        ringk_ring_release_to(r, pos);
+        *pos_p = pos;
+    }
+    return hdr;
+}
+
+/* The message of the published cell at @a head of @a r whose header is @a hdr (a producer's
+ * writing: checked before use), its cell count in *@a ncells_p and flags in *@a flags_p; NULL
+ * for a malformed cell, which is counted in bad_cells and passed to ringk_ring_done() (the
+ * caller moves past it). A staged header (ringk_dev_peek_staged()) gives the staged message:
+ * the cells after the first are copied once the header was checked, and the loop and the
+ * handler then read nothing across the bus. */
+RINGK_DEV_FN const ringk_msg_t *ringk_dev_cell_msg(ringk_dev_kernel_t *k, const ringk_ring_t *r,
+                                                   uint64_t head, const ringk_cell_hdr_t *hdr,
+                                                   uint32_t *ncells_p, uint8_t *flags_p)
+{
+    int staged = ((const uint8_t*)hdr == k->stage);
+    const ringk_msg_t *msg = staged ? (const ringk_msg_t*)(k->stage + RINGK_CELL_HDR_BYTES)
+                                    : (const ringk_msg_t*)ringk_ring_payload(r, head);
+    uint32_t len, ncells;
+    uint8_t flags, id;
+
+    len    = hdr->len;
+    ncells = hdr->ncells;
+    flags  = hdr->flags;
+    id     = hdr->id;
+    if ((ringk_ring_msg_check(r, head, len, ncells, flags, r->ncells) != 0) ||
+        (len < sizeof(ringk_msg_t)) || (id > RINGK_MSG_TERMINATE) ||
+        (msg->length != len - sizeof(ringk_msg_t)) || (msg->length > k->own.max_in)) {
+        RINGK_DEV_COUNT(k, bad_cells, 1);
+        ringk_ring_done(r, head, 1, 0xff);
+        return NULL;
+    }
+    if (staged && (RINGK_CELL_HDR_BYTES + len > r->cell_size)) {
+        /* within the staging buffer: len is at most sizeof(ringk_msg_t) + max_in */
+        ringk_dev_fetch(k->stage + r->cell_size, (const uint8_t*)ringk_ring_cell(r, head) +
+                        r->cell_size, RINGK_CELL_HDR_BYTES + len - r->cell_size);
+    }
+    if (msg->timestamp != 0) {
+        ringk_dev_hlc_recv(k, msg->timestamp);
+    }
+    *ncells_p = ncells;
+    *flags_p  = flags;
+    return msg;
+}
+
+/* Takes up to @a limit messages of ring @a r from *@a head_p, hands each to @a h; returns how
+ * many. *@a head_p is the next message while a handler runs (ringk_dev_recv() in the handler
+ * moves it on); the cells go back to their producers once the batch is done (one release
+ * store). */
+RINGK_DEV_FN uint32_t ringk_dev_take(ringk_dev_kernel_t *k, const ringk_ring_t *r,
+                                     uint64_t *head_p, uint32_t limit, ringk_dev_handler_t h)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    uint64_t head, start = *head_p;
+    const ringk_cell_hdr_t *cell;
+    const ringk_msg_t *msg;
+    uint32_t n = 0, ncells;
+    uint8_t flags;
+
+    while (n < limit) {
+        head = *head_p;
+        cell = (r == &k->ingress) ? ringk_dev_peek_staged(k, r, &head) : ringk_ring_peek(r, &head);
+        *head_p = head;
+        if (cell == NULL) {
+            break;
+        }
+        msg = ringk_dev_cell_msg(k, r, head, cell, &ncells, &flags);
+        if (msg == NULL) {
+            *head_p = head + 1;
+            continue;
+        }
+        *head_p     = head + ncells;
+        k->cur_ring = r;
+        k->cur_pos  = head;
+        if (msg->type == RINGK_MSG_TERMINATE) {
+            /* everything before it is handled; the host makes the kernel terminating */
+            ringk_dev_store_rel_sys_i32(&c->term_req, 1);
+        } else if (h(k, msg, k->arg) < 0) {
+            RINGK_DEV_COUNT(k, handler_errors, 1);
+        }
+        k->cur_ring = NULL;
+        ringk_ring_done(r, head, ncells, flags);
+        n++;
+    }
+    if (*head_p != start) {
+        /* R1: after the reads above; the producers waiting for room see it */
+        ringk_ring_release_to(r, *head_p);
+    }
+    if (n > 0) {
+        RINGK_DEV_COUNT(k, msgs_in, n);
+    }
+    return n;
+}
+
+/* ringk_dev_recv() from ring @a r: 0 (a message copied to @a out), -EAGAIN (none), -EMSGSIZE
+ * (the next one's payload is above @a cap: its header is in @a out, the message stays), or
+ * -ENOBUFS (the cells the running handler holds back fill half of @a r). */
+RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *r,
+                                     uint64_t *head_p, ringk_msg_t *out, uint32_t cap)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    int held = (k->cur_ring == r);
+    const ringk_cell_hdr_t *cell;
+    const ringk_msg_t *msg;
+    uint32_t ncells;
+    uint64_t head;
+    uint8_t flags;
+
+    for (;;) {
+        if (held && (*head_p - k->cur_pos >= r->ncells / 2)) {
+            return -ENOBUFS; /* its producers could wait for room this handler holds */
+        }
+        head = *head_p;
+        /* cells of the handler's own ring go back when the handler returned (its message is
+         * still in use); another ring's at once */
+        cell = held ? ringk_ring_peek_held(r, &head) : ringk_ring_peek(r, &head);
+        *head_p = head;
+        if (cell == NULL) {
+            return -EAGAIN;
+        }
+        /* not staged (ringk_ring_peek*): the staging buffer holds the running handler's
+         * message */
+        msg = ringk_dev_cell_msg(k, r, head, cell, &ncells, &flags);
+        if ((msg != NULL) && (msg->length > cap)) {
+            ringk_dev_fetch(out, msg, sizeof(*msg));
+            return -EMSGSIZE;
+        }
+        if (msg == NULL) {
+            ncells = 1;
+        } else if (msg->type == RINGK_MSG_TERMINATE) {
+            ringk_dev_store_rel_sys_i32(&c->term_req, 1);
+            ringk_ring_done(r, head, ncells, flags);
+        } else {
+            ringk_dev_fetch(out, msg, sizeof(*msg) + msg->length);
+            RINGK_DEV_COUNT(k, msgs_in, 1);
+            ringk_ring_done(r, head, ncells, flags);
+        }
+        *head_p = head + ncells;
+        if (!held) {
+            ringk_ring_release_to(r, *head_p); /* R1 */
+        }
+        if ((msg != NULL) && (msg->type != RINGK_MSG_TERMINATE)) {
+            return 0;
+        }
+    }
+}
+
+/**
+ * Takes the next message of the kernel's inboxes into @a out (a buffer of sizeof(ringk_msg_t)
+ * + @a cap bytes: the header, then the payload, ringk_dev_msg_payload(out)), from a handler
+ * that wants more than the message it was given (a reply it waits for, the rest of a group).
+ * Messages come in the order the loop would hand them over; FIFO per sender. An inactive
+ * kernel takes nothing. A terminate message is taken as the loop takes it (the host terminates
+ * the kernel after the handler returned) and the next message is looked for.
+ * @a timeout_ms: RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds.
+ * @return 0; -EAGAIN none with RINGK_WAIT_NONE; -ETIMEDOUT none in @a timeout_ms; -EMSGSIZE the
+ * next message's payload is above @a cap (its header is in @a out, out->length its size; it
+ * stays first); -ECANCELED the kernel is terminating and its inboxes are empty; -ENOBUFS the
+ * messages this handler took hold half of its message's inbox (they go back to the senders
+ * when it returns); -EINVAL a NULL @a out or a timeout below RINGK_WAIT_FOREVER.
+ */
+RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_t cap,
+                                int timeout_ms)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    uint32_t i, nap = RINGK_DEV_NAP_MIN_NS;
+    uint64_t t0 = 0;
+    int32_t state;
+    int ret = -EAGAIN, full;
+
+    if ((out == NULL) || (timeout_ms < RINGK_WAIT_FOREVER)) {
+        return -EINVAL;
+    }
+    for (;;) {
+        state = ringk_dev_load_acq_sys_i32(&c->state);
+        full  = 0;
+        for (i = 0; (i < 2) && (state != RINGK_KERNEL_INACTIVE); i++) {
+            ret = ((i ^ k->turn) & 1u) ?
+                  ringk_dev_recv_from(k, &k->inbox, &k->dev_head, out, cap) :
+                  ringk_dev_recv_from(k, &k->ingress, &k->in_head, out, cap);
+            if ((ret == 0) || (ret == -EMSGSIZE)) {
+                return ret;
+            }
+            full |= (ret == -ENOBUFS);
+        }
+        if (full) {
+            return -ENOBUFS;
+        }
+        if (state == RINGK_KERNEL_TERMINATING) {
+            return -ECANCELED;
+        }
+        if ((ret = ringk_dev_wait_step(k, timeout_ms, &t0, &nap)) != 0) {
+            return ret;
+        }
+    }
+}
+
+/* One iteration: up to the processing mode's number of messages, from the device inbox and the
+ * host ingress ring in turn (each ring is FIFO per sender, and a sender uses one of them). */
+RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
+{
+    uint32_t limit = k->own.max_per_iteration ? k->own.max_per_iteration : UINT32_MAX, n, m;
+    /* The host ingress ring is across the bus: while the device inbox keeps the loop busy and
+     * the ingress ring was empty at the last look, it is looked at every RINGK_DEV_STATE_POLLS
+     * turns (a host message waits that many turns at most, each of which handles one device
+     * message at least); an idle loop looks every turn. */
+    int look_in = (k->in_skip == 0), empty = 0;
+    uint64_t in_queued = (uint64_t)look_in;
+
+    if (k->own.processing == RINGK_PROCESSING_CONTINUOUS) {
+        limit = 1;
+    } else if (k->own.processing == RINGK_PROCESSING_ADAPTIVE) {
+        /* The ingress ring's tail is read across the bus once: it sizes the batch, and a tail
+         * at the head (nothing claimed) skips the look at the ring's next cell. A stale tail
+         * only delays a message to the next turn. */
+        if (look_in) {
+            in_queued = ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head;
+            empty     = (in_queued == 0);
+        }
+        if ((in_queued <= 16) && (((ringk_ring_ld_rlx(&k->inbox, &k->inbox.prod->pos) &
+                                     ~RINGK_RING_CLOSED) - k->dev_head) <= 16)) {
+            limit = 1;
+        }
+    }
+    k->turn ^= 1u;
+    if (k->turn) {
+        n = ringk_dev_take(k, &k->inbox, &k->dev_head, limit, h);
+        m = 0;
+        if ((n < limit) && (in_queued != 0)) {
+            m      = ringk_dev_take(k, &k->ingress, &k->in_head, limit - n, h);
+            empty |= (m == 0);
+        }
+    } else {
+        m = 0;
+        if (in_queued != 0) {
+            m      = ringk_dev_take(k, &k->ingress, &k->in_head, limit, h);
+            empty |= (m == 0);
+        }
+        n = (m < limit) ? ringk_dev_take(k, &k->inbox, &k->dev_head, limit - m, h) : 0;
+    }
+    /* a look that found the ingress ring empty while the inbox delivers: skip the next looks;
+     * an idle inbox, messages from the host, or no look this turn: look the next turn */
+    if ((n != 0) && (m == 0) && look_in && empty) {
+        k->in_skip = RINGK_DEV_STATE_POLLS - 1;
+    } else if ((n != 0) && (m == 0) && !look_in) {
+        k->in_skip--;
+    } else {
+        k->in_skip = 0;
+    }
+    return n + m;
+}
+
+/* Whether both inboxes are empty: the producers' tails against the consumer's heads. */
+RINGK_DEV_FN int ringk_dev_empty(const ringk_dev_kernel_t *k)
+{
+    return (ringk_ring_ld_acq(&k->ingress, &k->ingress.prod->pos) == k->in_head) &&
+           ((ringk_ring_ld_acq(&k->inbox, &k->inbox.prod->pos) & ~RINGK_RING_CLOSED) ==
+            k->dev_head);
+}
+
+/* A terminating kernel stops once every claimed cell was consumed. T2, device inbox: closes it
+ * (pairs with T1 in ringk_dev_send_direct()); its tail is then final. T2, host ingress ring:
+ * the state (read by the caller) before the ingress ring's tail, with this fence; pairs with
+ * T1 in the host's senders (ringk_inbox_claim), who read the state after their claim. */
+RINGK_DEV_FN int ringk_dev_try_finish(ringk_dev_kernel_t *k)
+{
+    uint64_t tail = ringk_ring_close(&k->inbox);
+
+    ringk_dev_fence_sc_sys();
+    return (ringk_ring_ld_acq(&k->ingress, &k->ingress.prod->pos) == k->in_head) &&
+           (tail == k->dev_head);
+}
+
+/* Event-driven: the loop returns after max_iterations idle iterations. W1: 'idle' before the
+ * inboxes and the state are read again; a sender that claimed before is seen (the loop goes
+ * on if it gets 'idle' back first), one that claims after sees the flag and relaunches.
+ * @return 1: return from the launch; 0: go on. */
+RINGK_DEV_FN int ringk_dev_park(ringk_dev_kernel_t *k)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    int32_t state;
+
+    ringk_dev_own_store(k); /* for the host, and for the next launch to read back */
+    ringk_dev_store_rel_sys_i32(&c->idle, 1);
+    ringk_dev_fence_sc_sys();
+    state = ringk_dev_load_acq_sys_i32(&c->state);
+    if (((state == RINGK_KERNEL_ACTIVE) && !ringk_dev_empty(k)) ||
+        (state == RINGK_KERNEL_TERMINATING)) {
+        /* work after all: take the launch back unless a waker took it (then it relaunches) */
+        return !ringk_dev_cas_sys_i32(&c->idle, 1, 0);
+    }
+    return 1;
+}
+
+/* The launch's own copies, from the control block: once per launch (the configuration the
+ * host wrote before the first, the counters the last launch stored). */
+RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
+{
+    const ringk_dev_ctl_t *c = k->ctl;
+    ringk_dev_own_t *o = &k->own;
+    uint32_t i;
+
+    o->sender            = c->sender;
+    o->mode              = c->mode;
+    o->processing        = c->processing;
+    o->max_per_iteration = c->max_per_iteration;
+    o->max_iterations    = c->max_iterations;
+    o->max_in            = c->max_in;
+    o->max_out           = c->max_out;
+    o->timestamps        = c->timestamps;
+    o->nroutes           = c->nroutes;
+    o->ntopics           = c->ntopics;
+    o->nbarriers         = c->nbarriers;
+    o->msgs_in           = ringk_dev_load_rlx_sys_u64(&c->msgs_in);
+    o->handler_errors    = ringk_dev_load_rlx_sys_u64(&c->handler_errors);
+    o->bad_cells         = ringk_dev_load_rlx_sys_u64(&c->bad_cells);
+    o->iterations        = ringk_dev_load_rlx_sys_u64(&c->iterations);
+    o->msgs_out          = ringk_dev_load_rlx_sys_u64(&c->msgs_out);
+    o->msgs_direct       = ringk_dev_load_rlx_sys_u64(&c->msgs_direct);
+    o->seq               = ringk_dev_load_rlx_sys_u64(&c->seq);
+    o->hlc               = ringk_dev_load_rlx_sys_u64(&c->hlc);
+    o->barrier_req       = ringk_dev_load_rlx_sys_u64(&c->barrier_req);
+    for (i = 0; i < RINGK_DEV_ROUTES_MAX; i++) {
+        k->head_cache[i] = 0; /* a stale head only makes a claim read the real one */
+        k->tail_cache[i] = 0; /* a stale tail only makes the first swap fail */
+    }
+    k->targets_copied = 0;
+    k->own_changed    = 0;
+}
+
+/**
+ * The dispatch loop of a device kernel, run by one thread of the launch (the others return): it
+ * takes messages from the device inbox and the host ingress ring and hands them to @a h, as the
+ * kernel's processing mode says; persistent, it naps when idle (RINGK_DEV_NAP_MAX_NS at most)
+ * and runs until terminated; event-driven, it returns after max_iterations idle iterations and
+ * the host relaunches it when a message comes. An inactive kernel takes nothing. Terminating,
+ * it drains both inboxes, then sets 'done'.
+ */
+RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
+{
+    ringk_dev_ctl_t *c = k->ctl;
+    uint32_t idle = 0, idle_iters = 0, nap = RINGK_DEV_NAP_MIN_NS;
+    uint32_t since_state = RINGK_DEV_STATE_POLLS, since_store = 0;
+    int32_t state = RINGK_KERNEL_INACTIVE;
+
+    if (!ringk_dev_leader() || (c->magic != RINGK_DEV_CTL_MAGIC) || (c->abi != RINGK_DEV_ABI) ||
+        ringk_dev_load_acq_sys_i32(&c->done)) {
+        return;
+    }
+    /* where the last launch left off: consumers publish their head at the end of each batch,
+     * and the outbox's progress marker is the producer's position */
+    k->in_head      = ringk_ring_ld_acq(&k->ingress, &k->ingress.cons->pos);
+    k->dev_head     = ringk_ring_ld_acq(&k->inbox, &k->inbox.cons->pos);
+    k->out_prod.pos = ringk_ring_ld_rlx(&k->outbox, &k->outbox.prod->pos);
+    k->out_prod.head = ringk_ring_ld_acq(&k->outbox, &k->outbox.cons->pos);
+    k->turn         = 0;
+    k->in_skip      = 0;
+    k->cur_ring     = NULL;
+    ringk_dev_own_load(k);
+    for (;;) {
+        /* The state is in mapped memory: a read crosses the bus. An active kernel that takes
+         * messages or spins reads it every RINGK_DEV_STATE_POLLS turns (a deactivate or
+         * terminate is seen that many turns later at most); any other reads it every turn
+         * (it naps, or waits to be activated or to finish). */
+        if ((state != RINGK_KERNEL_ACTIVE) || (idle > RINGK_DEV_SPINS) ||
+            (++since_state >= RINGK_DEV_STATE_POLLS)) {
+            state       = ringk_dev_load_acq_sys_i32(&c->state);
+            since_state = 0;
+        }
+        if ((state != RINGK_KERNEL_INACTIVE) && (ringk_dev_iteration(k, h) > 0)) {
+            RINGK_DEV_COUNT(k, iterations, 1);
+            idle = idle_iters = 0;
+            nap  = RINGK_DEV_NAP_MIN_NS;
+            if (++since_store >= RINGK_DEV_STATE_POLLS) {
+                ringk_dev_own_store(k);
+                since_store = 0;
+            }
+            continue;
+        }
+        /* nothing to take: the counters as they are now (a store only after a change) */
+        ringk_dev_own_store(k);
+        since_store = 0;
+        if ((state == RINGK_KERNEL_TERMINATING) && ringk_dev_try_finish(k)) {
+            ringk_dev_store_rel_sys_i32(&c->done, 1); /* after the counters' last store */
+            return;
+        }
+        if ((k->own.mode == RINGK_MODE_EVENT_DRIVEN) && (++idle_iters >= k->own.max_iterations)) {
+            if (ringk_dev_park(k)) {
+                return;
+            }
+            idle_iters = 0;
+            continue;
+        }
+        if (++idle > RINGK_DEV_SPINS) {
+            ringk_dev_nap(nap);
+            nap = (nap < RINGK_DEV_NAP_MAX_NS / 2) ? 2 * nap : RINGK_DEV_NAP_MAX_NS;
+        }
+    }
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
