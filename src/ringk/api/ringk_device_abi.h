@@ -144,7 +144,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        10u
+#define RINGK_DEV_ABI        11u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -253,6 +253,7 @@ typedef struct ringk_dev_kernel {
     ringk_ring_prod_t  out_prod;
     uint32_t           turn;
     uint32_t           in_skip;   /**< turns before the next look at the ingress ring */
+    uint32_t           in_idle;   /**< 1: the last look at the ingress ring found it empty */
     uint32_t           own_changed; /**< 1: own's counters changed since they were stored */
     /* while a handler runs: the ring its message came from and the message's position (what
      * ringk_dev_recv() must not hand back to the producers before the handler returns) */

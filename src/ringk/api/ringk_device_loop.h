@@ -248,7 +248,7 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
      * the ingress ring was empty at the last look, it is looked at every RINGK_DEV_STATE_POLLS
      * turns (a host message waits that many turns at most, each of which handles one device
      * message at least); an idle loop looks every turn. */
-    int look_in = (k->in_skip == 0), empty = 0;
+    int look_in = (k->in_skip == 0), empty = 0, looked = 0;
     uint64_t in_queued = (uint64_t)look_in;
 
     if (k->own.processing == RINGK_PROCESSING_CONTINUOUS) {
@@ -256,10 +256,13 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
     } else if (k->own.processing == RINGK_PROCESSING_ADAPTIVE) {
         /* The ingress ring's tail is read across the bus once: it sizes the batch, and a tail
          * at the head (nothing claimed) skips the look at the ring's next cell. A stale tail
-         * only delays a message to the next turn. */
-        if (look_in) {
+         * only delays a message to the next turn. After a look that found the ring empty, the
+         * look at its next cell is the one read instead (a message coming to an idle loop
+         * costs no read of the tail; it is taken alone). */
+        if (look_in && !k->in_idle) {
             in_queued = ringk_dev_load_rlx_sys_u64(&k->ingress.prod->pos) - k->in_head;
             empty     = (in_queued == 0);
+            looked    = empty;
         }
         if ((in_queued <= 16) && (((ringk_ring_ld_rlx(&k->inbox, &k->inbox.prod->pos) &
                                      ~RINGK_RING_CLOSED) - k->dev_head) <= 16)) {
@@ -273,12 +276,14 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
         if ((n < limit) && (in_queued != 0)) {
             m      = ringk_dev_take(k, &k->ingress, &k->in_head, limit - n, h);
             empty |= (m == 0);
+            looked = 1;
         }
     } else {
         m = 0;
         if (in_queued != 0) {
             m      = ringk_dev_take(k, &k->ingress, &k->in_head, limit, h);
             empty |= (m == 0);
+            looked = 1;
         }
         n = (m < limit) ? ringk_dev_take(k, &k->inbox, &k->dev_head, limit - m, h) : 0;
     }
@@ -290,6 +295,9 @@ RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handl
         k->in_skip--;
     } else {
         k->in_skip = 0;
+    }
+    if (looked) {
+        k->in_idle = (m == 0);
     }
     return n + m;
 }
@@ -399,6 +407,7 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
     k->out_prod.head = ringk_ring_ld_acq(&k->outbox, &k->outbox.cons->pos);
     k->turn         = 0;
     k->in_skip      = 0;
+    k->in_idle      = 0;
     k->cur_ring     = NULL;
     ringk_dev_own_load(k);
     for (;;) {
