@@ -146,7 +146,7 @@ RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *
     int held = (k->cur_ring == r);
     const ringk_cell_hdr_t *cell;
     const ringk_msg_t *msg;
-    uint32_t ncells;
+    uint32_t ncells, type = RINGK_MSG_DATA;
     uint64_t head;
     uint8_t flags;
 
@@ -165,17 +165,21 @@ RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *
         /* not staged (ringk_ring_peek*): the staging buffer holds the running handler's
          * message */
         msg = ringk_dev_cell_msg(k, r, head, cell, &ncells, &flags);
-        if ((msg != NULL) && (msg->length > cap)) {
+        if (msg != NULL) {
+            /* judged from the copy: the cells go back to the producers below */
             ringk_dev_fetch(out, msg, sizeof(*msg));
-            return -EMSGSIZE;
+            type = out->type;
+            if (out->length > cap) {
+                return -EMSGSIZE;
+            }
         }
         if (msg == NULL) {
             ncells = 1;
-        } else if (msg->type == RINGK_MSG_TERMINATE) {
+        } else if (type == RINGK_MSG_TERMINATE) {
             ringk_dev_store_rel_sys_i32(&c->term_req, 1);
             ringk_ring_done(r, head, ncells, flags);
         } else {
-            ringk_dev_fetch(out, msg, sizeof(*msg) + msg->length);
+            ringk_dev_fetch(out + 1, msg + 1, out->length);
             RINGK_DEV_COUNT(k, msgs_in, 1);
             ringk_ring_done(r, head, ncells, flags);
         }
@@ -183,7 +187,7 @@ RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *
         if (!held) {
             ringk_ring_release_to(r, *head_p); /* R1 */
         }
-        if ((msg != NULL) && (msg->type != RINGK_MSG_TERMINATE)) {
+        if ((msg != NULL) && (type != RINGK_MSG_TERMINATE)) {
             return 0;
         }
     }
