@@ -112,6 +112,26 @@ START_TEST(test_device_gpu_scenarios)
                                        (RINGK_RING_SCOPE_SYSTEM << 16));
     /* the host's messages came as the staged copy in device memory, the forwarded ones not */
     ck_assert_uint_eq(ts->staged, N / 2);
+    /* messages of several cells: the staged copy's first cell and the rest, byte for byte */
+    {
+        uint8_t big[1003];
+        uint64_t big_sum = 0;
+
+        memcpy(big, (uint32_t[2]){2, 0}, 8); /* producer 2, its messages 0..2 */
+        for (i = 8; i < sizeof(big); i++) {
+            big[i]   = (uint8_t)(i * 13 + 5);
+            big_sum += big[i];
+        }
+        for (i = 0; i < 3; i++) {
+            ((uint32_t*)big)[1] = i;
+            ck_assert_int_eq(ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, big, sizeof(big),
+                                        RINGK_WAIT_FOREVER), 0);
+        }
+        test_wait_u64(&ts->count, N + 3, 60);
+        ck_assert_uint_eq(ts->tail_sum, 3 * big_sum);
+        ck_assert_uint_eq(ts->staged, N / 2 + 3);
+        ck_assert_uint_eq(ts->out_of_order, 0);
+    }
     /* fwd counts a message after its send returned: the sink may have counted it first */
     test_wait_u64(&tf->count, N / 2, 30);
     ck_assert_int_eq(tf->last_error, 0);
