@@ -527,6 +527,12 @@ static int cpu_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
+/* a CPU kernel named "sink" that counts what it handles, taking a device kernel's name */
+static const ringk_kernel_params_t cpu_sink_params = {
+    .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
+    .name = "sink", .handler = cpu_sink
+};
+
 /* A device sender keeps its copy of a direct route's target for the launch: when the target is
  * destroyed and a CPU kernel takes its name, the sender finds the old one closing, reads the
  * route again (no longer direct) and sends through the host to the new one: nothing refused. */
@@ -537,10 +543,6 @@ START_TEST(test_device_route_target_replaced)
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t ts = {0}, tf = {0};
     ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
-    ringk_kernel_params_t cp = {
-        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
-        .name = "sink", .handler = cpu_sink
-    };
     ringk_kernel_t *sink, *fwd;
     uint32_t i;
 
@@ -556,7 +558,7 @@ START_TEST(test_device_route_target_replaced)
     test_wait_u64(&ts.count, N, 30);
     ck_assert_uint_eq(STATS_AT(fwd, sent_direct, N).sent_direct, N);
     ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
-    ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &sink), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cpu_sink_params, &sink), 0);
     for (i = 0; i < N; i++) {
         ck_assert_int_eq(host_send(ctx, "fwd", 0, N + i, RINGK_WAIT_FOREVER), 0);
     }
@@ -955,10 +957,6 @@ START_TEST(test_device_streams_dead_target)
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t ts = {0}, tf = {0};
     ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
-    ringk_kernel_params_t cp = {
-        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
-        .name = "sink", .handler = cpu_sink
-    };
     ringk_kernel_t *sink, *fwd;
     uint32_t i;
 
@@ -980,7 +978,7 @@ START_TEST(test_device_streams_dead_target)
     }
     ck_assert_uint_gt(stats_of(fwd).sent_direct, 0); /* the route was direct */
     ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
-    ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &sink), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cpu_sink_params, &sink), 0);
     for (i = 0; i < 10; i++) {
         ck_assert_int_eq(host_send(ctx, "fwd", 0, 100 + i, RINGK_WAIT_FOREVER), 0);
     }
