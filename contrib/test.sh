@@ -17,6 +17,10 @@ cd "$top"
 bash contrib/setup.sh || { echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 
 passed=0 failed=0 skipped=0
+# A stage's header, with the seconds the suite has run so far (progress on a long run).
+stage() {
+    printf '=== [%4d s] %s\n' "$SECONDS" "$*"
+}
 # Adds the counts of an automake test-suite.log to the totals.
 tally() {
     local log=$1 p f e x s
@@ -34,13 +38,13 @@ tally() {
 run_suite() {
     local name=$1 dir=$2
     shift 2
-    echo "=== $name: build"
+    stage "$name: build"
     if ! bash contrib/build.sh "$dir" "$@"; then
         echo "=== $name: build FAILED"
         failed=$((failed + 1))
         return
     fi
-    echo "=== $name: make check"
+    stage "$name: make check"
     rm -f "$dir/test-suite.log"
     (cd "$dir" && make -j"$(nproc)" check 2>&1 | grep -E '^(PASS|FAIL|ERROR|SKIP|XPASS|XFAIL):|^# ')
     if [ -f "$dir/test-suite.log" ]; then
@@ -63,8 +67,8 @@ shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
 run_suite "default configuration" _build
 run_suite "host-only configuration (--without-cuda)" _build-nocuda --without-cuda
 
-echo "=== make distcheck"
-if (cd _build && make distcheck >distcheck.out 2>&1); then
+stage "make distcheck"
+if (cd _build && make -j"$(nproc)" distcheck >distcheck.out 2>&1); then
     echo "PASS: make distcheck"
     passed=$((passed + 1))
 else
@@ -90,14 +94,14 @@ tally_gtest() { # tally_gtest RC OUTPUT
         failed=$((failed + 1)) # it failed before any case did (build, plugin not loaded)
     fi
 }
-echo "=== UCX $(pkg-config --modversion ucx) gtest over ringk, installed UCX (contrib/ucx-gtest.sh)"
-gt_out=$(bash contrib/ucx-gtest.sh -b _build run 2>&1)
+stage "UCX $(pkg-config --modversion ucx) gtest over ringk, installed UCX (contrib/ucx-gtest.sh)"
+gt_out=$(bash contrib/ucx-gtest.sh -b _build -J "$(nproc)" run 2>&1)
 tally_gtest $? "$gt_out"
-echo "=== UCX gtest over ringk, UCX build tree (contrib/ucx-build.sh _build-ucx)"
+stage "UCX gtest over ringk, UCX build tree (contrib/ucx-build.sh _build-ucx)"
 if ucxb=$(bash contrib/ucx-build.sh _build-ucx); then
     L=$ucxb/src
     gt_out=$(UCX_GTEST_LIBDIR=$L/ucs/.libs:$L/uct/.libs:$L/ucm/.libs:$L/ucp/.libs \
-             bash contrib/ucx-gtest.sh -b _build -l ringk-ucx-build \
+             bash contrib/ucx-gtest.sh -b _build -J "$(nproc)" -l ringk-ucx-build \
              -f '-*/test_ucp_tag_xfer.*' \
              run 2>&1)
     tally_gtest $? "$gt_out"
@@ -110,7 +114,7 @@ fi
 # (contrib/bundle-check.sh): a fresh directory, no network, the tree that made it and the
 # system's UCX/hwloc/Check headers, pkg-config and CUDA hidden. It must build host-only, run
 # every host test on the bundle's own libraries, report the GPU tests skipped, and exit 0.
-echo "=== offline bundle (contrib/bundle.sh + contrib/bundle-check.sh)"
+stage "offline bundle (contrib/bundle.sh + contrib/bundle-check.sh)"
 if [ "$(id -u)" != 0 ]; then
     echo "SKIP: offline bundle check (needs root for its namespaces)"
     skipped=$((skipped + 1))
@@ -136,7 +140,7 @@ fi
 # not instrumented get the ASan runtime preloaded), ThreadSanitizer over the ring and runtime
 # tests.
 for mode in asan tsan; do
-    echo "=== sanitizer: $mode"
+    stage "sanitizer: $mode"
     bash contrib/sanitize.sh $mode
     if [ -f "_build-$mode/test-suite.log" ]; then
         tally "_build-$mode/test-suite.log"
@@ -148,27 +152,27 @@ for mode in asan tsan; do
 done
 
 # valgrind memcheck over the unit tests (leaks checked where the test allows it).
-echo "=== valgrind memcheck (contrib/valgrind.sh)"
+stage "valgrind memcheck (contrib/valgrind.sh)"
 vg_out=$(bash contrib/valgrind.sh _build 2>&1)
 echo "$vg_out"
 tally_tap "$vg_out"
 
 # Bounded fuzzing of what comes from outside: ring cells, topology files, option strings.
-echo "=== fuzzing (contrib/fuzz.sh ${RINGK_FUZZ_SECONDS:-30}s per target)"
+stage "fuzzing (contrib/fuzz.sh ${RINGK_FUZZ_SECONDS:-30}s per target)"
 fuzz_out=$(bash contrib/fuzz.sh "${RINGK_FUZZ_SECONDS:-30}" 2>&1)
 echo "$fuzz_out"
 tally_tap "$fuzz_out"
 
 # The fault suite: kill -9 of each rank of a 3-process job and an exit without cleanup, at
 # random moments of the traffic (over the ringk transport), twice each.
-echo "=== fault suite (contrib/faults.sh)"
+stage "fault suite (contrib/faults.sh)"
 faults_out=$(bash contrib/faults.sh _build 2 2>&1)
 echo "$faults_out"
 tally_tap "$faults_out"
 grep -q '^1\.\.[1-9]' <<<"$faults_out" || failed=$((failed + 1))
 
 # The soak: 4 processes for 60 s, every message counted and checksummed, RSS flat.
-echo "=== soak (contrib/soak.sh, 4 processes, ${RINGK_SOAK_SECONDS:-60} s)"
+stage "soak (contrib/soak.sh, 4 processes, ${RINGK_SOAK_SECONDS:-60} s)"
 if bash contrib/soak.sh _build "${RINGK_SOAK_SECONDS:-60}" 4 >_build/soak.out 2>&1; then
     grep '^soak: ' _build/soak.out
     echo "PASS: soak"
@@ -188,7 +192,7 @@ fi
 
 # The transport never creates files in /dev/shm (its segments are unlinked memfds); nothing the
 # suite ran, kill -9 included, may leave one behind.
-echo "=== /dev/shm after the suite"
+stage "/dev/shm after the suite"
 left=$(comm -13 <(echo "$shm_before") <(ls -A /dev/shm 2>/dev/null | sort))
 if [ -z "$left" ]; then
     echo "PASS: nothing left in /dev/shm"
@@ -198,5 +202,6 @@ else
     failed=$((failed + 1))
 fi
 
+stage "end"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -29,6 +29,8 @@
 #             case is caught earlier, by the watchdog (-t)
 #   -O LEVEL  optimization of the test code (default 1)
 #   -j N      parallel compile jobs (default 2)
+#   -J N      suites run at once, each in its own process (default 1); their results are
+#             printed in the listed order all the same
 # Environment: RINGK_PLUGIN (the plugin, default BUILD/src/uct/ringk/.libs/libuct_ringk.so),
 #   UCX_GTEST_LIBDIR (prepended to LD_LIBRARY_PATH: run against other UCX libraries, e.g. an
 #   in-tree UCX build), UCX_HANDLE_ERRORS (default bt), UCX_LOG_LEVEL (default warn),
@@ -42,8 +44,8 @@ usage() {
 }
 
 builddir=_build outdir='' filter=${GTEST_FILTER:-*} prefix=ringk label='' case_to=60 suite_to=300
-opt=1 jobs=2
-while getopts "b:o:f:p:l:t:T:O:j:h" c; do
+opt=1 jobs=2 par=1
+while getopts "b:o:f:p:l:t:T:O:j:J:h" c; do
     case $c in
         b) builddir=$OPTARG ;;
         o) outdir=$OPTARG ;;
@@ -54,6 +56,7 @@ while getopts "b:o:f:p:l:t:T:O:j:h" c; do
         T) suite_to=$OPTARG ;;
         O) opt=$OPTARG ;;
         j) jobs=$OPTARG ;;
+        J) par=$OPTARG ;;
         h) usage; exit 0 ;;
         *) usage >&2; exit 2 ;;
     esac
@@ -72,6 +75,8 @@ esac
 
 label=${label:-$prefix}
 case $label in *[!A-Za-z0-9_.-]*|'') echo "ucx-gtest: bad label '$label'" >&2; exit 2 ;; esac
+case $par in *[!0-9]*|''|0) echo "ucx-gtest: bad -J '$par' (suites at once: 1 or more)" >&2
+                           exit 2 ;; esac
 case $builddir in /*) ;; *) builddir=$top/$builddir ;; esac
 outdir=${outdir:-$builddir/ucx-gtest}
 case $outdir in /*) ;; *) outdir=$PWD/$outdir ;; esac
@@ -368,29 +373,67 @@ run_alone() { # run_alone NAME [NOTE]
     esac
 }
 
-t_run=$SECONDS
-echo "# ucx-gtest: UCX $ucx_version gtest, instance $prefix, filter '$filter', plugin $plugin"
-echo "# ucx-gtest: ${#all_cases[@]} cases in ${#suites[@]} suites; logs in $logdir"
-suite_times=()
-for s in "${suites[@]}"; do
-    ts=$SECONDS
+# The cases of suite S that run (exclusions and DISABLED_ cases left out), in ${torun[@]}; with
+# EMIT=1 the left-out ones are emitted.
+suite_torun() { # suite_torun S EMIT
+    local s=$1 c name
     torun=()
     for c in ${suite_cases[$s]}; do
         name=$s.$c
         if [ -n "${skip_reason[$name]+x}" ]; then
-            emit "$name" excluded 0 "${skip_reason[$name]}"
+            [ "$2" = 1 ] && emit "$name" excluded 0 "${skip_reason[$name]}"
         elif [[ $c == DISABLED_* || $c == */DISABLED_* ]]; then
-            emit "$name" skip 0 "DISABLED_ in UCX"
+            [ "$2" = 1 ] && emit "$name" skip 0 "DISABLED_ in UCX"
         else
             torun+=("$name")
         fi
     done
-    [ ${#torun[@]} -eq 0 ] && continue
+}
+
+# Runs suite S in its own process; its log is LOGDIR/suite.S.log and, once it ended, LOG.rc
+# holds 'RC SECONDS' (LOG.rc is written last: its presence says the suite ended).
+run_suite() { # run_suite S
+    local s=$1 log ts rc
+    suite_torun "$s" 0
     log=$logdir/suite.${s//\//_}.log
+    ts=$SECONDS
     # The cases by name: the filter and the exclusions are already applied (names hold no
     # '*', '?', ':' or '-' that gtest's filter would read as a pattern).
     run_gtest "$log" $((suite_to + 2 * ${#torun[@]})) "$(IFS=:; echo "${torun[*]}")"
     rc=$?
+    echo "$rc $((SECONDS - ts))" >"$log.rc.tmp" && mv "$log.rc.tmp" "$log.rc"
+}
+
+t_run=$SECONDS
+echo "# ucx-gtest: UCX $ucx_version gtest, instance $prefix, filter '$filter', plugin $plugin"
+echo "# ucx-gtest: ${#all_cases[@]} cases in ${#suites[@]} suites, $par at once; logs in $logdir"
+# The suites with cases to run go to a pool of $par processes, those with the most cases first
+# (the longest ones then do not start last); results are read and emitted in the listed order.
+torun_suites=()
+for s in "${suites[@]}"; do
+    suite_torun "$s" 0
+    [ ${#torun[@]} -gt 0 ] && torun_suites+=("${#torun[@]} $s")
+done
+(
+    while read -r _ s; do
+        while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do
+            wait -n
+        done
+        run_suite "$s" &
+    done < <(printf '%s\n' "${torun_suites[@]}" | sort -k1,1rn -k2)
+    wait
+) &
+pool=$!
+suite_times=()
+for s in "${suites[@]}"; do
+    suite_torun "$s" 1
+    [ ${#torun[@]} -eq 0 ] && continue
+    log=$logdir/suite.${s//\//_}.log
+    until [ -f "$log.rc" ]; do
+        kill -0 "$pool" 2>/dev/null || [ -f "$log.rc" ] || { echo "125 0" >"$log.rc"; break; }
+        sleep 0.2
+    done
+    read -r rc secs <"$log.rc"
     declare -A done_st=()
     crashed_case='' crash_detail=''
     while IFS=$'\t' read -r name st ms detail; do
@@ -401,6 +444,7 @@ for s in "${suites[@]}"; do
         done_st[$name]=1
         emit "$name" "$st" "$ms" "$detail"
     done < <(parse_log "$log")
+    ts=$SECONDS
     if [ $rc -ne 0 ] && [ $rc -ne 1 ] || [ -n "$crashed_case" ]; then
         # The process died (or hung): the case it was in reruns alone, as does every case it
         # did not reach.
@@ -416,8 +460,9 @@ for s in "${suites[@]}"; do
         done
     fi
     unset done_st
-    suite_times+=("$((SECONDS - ts)) $s")
+    suite_times+=("$((secs + SECONDS - ts)) $s")
 done
+wait "$pool"
 t_run=$((SECONDS - t_run))
 
 echo "1..$n" | tee -a "$tap"
