@@ -506,7 +506,12 @@ void ringk_exec_dev_start_deferred(ringk_ctx_t *ctx)
 }
 
 /* A sender found the kernel idle (its launch returned): the one that takes 'idle' back
- * relaunches it. */
+ * relaunches it. The loop's park (ringk_dev_park) takes it back too, from the GPU: where the
+ * GPU's atomics on mapped memory are not atomic with the host's
+ * (cudaDevAttrHostNativeAtomicSupported 0, PCIe), both compare-and-swaps may succeed. Then the
+ * loop goes on and a second launch waits on the kernel's stream until the first returns, finds
+ * nothing or the next messages, and parks: one launch too many, no lost wake-up (neither swap
+ * can fail while 'idle' is 1). */
 static void dev_wake(ringk_kernel_t *k)
 {
     if (__atomic_load_n(&k->dev->ctl->idle, __ATOMIC_SEQ_CST) &&
