@@ -182,7 +182,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL), out_bytes;
     uint64_t stage     = RINGK_DEV_STAGE_BYTES(k->max_in, RINGK_CELL);
     size_t names = sizeof(ringk_dev_ctl_t) + RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t);
-    size_t head  = names + (RINGK_DEV_TOPICS_MAX + RINGK_DEV_BARRIERS_MAX) * RINGK_DEV_NAME_MAX;
+    size_t head  = names + RINGK_DEV_NAMES_BYTES;
     uint8_t *h, *dv, *mh, *md;
     ringk_ring_t tmp;
     int ret;
@@ -192,9 +192,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     }
     out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
     head = (head + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
-    /* device memory: the inbox, then the staging buffer */
+    /* device memory: the inbox, the staging buffer, the name tables */
     if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes, &h, &dv) != 0) ||
-        (slab_take(&slot->mem, in_bytes + stage, &mh, &md) != 0)) {
+        (slab_take(&slot->mem, in_bytes + stage + RINGK_DEV_NAMES_BYTES, &mh, &md) != 0)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full (%zu MiB "
                       "mapped, %zu MiB device memory: RINGK_DEVICE_MAPPED_MB, "
                       "RINGK_DEVICE_MEM_MB)", k->name, slot->mapped.size >> 20,
@@ -208,8 +208,10 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     d->routes = (ringk_dev_route_t*)(h + sizeof(ringk_dev_ctl_t));
     d->view.ctl    = (ringk_dev_ctl_t*)dv;
     d->view.routes = (ringk_dev_route_t*)(dv + sizeof(ringk_dev_ctl_t));
-    d->view.topics   = (char (*)[RINGK_DEV_NAME_MAX])(dv + names);
-    d->view.barriers = d->view.topics + RINGK_DEV_TOPICS_MAX;
+    d->names              = (char (*)[RINGK_DEV_NAME_MAX])(h + names);
+    d->view.route_names   = (char (*)[RINGK_DEV_NAME_MAX])(md + in_bytes + stage);
+    d->view.topics        = d->view.route_names + RINGK_DEV_ROUTES_MAX;
+    d->view.barriers      = d->view.topics + RINGK_DEV_TOPICS_MAX;
     /* the host ingress ring is the kernel's inbox: every host send path writes it */
     if ((ringk_ring_init(&k->inbox, h + head, in_bytes, ncells, RINGK_CELL) != 0) ||
         (ringk_ring_init(&d->outbox, h + head + in_bytes, out_bytes, out_cells,
@@ -246,10 +248,6 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
 static void dev_ctl_init(ringk_kernel_t *k, ringk_dev_host_t *d)
 {
     ringk_dev_ctl_t *c = d->ctl;
-    char (*topics)[RINGK_DEV_NAME_MAX] = (char (*)[RINGK_DEV_NAME_MAX])(d->routes +
-                                         RINGK_DEV_ROUTES_MAX);
-    char (*barriers)[RINGK_DEV_NAME_MAX] = topics + RINGK_DEV_TOPICS_MAX;
-    unsigned i;
 
     c->magic             = RINGK_DEV_CTL_MAGIC;
     c->abi               = RINGK_DEV_ABI;
@@ -264,8 +262,22 @@ static void dev_ctl_init(ringk_kernel_t *k, ringk_dev_host_t *d)
     c->ntopics           = k->topics_pub.count;
     c->nbarriers         = k->barriers.count;
     c->state             = k->state;
+}
+
+/* The name tables of kernel @a k (its routes, topics and barriers), written in mapped memory
+ * and copied to the device's (on the setup stream, before the first launch): 0 or a CUDA error
+ * (logged). */
+static int dev_names_init(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
+{
+    char (*topics)[RINGK_DEV_NAME_MAX]   = d->names + RINGK_DEV_ROUTES_MAX;
+    char (*barriers)[RINGK_DEV_NAME_MAX] = topics + RINGK_DEV_TOPICS_MAX;
+    ringk_dev_slot_t *slot = d->slot;
+    char why[160];
+    unsigned i;
+    int ret;
+
     for (i = 0; i < k->publishes_to.count; i++) {
-        memcpy(d->routes[i].name, k->publishes_to.names[i], RINGK_DEV_NAME_MAX);
+        memcpy(d->names[i], k->publishes_to.names[i], RINGK_DEV_NAME_MAX);
     }
     for (i = 0; i < k->topics_pub.count; i++) {
         memcpy(topics[i], k->topics_pub.names[i], RINGK_DEV_NAME_MAX);
@@ -273,6 +285,16 @@ static void dev_ctl_init(ringk_kernel_t *k, ringk_dev_host_t *d)
     for (i = 0; i < k->barriers.count; i++) {
         memcpy(barriers[i], k->barriers.names[i], RINGK_DEV_NAME_MAX);
     }
+    if (slot->mem.host != NULL) { /* the emulated device: its memory is the host's */
+        memcpy(d->view.route_names, d->names, RINGK_DEV_NAMES_BYTES);
+        return 0;
+    }
+    ret = slot->ops->copy_to_device(slot->cuda_index, d->view.route_names, d->names,
+                                    RINGK_DEV_NAMES_BYTES, slot->stream, why, sizeof(why));
+    if (ret != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
+    }
+    return ret;
 }
 
 /* Checks @a entry: 0, or -EINVAL (logged). */
@@ -325,6 +347,10 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
         return ret;
     }
     dev_ctl_init(k, d);
+    ret = dev_names_init(ctx, k, d);
+    if (ret != 0) {
+        return ret;
+    }
     d->view.arg = k->arg;
     pthread_mutex_init(&d->mu, NULL);
     if (d->slot->cuda_index >= 0) {

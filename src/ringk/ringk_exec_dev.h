@@ -66,6 +66,8 @@ typedef struct ringk_dev_host {
     ringk_dev_slot_t  *slot;
     ringk_dev_ctl_t   *ctl;           /* the host's address */
     ringk_dev_route_t *routes;        /* the host's address, RINGK_DEV_ROUTES_MAX */
+    char             (*names)[RINGK_DEV_NAME_MAX]; /* the host's address (mapped) of the name
+                                         tables the device gets a copy of (RINGK_DEV_NAMES_BYTES) */
     uint32_t           route_ever;    /* routes once made direct: never written again */
     ringk_dev_kernel_t view;          /* what a launch gets: device addresses */
     ringk_ring_t       outbox;        /* the host's view, consumed by the proxy */

@@ -365,7 +365,7 @@ RINGK_DEV_FN int ringk_dev_route_index(const ringk_dev_kernel_t *k, const char *
     uint32_t i;
 
     for (i = 0; i < k->own.nroutes; i++) {
-        if (ringk_dev_name_eq(k->routes[i].name, name)) {
+        if (ringk_dev_name_eq(k->route_names[i], name)) {
             return (int)i;
         }
     }

@@ -144,7 +144,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        11u
+#define RINGK_DEV_ABI        12u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -154,6 +154,9 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 #define RINGK_DEV_ROUTES_MAX 32
 #define RINGK_DEV_TOPICS_MAX 32
 #define RINGK_DEV_BARRIERS_MAX 32
+/* A device kernel's name tables (its routes, topics and barriers), in device memory */
+#define RINGK_DEV_NAMES_BYTES \
+    ((RINGK_DEV_ROUTES_MAX + RINGK_DEV_TOPICS_MAX + RINGK_DEV_BARRIERS_MAX) * RINGK_DEV_NAME_MAX)
 #define RINGK_DEV_NAP_MIN_NS 100u          /* the idle loop's first nap */
 #define RINGK_DEV_NAP_MAX_NS 50000u        /* and its longest: what an idle kernel adds to the
                                               latency of the next message */
@@ -187,7 +190,6 @@ typedef struct ringk_dev_route {
                                 proxy. Written last by the host (release), read first
                                 (acquire) */
     ringk_dev_target_t target;
-    char     name[RINGK_DEV_NAME_MAX];
 } ringk_dev_route_t;
 
 /* A device kernel's control block, in memory both sides see (mapped pinned memory on a GPU). */
@@ -244,6 +246,9 @@ typedef struct ringk_dev_kernel {
     uint8_t           *stage;     /**< device memory for one message of the host ingress ring
                                        (RINGK_DEV_STAGE_BYTES): the handler gets this
                                        copy, not the mapped original */
+    /* names, copied to device memory before the first launch (a name looked up byte by byte
+     * in mapped memory would cost a bus round trip a byte) */
+    char             (*route_names)[RINGK_DEV_NAME_MAX]; /**< its routes' targets */
     char             (*topics)[RINGK_DEV_NAME_MAX]; /**< topics it publishes to */
     char             (*barriers)[RINGK_DEV_NAME_MAX]; /**< barriers it takes part in */
     void              *arg;
