@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "ringk_exec_dev.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ static struct {
     size_t                      need[RINGK_DEV_SLOTS][RINGK_DEVICE_ENTRIES_MAX];
     size_t                      limit[RINGK_DEV_SLOTS]; /* the stack limit, once read */
     unsigned                    kernels[RINGK_DEV_SLOTS];
+    int                         asked;  /* libringk set CUDA_DEVICE_MAX_CONNECTIONS */
+    int8_t                      ctx_before[RINGK_DEV_SLOTS]; /* 0 not known yet, 1 the device's
+                                           context existed before the first device kernel, -1 not */
 } cuda_entries = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Under cuda_entries.mu: the index of @a e, added when new (in a place an unregistered entry
@@ -77,6 +81,61 @@ void ringk_device_entry_unregister(const ringk_device_entry_t *entry)
         }
     }
     pthread_mutex_unlock(&cuda_entries.mu);
+}
+
+void ringk_dev_queues_ask(void)
+{
+    pthread_mutex_lock(&cuda_entries.mu);
+    if (getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL) {
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+        cuda_entries.asked = 1;
+    }
+    pthread_mutex_unlock(&cuda_entries.mu);
+}
+
+/* Whether CUDA device @a dev's primary context exists (1) or not (0), asked of the driver the
+ * process loaded, without loading one or making a context; -1 when it cannot be told. */
+static int cuda_ctx_active(int dev)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    int (*get)(int *device, int ordinal);
+    int (*state)(int device, unsigned *flags, int *active);
+    int d, active = 0, ret = -1;
+    unsigned flags;
+
+    if (lib == NULL) {
+        return 0; /* no driver in the process: no context */
+    }
+    *(void**)&get   = dlsym(lib, "cuDeviceGet");
+    *(void**)&state = dlsym(lib, "cuDevicePrimaryCtxGetState");
+    if ((get != NULL) && (state != NULL)) {
+        ret = get(&d, dev);
+        if (ret == 3) { /* CUDA_ERROR_NOT_INITIALIZED: no cuInit, so no context */
+            ret = 0;
+        } else if (ret == 0) {
+            ret = (state(d, &flags, &active) == 0) ? (active != 0) : -1;
+        } else {
+            ret = -1;
+        }
+    }
+    dlclose(lib);
+    return ret;
+}
+
+unsigned ringk_dev_queues(int dev, int *before)
+{
+    const char *conn;
+    long queues;
+
+    pthread_mutex_lock(&cuda_entries.mu);
+    if (cuda_entries.ctx_before[1 + dev] == 0) { /* the first time: later, libringk made it */
+        cuda_entries.ctx_before[1 + dev] = (cuda_ctx_active(dev) != 0) ? 1 : -1;
+    }
+    *before = (cuda_entries.ctx_before[1 + dev] > 0) && cuda_entries.asked;
+    conn    = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    queues  = ((conn == NULL) || *before) ? 8 : strtol(conn, NULL, 10);
+    pthread_mutex_unlock(&cuda_entries.mu);
+    return (queues < 1) ? 1 : (queues > 32) ? 32 : (unsigned)queues;
 }
 
 /* Under cuda_entries.mu: loads entry @a e (index @a idx, -1 outside the table) on CUDA device

@@ -138,11 +138,8 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
     } else {
         /* Streams share the device's hardware queues (8 by default): a launch or copy on a
          * stream that shares one with a resident kernel waits behind it forever. 32 queues
-         * unless the program says otherwise (read when CUDA creates the device's context, so
-         * this helps only where CUDA was not used before; dev_setup warns past the limit). */
-        if (getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL) {
-            setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0); /* once: later calls only read */
-        }
+         * unless the program says otherwise (dev_setup holds the kernels to what there are). */
+        ringk_dev_queues_ask();
         n = entry->cuda->device_count(why, why_len);
         if (n <= 0) {
             return (n < 0) ? n : -ENODEV;
@@ -155,6 +152,7 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
         slot = &proc_devs.slot[1 + idx];
         if (!slot->used) { /* set once: the proxy thread reads it */
             slot->cuda_index = idx;
+            slot->queues     = ringk_dev_queues(idx, &slot->queues_before);
         }
         if (slot->ops == NULL) {
             slot->ops = entry->cuda;
@@ -336,6 +334,17 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     uint32_t ncells = k->inbox_size, big = RINGK_MSG_CELLS(k->max_in);
     int ret;
 
+    /* a queue for each kernel's stream, this one's included, one for the setup copies and one
+     * for the process's other streams (the transport's copies, the program's own) */
+    if ((d->slot->cuda_index >= 0) && (d->slot->kernels + 1 + 2 > d->slot->queues)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': CUDA device %d has %u device kernels, "
+                      "the most its %u hardware queues take (CUDA_DEVICE_MAX_CONNECTIONS - 2%s): "
+                      "another stream would share a queue with a resident kernel and wait for "
+                      "it for ever", k->name, d->slot->cuda_index, d->slot->kernels,
+                      d->slot->queues, d->slot->queues_before ? "; CUDA was used before, with "
+                      "the default of 8: set it to 32 before the program's first CUDA call" : "");
+        return -ENOSPC;
+    }
     while (ncells < 2 * big) {
         ncells *= 2;
     }
@@ -354,8 +363,6 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     d->view.arg = k->arg;
     pthread_mutex_init(&d->mu, NULL);
     if (d->slot->cuda_index >= 0) {
-        const char *conn = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-        long queues = (conn != NULL) ? strtol(conn, NULL, 10) : 8;
         char why[160];
 
         ret = ringk_dev_entry_ready(ctx, k, d->entry, d->slot->ops, d->slot->cuda_index);
@@ -368,12 +375,7 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
             return ret;
         }
-        if (++d->slot->kernels + 1 > (unsigned long)queues) { /* + the setup stream */
-            ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': %u device kernels on CUDA device "
-                          "%d, more streams than its %ld hardware queues "
-                          "(CUDA_DEVICE_MAX_CONNECTIONS): a launch may wait behind a resident "
-                          "kernel", k->name, d->slot->kernels, d->slot->cuda_index, queues);
-        }
+        d->slot->kernels++;
     }
     k->dev        = d;
     k->exec       = &ringk_exec_dev;

@@ -43,6 +43,9 @@ typedef struct {
     void                          *stream;       /* for setup copies */
     ringk_dev_slab_t               mapped, mem;
     unsigned                       kernels;      /* its kernels: a stream each */
+    unsigned                       queues;       /* its hardware queues (ringk_dev_queues) */
+    int                            queues_before; /* its context was made before libringk
+                                                    could ask for more queues */
     unsigned                       stuck;        /* kernels whose launch did not return: the
                                                     slabs are never freed then */
     size_t                         stuck_mapped, stuck_mem; /* how far their memory reaches in
@@ -106,6 +109,15 @@ int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk
                           const ringk_device_cuda_ops_t *ops, int dev);
 /** A device kernel counted by ringk_dev_entry_ready() whose launches all returned. */
 void ringk_dev_entry_gone(int dev);
+/** Before the process's first CUDA call for device kernels: asks CUDA for 32 hardware queues
+ *  per device (CUDA_DEVICE_MAX_CONNECTIONS, read when CUDA makes a device's context) unless
+ *  the environment already says. */
+void ringk_dev_queues_ask(void);
+/** The hardware queues CUDA device @a dev's context has, as far as the process can tell:
+ *  CUDA_DEVICE_MAX_CONNECTIONS (1..32) when the program set it or the context was made after
+ *  ringk_dev_queues_ask(), else CUDA's default of 8 (*@a before is then 1: the context existed
+ *  before libringk could ask). */
+unsigned ringk_dev_queues(int dev, int *before);
 
 /** Under ctx->lock: points the routes of every device kernel at the device inboxes of the
  *  kernels of the same device they name, where the target exists and accepts the sender. */

@@ -1031,6 +1031,44 @@ START_TEST(test_device_streams_stuck)
 }
 END_TEST
 
+/* A CUDA device takes as many device kernels as its hardware queues less two (the setup
+ * stream's and one for the process's other streams): the next is refused with -ENOSPC, naming
+ * the limit, and a kernel destroyed makes room. The count is read when the device's slabs are
+ * allocated (this test's first kernel). */
+START_TEST(test_device_streams_queues)
+{
+    const char *was = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    char *old = (was != NULL) ? strdup(was) : NULL;
+    ringk_dev_test_t t[3];
+    ringk_kernel_params_t p;
+    ringk_kernel_t *k[3];
+    ringk_ctx_t *ctx;
+
+    memset(t, 0, sizeof(t));
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4", 1);
+    ctx = ctx_new();
+    p   = dev_params("q0", &ringk_dev_test_count, &t[0]);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[0]), 0);
+    p = dev_params("q1", &ringk_dev_test_count, &t[1]);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[1]), 0);
+    p = dev_params("q2", &ringk_dev_test_count, &t[2]);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[2]), -ENOSPC);
+    ck_assert_msg(strstr(logbuf, "kernel 'q2': CUDA device 0 has 2 device kernels, the most its "
+                         "4 hardware queues take") != NULL, "log: %s", logbuf);
+    ck_assert_int_eq(ringk_kernel_destroy(k[0]), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[2]), 0);
+    ck_assert_int_eq(host_send(ctx, "q2", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&t[2].count, 1, 30);
+    ringk_ctx_destroy(ctx);
+    if (old != NULL) {
+        setenv("CUDA_DEVICE_MAX_CONNECTIONS", old, 1);
+        free(old);
+    } else {
+        unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+    }
+}
+END_TEST
+
 /* Loading kernels and sizing the stack, which on a GPU wait for every running kernel: before
  * the first device kernel starts, every registered entry (RINGK_DEVICE_ENTRY) is loaded and the
  * stack limit raised to the largest need (ringk_dev_test_recv's 2 KiB); one whose load fails
@@ -1114,6 +1152,7 @@ int main(void)
     /* first: in one process (CK_FORK=no), the stuck launch's kernel stays counted on the
      * device, and an unknown entry is then refused for the rest of the process */
     tcase_add_test(tc, test_device_streams_entries);
+    tcase_add_test(tc, test_device_streams_queues); /* before any launch sticks */
     tcase_add_test(tc, test_device_streams_fault);
     tcase_add_test(tc, test_device_streams_dead_target);
 #endif
