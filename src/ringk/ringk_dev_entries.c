@@ -72,15 +72,23 @@ int ringk_device_entry_register(const ringk_device_entry_t *entry)
 
 void ringk_device_entry_unregister(const ringk_device_entry_t *entry)
 {
+    const ringk_device_cuda_ops_t *other = NULL;
     unsigned i;
 
+    if ((entry == NULL) || (entry->kind != RINGK_DEVICE_ENTRY_CUDA)) {
+        return;
+    }
     pthread_mutex_lock(&cuda_entries.mu);
     for (i = 0; i < cuda_entries.n; i++) {
         if (cuda_entries.entry[i] == entry) {
             cuda_entries.entry[i] = NULL;
+        } else if ((cuda_entries.entry[i] != NULL) && (other == NULL)) {
+            other = cuda_entries.entry[i]->cuda;
         }
     }
     pthread_mutex_unlock(&cuda_entries.mu);
+    /* not under cuda_entries.mu: the device lock is taken first elsewhere */
+    ringk_exec_dev_ops_gone(entry->cuda, other);
 }
 
 void ringk_dev_queues_ask(void)

@@ -186,7 +186,7 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
         return 0;
     }
     d->fault_check_ns = now + 1000000u;
-    if (d->slot->ops->stream_status(d->stream, why, sizeof(why)) >= 0) {
+    if (d->entry->cuda->stream_status(d->stream, why, sizeof(why)) >= 0) {
         return 0;
     }
     d->faulted = 1;

@@ -317,6 +317,20 @@ static int entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
     return 0;
 }
 
+void ringk_exec_dev_ops_gone(const ringk_device_cuda_ops_t *gone,
+                             const ringk_device_cuda_ops_t *other)
+{
+    unsigned i;
+
+    pthread_mutex_lock(&proc_devs.mu);
+    for (i = 1; i < RINGK_DEV_SLOTS; i++) {
+        if (proc_devs.slot[i].ops == gone) {
+            proc_devs.slot[i].ops = other;
+        }
+    }
+    pthread_mutex_unlock(&proc_devs.mu);
+}
+
 /* The devices of @a ctx, created on first use (under ctx->lock). */
 static ringk_devs_t *devs_of(ringk_ctx_t *ctx)
 {
@@ -370,7 +384,7 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
             return ret;
         }
         d->counted = 1;
-        ret = d->slot->ops->stream_create(d->slot->cuda_index, &d->stream, why, sizeof(why));
+        ret = d->entry->cuda->stream_create(d->slot->cuda_index, &d->stream, why, sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
             return ret;
@@ -413,7 +427,7 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         ret = dev_setup(ctx, k, d);
     }
     if ((ret != 0) && (d->stream != NULL)) { /* nothing was launched on it */
-        d->slot->ops->stream_destroy(d->stream);
+        d->entry->cuda->stream_destroy(d->stream);
         d->slot->kernels--;
     }
     pthread_mutex_unlock(&proc_devs.mu);
@@ -575,7 +589,7 @@ static void dev_join(ringk_kernel_t *k)
     /* a CUDA launch: the loop set 'done', so the launch is returning; bounded (10 s) */
     until = ringk_now_ns() + RINGK_DEV_JOIN_NS;
     while ((d->stream != NULL) && !d->stuck &&
-           ((running = (d->slot->ops->stream_status(d->stream, why, sizeof(why)) == 0))) &&
+           ((running = (d->entry->cuda->stream_status(d->stream, why, sizeof(why)) == 0))) &&
            (ringk_now_ns() < until)) {
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
@@ -686,7 +700,7 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
 {
     if (k->dev != NULL) {
         if ((k->dev->stream != NULL) && !k->dev->stuck) {
-            k->dev->slot->ops->stream_destroy(k->dev->stream);
+            k->dev->entry->cuda->stream_destroy(k->dev->stream);
             pthread_mutex_lock(&proc_devs.mu);
             k->dev->slot->kernels--;
             pthread_mutex_unlock(&proc_devs.mu);
@@ -739,7 +753,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
         if (slot->cuda_index < 0) {
             free(slot->mapped.host);
             free(slot->mem.host);
-        } else {
+        } else if (slot->ops != NULL) { /* NULL: no entry left to make the calls with */
             slot->ops->free_device(slot->cuda_index, slot->mem.dev);
             slot->ops->free_mapped(slot->mapped.host);
             slot->ops->stream_destroy(slot->stream);

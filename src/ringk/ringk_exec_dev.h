@@ -38,8 +38,9 @@ typedef struct {
     int                            used;         /* its slabs are allocated */
     unsigned                       users;        /* contexts that placed kernels on it */
     int                            cuda_index;   /* -1: emulated */
-    const ringk_device_cuda_ops_t *ops;          /* the first entry's CUDA calls, for what
-                                                    every entry shares (not launch) */
+    const ringk_device_cuda_ops_t *ops;          /* the first entry's CUDA calls, for the
+                                                    slot's own (slabs, setup stream); another
+                                                    entry's once its library is unloaded */
     void                          *stream;       /* for setup copies */
     ringk_dev_slab_t               mapped, mem;
     unsigned                       kernels;      /* its kernels: a stream each */
@@ -107,6 +108,12 @@ void ringk_exec_dev_free(ringk_kernel_t *k);
  *  ringk_dev_entry_gone(). */
 int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk_device_entry_t *e,
                           const ringk_device_cuda_ops_t *ops, int dev);
+/** Entry ops @a gone are about to be unloaded (ringk_device_entry_unregister): the devices
+ *  that made their shared calls (slabs, setup stream) through them make them through @a other
+ *  from now on (another registered entry's; NULL: none is left, and the slabs are not freed).
+ *  A kernel's own calls (its stream) go through its own entry's ops, loaded while it lives. */
+void ringk_exec_dev_ops_gone(const ringk_device_cuda_ops_t *gone,
+                             const ringk_device_cuda_ops_t *other);
 /** A device kernel counted by ringk_dev_entry_ready() whose launches all returned. */
 void ringk_dev_entry_gone(int dev);
 /** Before the process's first CUDA call for device kernels: asks CUDA for 32 hardware queues

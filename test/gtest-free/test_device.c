@@ -1069,6 +1069,45 @@ START_TEST(test_device_streams_queues)
 }
 END_TEST
 
+/* An entry's library unloaded (its destructor calls ringk_device_entry_unregister) while
+ * another entry's kernel still runs on the device: the device's own calls (slabs, setup
+ * stream), which went through the first entry's ops, go through the other's from then on, and
+ * a kernel's stream calls through its own entry's. The unloaded ops are wiped here: a call
+ * through them would crash the test. */
+START_TEST(test_device_streams_entry_unloaded)
+{
+    static ringk_device_cuda_ops_t ops;
+    static ringk_device_entry_t lib;
+    ringk_dev_test_t ta = {0}, tb = {0};
+    ringk_kernel_params_t p;
+    ringk_kernel_t *a, *b;
+    ringk_ctx_t *ctx;
+    uint32_t i;
+
+    ops      = *ringk_dev_test_count.cuda;
+    lib      = ringk_dev_test_count;
+    lib.name = "lib";
+    lib.cuda = &ops;
+    ck_assert_int_eq(ringk_device_entry_register(&lib), 0);
+    ctx = ctx_new();
+    p   = dev_params("a", &lib, &ta); /* the device's first kernel: its calls are lib's */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &a), 0);
+    p = dev_params("b", &ringk_dev_test_count, &tb);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &b), 0);
+    ck_assert_int_eq(host_send(ctx, "a", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&ta.count, 1, 30);
+    ck_assert_int_eq(ringk_kernel_destroy(a), 0);
+    ringk_device_entry_unregister(&lib);
+    memset(&ops, 0, sizeof(ops)); /* its library is gone */
+    for (i = 0; i < 100; i++) {
+        ck_assert_int_eq(host_send(ctx, "b", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&tb.count, 100, 30);
+    ck_assert_uint_eq(tb.out_of_order, 0);
+    ringk_ctx_destroy(ctx); /* the slabs freed through ringk_dev_test_count's ops */
+}
+END_TEST
+
 /* Loading kernels and sizing the stack, which on a GPU wait for every running kernel: before
  * the first device kernel starts, every registered entry (RINGK_DEVICE_ENTRY) is loaded and the
  * stack limit raised to the largest need (ringk_dev_test_recv's 2 KiB); one whose load fails
@@ -1153,6 +1192,7 @@ int main(void)
      * device, and an unknown entry is then refused for the rest of the process */
     tcase_add_test(tc, test_device_streams_entries);
     tcase_add_test(tc, test_device_streams_queues); /* before any launch sticks */
+    tcase_add_test(tc, test_device_streams_entry_unloaded);
     tcase_add_test(tc, test_device_streams_fault);
     tcase_add_test(tc, test_device_streams_dead_target);
 #endif
