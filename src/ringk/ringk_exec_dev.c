@@ -508,9 +508,10 @@ static int dev_start(ringk_kernel_t *k)
     ringk_exec_dev_routes(k->ctx);
     pthread_mutex_unlock(&k->ctx->lock);
     /* In a job of several processes whose ringk_ctx_start has not run yet, the launch waits
-     * for it: starting the network layer makes UCP open its transports, and a transport may
-     * allocate pinned memory (ringk's GPU bounce buffer), which can wait for resident kernels
-     * (GPU-NOTES.md, "implicit synchronization"). Its inboxes take messages meanwhile. */
+     * for it: starting the network layer makes UCP open its transports and connect, and a
+     * transport may then make CUDA calls that can wait for resident kernels (GPU-NOTES.md,
+     * "implicit synchronization"), such as a peer-path check between two GPUs. Its inboxes
+     * take messages meanwhile. */
     if ((k->ctx->job.size > 1) && (ringk_remote_of(k->ctx) == NULL)) {
         k->dev->deferred = 1;
         return 0;
