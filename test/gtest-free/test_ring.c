@@ -184,6 +184,41 @@ START_TEST(test_ring_multicell_wraps)
 }
 END_TEST
 
+/* The producer finds such a word in any continuation cell of a long message, past the first
+ * eight it loads together too (cell 10 of 12), and asks for no clearing where none is. */
+START_TEST(test_ring_stale_word_far)
+{
+    uint64_t bytes, cons = 0, pos, v;
+    void *mem = ring_alloc(32, 64, &bytes);
+    ringk_ring_prod_t prod = {0, 0};
+    const ringk_cell_hdr_t *h;
+    uint8_t payload[12 * 64 - 16] = {0};
+    ringk_ring_t r;
+
+    ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 32, 64), 0);
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 12, &pos));
+    ringk_ring_write(&r, pos, 0, payload, sizeof(payload));
+    ringk_ring_publish(&r, pos, sizeof(payload), 12, 1, 0);
+    h = ringk_ring_peek(&r, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(h->flags & RINGK_CELL_FLAG_CLEAR, 0);
+    ringk_ring_release(&r, cons, 12, h->flags);
+    cons += 12;
+    /* cell 10 of the next one (position 22) starts at payload offset 10 * 64 - 16 */
+    v = 22 + 32 + 1;
+    memcpy(payload + 10 * 64 - 16, &v, 8);
+    ck_assert(ringk_ring_sp_claim(&r, &prod, 12, &pos));
+    ck_assert_uint_eq(pos, 12);
+    ringk_ring_write(&r, pos, 0, payload, sizeof(payload));
+    ringk_ring_publish(&r, pos, sizeof(payload), 12, 1, 0);
+    h = ringk_ring_peek(&r, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert(h->flags & RINGK_CELL_FLAG_CLEAR);
+    ringk_ring_release(&r, cons, 12, h->flags);
+    free(mem);
+}
+END_TEST
+
 /* A continuation cell whose payload happens to read as next lap's "published" value must not
  * be taken for a message when the consumer reaches that position again. */
 START_TEST(test_ring_stale_word_cleared)
@@ -604,6 +639,7 @@ int main(void)
     tcase_add_test(tc, test_ring_bad_skip_refused);
     tcase_add_test(tc, test_ring_cancel_passed);
     tcase_add_test(tc, test_ring_stale_word_cleared);
+    tcase_add_test(tc, test_ring_stale_word_far);
     tcase_add_loop_test(tc, test_ring_msg_check_malformed, 0,
                         sizeof(check_cases) / sizeof(check_cases[0]));
     suite_add_tcase(s, tc);
