@@ -44,7 +44,7 @@ usage() {
 }
 
 builddir=_build outdir='' filter=${GTEST_FILTER:-*} prefix=ringk label='' case_to=60 suite_to=300
-opt=1 jobs=2 par=1
+opt=1 jobs=2 par=1 par_arg=1
 while getopts "b:o:f:p:l:t:T:O:j:J:h" c; do
     case $c in
         b) builddir=$OPTARG ;;
@@ -56,7 +56,7 @@ while getopts "b:o:f:p:l:t:T:O:j:J:h" c; do
         T) suite_to=$OPTARG ;;
         O) opt=$OPTARG ;;
         j) jobs=$OPTARG ;;
-        J) par=$OPTARG ;;
+        J) par=$OPTARG par_arg=$OPTARG ;;
         h) usage; exit 0 ;;
         *) usage >&2; exit 2 ;;
     esac
@@ -75,8 +75,11 @@ esac
 
 label=${label:-$prefix}
 case $label in *[!A-Za-z0-9_.-]*|'') echo "ucx-gtest: bad label '$label'" >&2; exit 2 ;; esac
-case $par in *[!0-9]*|''|0) echo "ucx-gtest: bad -J '$par' (suites at once: 1 or more)" >&2
-                           exit 2 ;; esac
+case $par in
+    *[!0-9]*|'') par=0 ;;
+    *) par=$((10#$par)) ;;
+esac
+[ "$par" -ge 1 ] || { echo "ucx-gtest: bad -J '$par_arg' (suites at once: 1 or more)" >&2; exit 2; }
 case $builddir in /*) ;; *) builddir=$top/$builddir ;; esac
 outdir=${outdir:-$builddir/ucx-gtest}
 case $outdir in /*) ;; *) outdir=$PWD/$outdir ;; esac
@@ -414,16 +417,22 @@ for s in "${suites[@]}"; do
     suite_torun "$s" 0
     [ ${#torun[@]} -gt 0 ] && torun_suites+=("${#torun[@]} $s")
 done
+# The pool starts no suite once this script is gone (a suite that runs ends by its limit).
 (
     while read -r _ s; do
+        [ -n "$s" ] || continue # no suite to run: printf's one empty line
         while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do
             wait -n
         done
+        kill -0 $$ 2>/dev/null || break
         run_suite "$s" &
     done < <(printf '%s\n' "${torun_suites[@]}" | sort -k1,1rn -k2)
     wait
 ) &
 pool=$!
+trap 'kill "$pool" 2>/dev/null' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 suite_times=()
 for s in "${suites[@]}"; do
     suite_torun "$s" 1

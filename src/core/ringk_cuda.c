@@ -6,6 +6,7 @@
 
 #include "ringk_cuda.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,7 +15,6 @@
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <unistd.h>
 
 int ringk_cuda_usable(char *why, size_t why_len)
@@ -410,3 +410,32 @@ int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, s
 }
 
 #endif
+
+#define RINGK_CU_ERROR_NOT_INITIALIZED 3 /* CUDA_ERROR_NOT_INITIALIZED: no cuInit yet */
+
+int ringk_cuda_ctx_exists(int dev)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    int (*get)(int *device, int ordinal);
+    int (*state)(int device, unsigned *flags, int *active);
+    int d, active = 0, ret = -1;
+    unsigned flags;
+
+    if (lib == NULL) {
+        return 0;
+    }
+    *(void**)&get   = dlsym(lib, "cuDeviceGet");
+    *(void**)&state = dlsym(lib, "cuDevicePrimaryCtxGetState");
+    if ((get != NULL) && (state != NULL)) {
+        ret = get(&d, dev);
+        if (ret == RINGK_CU_ERROR_NOT_INITIALIZED) {
+            ret = 0;
+        } else if (ret == 0) {
+            ret = (state(d, &flags, &active) == 0) ? (active != 0) : -1;
+        } else {
+            ret = -1;
+        }
+    }
+    dlclose(lib);
+    return ret;
+}

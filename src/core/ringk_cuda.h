@@ -74,4 +74,12 @@ int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t wh
 void *ringk_cuda_host_alloc(size_t len);
 void ringk_cuda_host_free(void *ptr);
 
+/**
+ * Whether CUDA device @a dev's primary context exists in this process: 1, 0, or -1 when it
+ * cannot be told. Asks the driver the process has loaded (libcuda.so.1), without loading it,
+ * initialising it or making a context: no driver loaded, or not initialised, means no context.
+ * Also in a build without CUDA (the program may use CUDA itself).
+ */
+int ringk_cuda_ctx_exists(int dev);
+
 #endif

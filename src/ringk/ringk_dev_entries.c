@@ -6,7 +6,8 @@
 #define _GNU_SOURCE
 #include "ringk_exec_dev.h"
 
-#include <dlfcn.h>
+#include "core/ringk_cuda.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +25,10 @@ static struct {
     size_t                      need[RINGK_DEV_SLOTS][RINGK_DEVICE_ENTRIES_MAX];
     size_t                      limit[RINGK_DEV_SLOTS]; /* the stack limit, once read */
     unsigned                    kernels[RINGK_DEV_SLOTS];
-    int                         asked;  /* libringk set CUDA_DEVICE_MAX_CONNECTIONS */
-    int8_t                      ctx_before[RINGK_DEV_SLOTS]; /* 0 not known yet, 1 the device's
-                                           context existed before the first device kernel, -1 not */
+    int                         asked;  /* ringk_dev_queues_ask() ran */
+    int                         set;    /* it set CUDA_DEVICE_MAX_CONNECTIONS */
+    int8_t                      ctx_before[RINGK_DEV_SLOTS]; /* 1: the device's context existed
+                                           (or could not be told of) when it was set */
 } cuda_entries = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Under cuda_entries.mu: the index of @a e, added when new (in a place an unregistered entry
@@ -70,80 +72,91 @@ int ringk_device_entry_register(const ringk_device_entry_t *entry)
     return (idx < 0) ? -ENOSPC : 0;
 }
 
+/* Called from the entry's library's destructor, inside dlclose() (under the loader's lock):
+ * takes no lock but this table's, under which nothing loads a library. */
 void ringk_device_entry_unregister(const ringk_device_entry_t *entry)
 {
-    const ringk_device_cuda_ops_t *other = NULL;
     unsigned i;
 
-    if ((entry == NULL) || (entry->kind != RINGK_DEVICE_ENTRY_CUDA)) {
-        return;
-    }
     pthread_mutex_lock(&cuda_entries.mu);
     for (i = 0; i < cuda_entries.n; i++) {
         if (cuda_entries.entry[i] == entry) {
             cuda_entries.entry[i] = NULL;
-        } else if ((cuda_entries.entry[i] != NULL) && (other == NULL)) {
-            other = cuda_entries.entry[i]->cuda;
         }
     }
     pthread_mutex_unlock(&cuda_entries.mu);
-    /* not under cuda_entries.mu: the device lock is taken first elsewhere */
-    ringk_exec_dev_ops_gone(entry->cuda, other);
+}
+
+const ringk_device_cuda_ops_t *ringk_dev_ops_live(const ringk_device_cuda_ops_t *ops)
+{
+    const ringk_device_cuda_ops_t *other = NULL;
+    const ringk_device_entry_t *e;
+    unsigned i;
+
+    pthread_mutex_lock(&cuda_entries.mu);
+    for (i = 0; i < cuda_entries.n; i++) {
+        e = cuda_entries.entry[i];
+        if ((e == NULL) || (e->abi != RINGK_DEV_ABI) || (e->cuda == NULL)) {
+            continue;
+        }
+        if (e->cuda == ops) {
+            other = ops;
+            break;
+        }
+        other = (other == NULL) ? e->cuda : other;
+    }
+    pthread_mutex_unlock(&cuda_entries.mu);
+    return other;
 }
 
 void ringk_dev_queues_ask(void)
 {
-    pthread_mutex_lock(&cuda_entries.mu);
+    int8_t before[RINGK_DEV_SLOTS] = {0};
+    int dev, set = 0;
+
+    if (__atomic_load_n(&cuda_entries.asked, __ATOMIC_ACQUIRE)) {
+        return;
+    }
+    /* the contexts that exist already (the program's, the transport's) keep the queues they
+     * were made with; asked without a lock (a driver query may load nothing, but dlopen takes
+     * the loader's lock, which a library's destructor holds when it unregisters its entry) */
     if (getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL) {
-        setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-        cuda_entries.asked = 1;
+        for (dev = 0; dev < RINGK_DEV_SLOTS - 1; dev++) {
+            before[1 + dev] = (ringk_cuda_ctx_exists(dev) != 0);
+        }
+        set = 1;
+    }
+    pthread_mutex_lock(&cuda_entries.mu);
+    if (!cuda_entries.asked) {
+        if (set && (getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL)) {
+            setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+            memcpy(cuda_entries.ctx_before, before, sizeof(before));
+            cuda_entries.set = 1;
+        }
+        __atomic_store_n(&cuda_entries.asked, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&cuda_entries.mu);
 }
 
-/* Whether CUDA device @a dev's primary context exists (1) or not (0), asked of the driver the
- * process loaded, without loading one or making a context; -1 when it cannot be told. */
-static int cuda_ctx_active(int dev)
-{
-    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    int (*get)(int *device, int ordinal);
-    int (*state)(int device, unsigned *flags, int *active);
-    int d, active = 0, ret = -1;
-    unsigned flags;
-
-    if (lib == NULL) {
-        return 0; /* no driver in the process: no context */
-    }
-    *(void**)&get   = dlsym(lib, "cuDeviceGet");
-    *(void**)&state = dlsym(lib, "cuDevicePrimaryCtxGetState");
-    if ((get != NULL) && (state != NULL)) {
-        ret = get(&d, dev);
-        if (ret == 3) { /* CUDA_ERROR_NOT_INITIALIZED: no cuInit, so no context */
-            ret = 0;
-        } else if (ret == 0) {
-            ret = (state(d, &flags, &active) == 0) ? (active != 0) : -1;
-        } else {
-            ret = -1;
-        }
-    }
-    dlclose(lib);
-    return ret;
-}
-
-unsigned ringk_dev_queues(int dev, int *before)
+unsigned ringk_dev_queues(int dev, int *before, const char **bad)
 {
     const char *conn;
-    long queues;
+    char *end;
+    long queues = 8;
 
     pthread_mutex_lock(&cuda_entries.mu);
-    if (cuda_entries.ctx_before[1 + dev] == 0) { /* the first time: later, libringk made it */
-        cuda_entries.ctx_before[1 + dev] = (cuda_ctx_active(dev) != 0) ? 1 : -1;
-    }
-    *before = (cuda_entries.ctx_before[1 + dev] > 0) && cuda_entries.asked;
+    *before = cuda_entries.set && (cuda_entries.ctx_before[1 + dev] > 0);
     conn    = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-    queues  = ((conn == NULL) || *before) ? 8 : strtol(conn, NULL, 10);
+    *bad    = NULL;
+    if ((conn != NULL) && !*before) {
+        queues = strtol(conn, &end, 10);
+        if ((end == conn) || (*end != '\0') || (queues < 1) || (queues > 32)) {
+            *bad   = conn; /* CUDA keeps its default then */
+            queues = 8;
+        }
+    }
     pthread_mutex_unlock(&cuda_entries.mu);
-    return (queues < 1) ? 1 : (queues > 32) ? 32 : (unsigned)queues;
+    return (unsigned)queues;
 }
 
 /* Under cuda_entries.mu: loads entry @a e (index @a idx, -1 outside the table) on CUDA device

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libringk: the device executor: which device a kernel of the CUDA backend runs on, its memory
- * (control block, host ingress ring, outbox and route table in mapped memory, the device inbox
- * in device memory, all from slabs allocated before any kernel of the device runs), its
- * launches and relaunches, and the routes between kernels of one device. */
+ * (control block, host ingress ring, outbox and route table in mapped memory; the device inbox,
+ * the staging buffer and the name tables in device memory; all from slabs allocated before any
+ * kernel of the device runs), its launches and relaunches, and the routes between kernels of
+ * one device. */
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
@@ -17,7 +18,8 @@
 /* The devices of the process (see ringk_dev_slot_t). Lock order: after a device kernel's
  * d->mu (dev_join), before cuda_entries.mu (ringk_dev_entries.c); the log callback is called
  * under it. A kernel's setup copy is made under it too, so a copy that waits (a stream sharing
- * a hardware queue with a resident kernel: dev_setup warns) holds every context's creates. */
+ * a hardware queue with a resident kernel, which the queue limit in ringk_exec_dev_select()
+ * is there to avoid) would hold every context's creates. */
 static struct {
     pthread_mutex_t  mu;
     ringk_dev_slot_t slot[RINGK_DEV_SLOTS];
@@ -136,10 +138,6 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
             slot->cuda_index = -1;
         }
     } else {
-        /* Streams share the device's hardware queues (8 by default): a launch or copy on a
-         * stream that shares one with a resident kernel waits behind it forever. 32 queues
-         * unless the program says otherwise (dev_setup holds the kernels to what there are). */
-        ringk_dev_queues_ask();
         n = entry->cuda->device_count(why, why_len);
         if (n <= 0) {
             return (n < 0) ? n : -ENODEV;
@@ -151,10 +149,17 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
         }
         slot = &proc_devs.slot[1 + idx];
         if (!slot->used) { /* set once: the proxy thread reads it */
+            const char *bad;
+
             slot->cuda_index = idx;
-            slot->queues     = ringk_dev_queues(idx, &slot->queues_before);
+            slot->queues     = ringk_dev_queues(idx, &slot->queues_before, &bad);
+            if (bad != NULL) {
+                ringk_log_msg(ctx, RINGK_LOG_WARN, "CUDA_DEVICE_MAX_CONNECTIONS='%s' is not a "
+                              "number of queues in 1..32: CUDA's default of 8 assumed", bad);
+            }
         }
-        if (slot->ops == NULL) {
+        slot->ops = ringk_dev_ops_live(slot->ops);
+        if (slot->ops == NULL) { /* its entry is not registered (the table was full) */
             slot->ops = entry->cuda;
         }
     }
@@ -170,8 +175,9 @@ static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int pla
     return ret;
 }
 
-/* Lays out the memory of device kernel @a k on its slot: the control block, routes, topic
- * names, host ingress ring and outbox in mapped memory, the device inbox in device memory. */
+/* Lays out the memory of device kernel @a k on its slot: the control block, routes, the name
+ * tables (the source of the device's copy), host ingress ring and outbox in mapped memory; the
+ * device inbox, the staging buffer and the name tables in device memory. */
 static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, uint32_t ncells)
 {
     ringk_dev_slot_t *slot = d->slot;
@@ -317,20 +323,6 @@ static int entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
     return 0;
 }
 
-void ringk_exec_dev_ops_gone(const ringk_device_cuda_ops_t *gone,
-                             const ringk_device_cuda_ops_t *other)
-{
-    unsigned i;
-
-    pthread_mutex_lock(&proc_devs.mu);
-    for (i = 1; i < RINGK_DEV_SLOTS; i++) {
-        if (proc_devs.slot[i].ops == gone) {
-            proc_devs.slot[i].ops = other;
-        }
-    }
-    pthread_mutex_unlock(&proc_devs.mu);
-}
-
 /* The devices of @a ctx, created on first use (under ctx->lock). */
 static ringk_devs_t *devs_of(ringk_ctx_t *ctx)
 {
@@ -348,17 +340,6 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     uint32_t ncells = k->inbox_size, big = RINGK_MSG_CELLS(k->max_in);
     int ret;
 
-    /* a queue for each kernel's stream, this one's included, one for the setup copies and one
-     * for the process's other streams (the transport's copies, the program's own) */
-    if ((d->slot->cuda_index >= 0) && (d->slot->kernels + 1 + 2 > d->slot->queues)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': CUDA device %d has %u device kernels, "
-                      "the most its %u hardware queues take (CUDA_DEVICE_MAX_CONNECTIONS - 2%s): "
-                      "another stream would share a queue with a resident kernel and wait for "
-                      "it for ever", k->name, d->slot->cuda_index, d->slot->kernels,
-                      d->slot->queues, d->slot->queues_before ? "; CUDA was used before, with "
-                      "the default of 8: set it to 32 before the program's first CUDA call" : "");
-        return -ENOSPC;
-    }
     while (ncells < 2 * big) {
         ncells *= 2;
     }
@@ -404,7 +385,7 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     const ringk_device_entry_t *e = (p->field_mask & RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY) ?
                                     p->device_entry : NULL;
     ringk_dev_host_t *d;
-    char why[160] = "";
+    char why[320] = "";
     int ret;
 
     if (!(backends & RINGK_BACKEND_CUDA)) {
@@ -421,9 +402,23 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         return -ENOMEM;
     }
     d->entry = e;
+    if (e->kind == RINGK_DEVICE_ENTRY_CUDA) {
+        ringk_dev_queues_ask(); /* before the first CUDA call, under no lock */
+    }
     pthread_mutex_lock(&proc_devs.mu);
     ret = slot_get(ctx, e, k->placement, &d->slot, why, sizeof(why));
-    if (ret == 0) {
+    /* Streams share the device's hardware queues: a launch or copy on a stream that shares one
+     * with a resident kernel waits behind it for ever. A queue for each kernel's stream, this
+     * one's included, one for the setup copies and one for the process's other streams (the
+     * transport's copies, the program's own). */
+    if ((ret == 0) && (d->slot->cuda_index >= 0) && (d->slot->kernels + 1 + 2 > d->slot->queues)) {
+        snprintf(why, sizeof(why), "CUDA device %d has %u device kernels, the most its %u "
+                 "hardware queues take (CUDA_DEVICE_MAX_CONNECTIONS - 2%s)", d->slot->cuda_index,
+                 d->slot->kernels, d->slot->queues, d->slot->queues_before ? "; its context was "
+                 "made before libringk could set it, with CUDA's 8: set it to 32 before the "
+                 "program's first CUDA call" : "");
+        ret = -ENOSPC;
+    } else if (ret == 0) {
         ret = dev_setup(ctx, k, d);
     }
     if ((ret != 0) && (d->stream != NULL)) { /* nothing was launched on it */
@@ -440,11 +435,13 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     k->dev = NULL;
     k->exec = &ringk_exec_cpu;
     free(d);
-    if ((ret == -ENODEV) && (backends & RINGK_BACKEND_CPU) && (k->handler != NULL)) {
+    /* no device, or no room on it: the CPU when the kernel may run there */
+    if (((ret == -ENODEV) || (ret == -ENOSPC)) && (backends & RINGK_BACKEND_CPU) &&
+        (k->handler != NULL)) {
         ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s' runs on the CPU: %s", k->name, why);
         return 0;
     }
-    if (ret == -ENODEV) {
+    if ((ret == -ENODEV) || (ret == -ENOSPC)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' (CUDA backend only): %s", k->name, why);
     }
     return ret;
@@ -750,6 +747,9 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
             }
             slot->kept = 1;
             continue;
+        }
+        if (slot->cuda_index >= 0) {
+            slot->ops = ringk_dev_ops_live(slot->ops);
         }
         if (slot->cuda_index < 0) {
             free(slot->mapped.host);

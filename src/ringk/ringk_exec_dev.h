@@ -108,23 +108,24 @@ void ringk_exec_dev_free(ringk_kernel_t *k);
  *  ringk_dev_entry_gone(). */
 int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk_device_entry_t *e,
                           const ringk_device_cuda_ops_t *ops, int dev);
-/** Entry ops @a gone are about to be unloaded (ringk_device_entry_unregister): the devices
- *  that made their shared calls (slabs, setup stream) through them make them through @a other
- *  from now on (another registered entry's; NULL: none is left, and the slabs are not freed).
- *  A kernel's own calls (its stream) go through its own entry's ops, loaded while it lives. */
-void ringk_exec_dev_ops_gone(const ringk_device_cuda_ops_t *gone,
-                             const ringk_device_cuda_ops_t *other);
+/** The ops a device's own calls (slabs, setup stream) go through: @a ops while an entry of
+ *  them is registered, else another registered entry's (the library of an unregistered one may
+ *  be unloaded), NULL when none is. A kernel's own calls (its stream) go through its own
+ *  entry's ops, loaded while it lives. */
+const ringk_device_cuda_ops_t *ringk_dev_ops_live(const ringk_device_cuda_ops_t *ops);
 /** A device kernel counted by ringk_dev_entry_ready() whose launches all returned. */
 void ringk_dev_entry_gone(int dev);
-/** Before the process's first CUDA call for device kernels: asks CUDA for 32 hardware queues
- *  per device (CUDA_DEVICE_MAX_CONNECTIONS, read when CUDA makes a device's context) unless
- *  the environment already says. */
+/** Once, before libringk's first CUDA call for device kernels and under no lock: asks CUDA
+ *  for 32 hardware queues per device (CUDA_DEVICE_MAX_CONNECTIONS, which CUDA reads when it
+ *  makes a device's context) unless the environment already says, noting the devices whose
+ *  context exists already. */
 void ringk_dev_queues_ask(void);
 /** The hardware queues CUDA device @a dev's context has, as far as the process can tell:
- *  CUDA_DEVICE_MAX_CONNECTIONS (1..32) when the program set it or the context was made after
- *  ringk_dev_queues_ask(), else CUDA's default of 8 (*@a before is then 1: the context existed
- *  before libringk could ask). */
-unsigned ringk_dev_queues(int dev, int *before);
+ *  CUDA_DEVICE_MAX_CONNECTIONS when the program set it or the context was made after
+ *  ringk_dev_queues_ask() set it, else CUDA's default of 8 (*@a before is 1 when the context
+ *  existed before libringk set it; *@a bad is the variable's value when it is not a number in
+ *  1..32). */
+unsigned ringk_dev_queues(int dev, int *before, const char **bad);
 
 /** Under ctx->lock: points the routes of every device kernel at the device inboxes of the
  *  kernels of the same device they name, where the target exists and accepts the sender. */

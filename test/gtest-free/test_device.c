@@ -1040,7 +1040,7 @@ START_TEST(test_device_streams_queues)
     const char *was = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
     char *old = (was != NULL) ? strdup(was) : NULL;
     ringk_dev_test_t t[3];
-    ringk_kernel_params_t p;
+    ringk_kernel_params_t p, cpu;
     ringk_kernel_t *k[3];
     ringk_ctx_t *ctx;
 
@@ -1053,8 +1053,20 @@ START_TEST(test_device_streams_queues)
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[1]), 0);
     p = dev_params("q2", &ringk_dev_test_count, &t[2]);
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[2]), -ENOSPC);
-    ck_assert_msg(strstr(logbuf, "kernel 'q2': CUDA device 0 has 2 device kernels, the most its "
-                         "4 hardware queues take") != NULL, "log: %s", logbuf);
+    ck_assert_msg(strstr(logbuf, "kernel 'q2' (CUDA backend only): CUDA device 0 has 2 device "
+                         "kernels, the most its 4 hardware queues take") != NULL,
+                  "log: %s", logbuf);
+    /* a kernel that may run on the CPU too runs there */
+    cpu = cpu_sink_params;
+    cpu.field_mask  |= RINGK_KERNEL_PARAM_FIELD_BACKENDS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY;
+    cpu.backends     = RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA;
+    cpu.device_entry = &ringk_dev_test_count;
+    cpu_sink_count   = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cpu, &k[2]), 0);
+    ck_assert_int_eq(stats_of(k[2]).device, RINGK_DEVICE_NONE);
+    ck_assert_int_eq(host_send(ctx, "sink", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&cpu_sink_count, 1, 30);
+    ck_assert_int_eq(ringk_kernel_destroy(k[2]), 0);
     ck_assert_int_eq(ringk_kernel_destroy(k[0]), 0);
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[2]), 0);
     ck_assert_int_eq(host_send(ctx, "q2", 0, 0, RINGK_WAIT_FOREVER), 0);

@@ -304,8 +304,9 @@ typedef struct ringk_peer_event {
  *          driver", a CUDA error); -EEXIST a kernel of that name exists; -ENOSPC more kernels,
  *          topics or barriers than a context holds, or more device kernels on a CUDA device
  *          than its hardware queues take (CUDA_DEVICE_MAX_CONNECTIONS - 2, see
- *          ringk_device(3)); -ENOMEM (also: the device slabs are full);
- *          -EAGAIN its thread could not start; -EIO a CUDA call failed (logged). */
+ *          ringk_device(3); CPU | CUDA then runs on the CPU); -ENOMEM (also: the device
+ *          slabs are full); -EAGAIN its thread could not start; -EIO a CUDA call failed
+ *          (logged). */
 int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
                         ringk_kernel_t **kernel_p);
 /**

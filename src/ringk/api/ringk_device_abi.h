@@ -170,8 +170,8 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 #define RINGK_DEV_OUT_BARRIER 3u   /* op_arg: barrier index; the proxy answers in the control
                                       block (barrier_done, barrier_result) */
 
-/* A route of a device kernel: the target's name, and where the host resolved it to a kernel of
- * the same device, that kernel's device inbox and control block. */
+/* A route of a device kernel (its name is in ringk_dev_kernel_t.route_names): where the host
+ * resolved it to a kernel of the same device, that kernel's device inbox and control block. */
 /* A same-device target of a route: set by the host before it makes the route direct, never
  * changed after, so a sender copies it into its launch once (ringk_dev_kernel_t.targets) and
  * reads only 'direct' across the bus on each send. */
