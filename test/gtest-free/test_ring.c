@@ -184,37 +184,45 @@ START_TEST(test_ring_multicell_wraps)
 }
 END_TEST
 
+/* Sends @a len bytes of @a payload as one message of @a ncells cells through @a r and takes it
+ * at *@a cons (moved past it): the flags its producer published. */
+static uint8_t stale_round(ringk_ring_t *r, ringk_ring_prod_t *prod, uint64_t *cons,
+                           const void *payload, uint32_t len, uint16_t ncells)
+{
+    const ringk_cell_hdr_t *h;
+    uint64_t pos;
+    uint8_t flags;
+
+    ck_assert(ringk_ring_sp_claim(r, prod, ncells, &pos));
+    ck_assert_uint_eq(pos, *cons);
+    ringk_ring_write(r, pos, 0, payload, len);
+    ringk_ring_publish(r, pos, len, ncells, 1, 0);
+    h = ringk_ring_peek(r, cons);
+    ck_assert_ptr_nonnull(h);
+    flags = h->flags;
+    ringk_ring_release(r, *cons, ncells, flags);
+    *cons += ncells;
+    return flags;
+}
+
 /* The producer finds such a word in any continuation cell of a long message, past the first
  * eight it loads together too (cell 10 of 12), and asks for no clearing where none is. */
 START_TEST(test_ring_stale_word_far)
 {
-    uint64_t bytes, cons = 0, pos, v;
+    uint64_t bytes, cons = 0, v;
     void *mem = ring_alloc(32, 64, &bytes);
     ringk_ring_prod_t prod = {0, 0};
-    const ringk_cell_hdr_t *h;
     uint8_t payload[12 * 64 - 16] = {0};
     ringk_ring_t r;
 
     ck_assert_int_eq(ringk_ring_init(&r, mem, bytes, 32, 64), 0);
-    ck_assert(ringk_ring_sp_claim(&r, &prod, 12, &pos));
-    ringk_ring_write(&r, pos, 0, payload, sizeof(payload));
-    ringk_ring_publish(&r, pos, sizeof(payload), 12, 1, 0);
-    h = ringk_ring_peek(&r, &cons);
-    ck_assert_ptr_nonnull(h);
-    ck_assert_uint_eq(h->flags & RINGK_CELL_FLAG_CLEAR, 0);
-    ringk_ring_release(&r, cons, 12, h->flags);
-    cons += 12;
+    ck_assert_uint_eq(stale_round(&r, &prod, &cons, payload, sizeof(payload), 12) &
+                      RINGK_CELL_FLAG_CLEAR, 0);
     /* cell 10 of the next one (position 22) starts at payload offset 10 * 64 - 16 */
     v = 22 + 32 + 1;
     memcpy(payload + 10 * 64 - 16, &v, 8);
-    ck_assert(ringk_ring_sp_claim(&r, &prod, 12, &pos));
-    ck_assert_uint_eq(pos, 12);
-    ringk_ring_write(&r, pos, 0, payload, sizeof(payload));
-    ringk_ring_publish(&r, pos, sizeof(payload), 12, 1, 0);
-    h = ringk_ring_peek(&r, &cons);
-    ck_assert_ptr_nonnull(h);
-    ck_assert(h->flags & RINGK_CELL_FLAG_CLEAR);
-    ringk_ring_release(&r, cons, 12, h->flags);
+    ck_assert(stale_round(&r, &prod, &cons, payload, sizeof(payload), 12) &
+              RINGK_CELL_FLAG_CLEAR);
     free(mem);
 }
 END_TEST
@@ -235,14 +243,8 @@ START_TEST(test_ring_stale_word_cleared)
     /* 2-cell message at 0; cell 1's first word sits at payload offset 64 - 16 = 48 */
     v = 1 + 16 + 1; /* position 1 + N + 1: "published" for position 17 */
     memcpy(payload + 48, &v, 8);
-    ck_assert(ringk_ring_sp_claim(&r, &prod, 2, &pos));
-    ringk_ring_write(&r, pos, 0, payload, sizeof(payload));
-    ringk_ring_publish(&r, pos, sizeof(payload), 2, 1, 0);
-    h = ringk_ring_peek(&r, &cons);
-    ck_assert_ptr_nonnull(h);
-    ck_assert(h->flags & RINGK_CELL_FLAG_CLEAR);
-    ringk_ring_release(&r, cons, 2, h->flags);
-    cons += 2;
+    ck_assert(stale_round(&r, &prod, &cons, payload, sizeof(payload), 2) &
+              RINGK_CELL_FLAG_CLEAR);
     /* single-cell messages up to position 16 (cell 0 again), consumed: head reaches 17 */
     for (i = 2; i <= 16; i++) {
         ck_assert(ringk_ring_sp_claim(&r, &prod, 1, &pos));
