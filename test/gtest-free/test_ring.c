@@ -205,8 +205,9 @@ static uint8_t stale_round(ringk_ring_t *r, ringk_ring_prod_t *prod, uint64_t *c
     return flags;
 }
 
-/* The producer finds such a word in any continuation cell of a long message, past the first
- * eight it loads together too (cell 10 of 12), and asks for no clearing where none is. */
+/* The producer finds such a word in any continuation cell of a long message (cell 10 of 12:
+ * past the first eight, which a GPU compares together), and asks for no clearing where none
+ * is. */
 START_TEST(test_ring_stale_word_far)
 {
     uint64_t bytes, cons = 0, v;
