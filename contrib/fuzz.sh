@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # fuzz.sh [SECONDS]: builds the libFuzzer targets in test/fuzz/ with clang (ASan + UBSan) and
 # runs each for SECONDS (default 30) from its seed corpus (test/fuzz/corpus/<target>, copied:
-# the repository's corpus is not modified). Prints TAP; a crash keeps its input in _fuzz/ and
+# the repository's corpus is not modified), as many at once as there are cores (each fuzzer is
+# one thread; RINGK_FUZZ_JOBS overrides). Prints TAP; a crash keeps its input in _fuzz/ and
 # fails. Installs clang and libclang-rt-14-dev when missing.
 #   fuzz_ring     ring cells and tail written by a hostile producer; ring headers on attach
 #   fuzz_topo     topology files (hwloc XML + NVLink attributes)
@@ -41,9 +42,29 @@ core_objs() {
             "$top/src/core/$f.c" -o "$out/core/$f.o" || return 1
     done
 }
+# run_target T: runs fuzzer T; its status goes to _fuzz/T.rc (written last)
+run_target() {
+    local t=$1 leaks=1 rc
+    rm -rf "$out/$t.corpus" "$out/$t.rc"
+    cp -r "$top/test/fuzz/corpus/${t#fuzz_}" "$out/$t.corpus"
+    # hwloc's XML plugins, loaded and unloaded by hwloc itself, leak on malformed files with no
+    # symbol left to suppress: leak checking is off for the topology target only (ringk's own
+    # paths are leak-checked by contrib/sanitize.sh asan)
+    [ "$t" = fuzz_topo ] && leaks=0
+    (cd "$out" && ASAN_OPTIONS=detect_leaks=$leaks \
+        LSAN_OPTIONS="suppressions=$top/contrib/lsan.supp" \
+        timeout $((secs + 60)) "./$t" -max_total_time="$secs" -max_len=16384 -print_final_stats=1 \
+        -detect_leaks=$leaks \
+        -artifact_prefix="$out/$t-" "$out/$t.corpus" >"$out/$t.log" 2>&1)
+    rc=$?
+    echo $rc >"$out/$t.rc"
+}
+jobs=${RINGK_FUZZ_JOBS:-$(nproc)}
 n=0
 fails=0
+declare -A result=()
 echo "1..$(wc -w <<<"$targets")"
+# built one after another (clang uses the cores), then run $jobs at once
 for t in $targets; do
     n=$((n + 1))
     extra=""
@@ -52,8 +73,7 @@ for t in $targets; do
         fuzz_wire) extra="$top/src/ringk/net/ringk_wire.c $(pkg-config --cflags hwloc ucx)" ;;
         fuzz_uct)
             if [ -z "$ucx_src" ] || [ ! -f "$build/ucx-build/config.h" ]; then
-                echo "not ok $n - $t: $build is not a configured build directory"
-                fails=$((fails + 1))
+                result[$t]="not ok $n - $t: $build is not a configured build directory"
                 continue
             fi
             core_objs 2>"$out/$t.build.log"
@@ -64,25 +84,30 @@ for t in $targets; do
         *) extra="$core $(pkg-config --cflags --libs hwloc ucx) -ldl" ;;
     esac
     if ! clang $flags -o "$out/$t" "$top/test/fuzz/$t.c" $extra 2>"$out/$t.build.log"; then
-        echo "not ok $n - $t: build failed"
-        sed 's/^/# /' "$out/$t.build.log" | tail -n 20
+        result[$t]="not ok $n - $t: build failed
+$(sed 's/^/# /' "$out/$t.build.log" | tail -n 20)"
+        continue
+    fi
+done
+for t in $targets; do
+    [ -n "${result[$t]+x}" ] && continue
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+        wait -n
+    done
+    run_target "$t" &
+done
+wait
+n=0
+for t in $targets; do
+    n=$((n + 1))
+    if [ -n "${result[$t]+x}" ]; then
+        echo "${result[$t]}"
         fails=$((fails + 1))
         continue
     fi
-    rm -rf "$out/$t.corpus"
-    cp -r "$top/test/fuzz/corpus/${t#fuzz_}" "$out/$t.corpus"
-    # hwloc's XML plugins, loaded and unloaded by hwloc itself, leak on malformed files with no
-    # symbol left to suppress: leak checking is off for the topology target only (ringk's own
-    # paths are leak-checked by contrib/sanitize.sh asan)
-    leaks=1
-    [ "$t" = fuzz_topo ] && leaks=0
-    (cd "$out" && ASAN_OPTIONS=detect_leaks=$leaks LSAN_OPTIONS="suppressions=$top/contrib/lsan.supp" \
-        timeout $((secs + 60)) "./$t" -max_total_time="$secs" -max_len=16384 -print_final_stats=1 \
-        -detect_leaks=$leaks \
-        -artifact_prefix="$out/$t-" "$out/$t.corpus" >"$out/$t.log" 2>&1)
-    rc=$?
+    rc=$(cat "$out/$t.rc" 2>/dev/null || echo "?")
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/$t.log" | tail -n1)
-    if [ $rc -eq 0 ]; then
+    if [ "$rc" = 0 ]; then
         echo "ok $n - $t: ${execs:-?} executions in ${secs}s, no crash"
     else
         echo "not ok $n - $t: exit $rc after ${execs:-?} executions (inputs in $out)"
