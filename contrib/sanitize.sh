@@ -24,7 +24,7 @@ mode=${1:?usage: sanitize.sh asan|tsan}
 case $mode in
     asan)
         flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-        tests="${RINGK_ASAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_kernel_api test/gtest-free/test_device test/gtest-free/test_device_streams test/gtest-free/test_topo test/gtest-free/test_examples.sh test/gtest-free/test_uct test/gtest-free/test_ucp test/gtest-free/test_job.sh test/gtest-free/test_info.sh test/gtest-free/test_netns.sh test/gtest-free/test_abi.sh}"
+        tests="${RINGK_ASAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_kernel_api test/gtest-free/test_device test/gtest-free/test_device_streams test/gtest-free/test_dev_slab test/gtest-free/test_topo test/gtest-free/test_examples.sh test/gtest-free/test_uct test/gtest-free/test_ucp test/gtest-free/test_job.sh test/gtest-free/test_info.sh test/gtest-free/test_netns.sh test/gtest-free/test_abi.sh}"
         export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:fast_unwind_on_malloc=0"
         export LSAN_OPTIONS="suppressions=$top/contrib/lsan.supp:print_suppressions=0"
         export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" ;;

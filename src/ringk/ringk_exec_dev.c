@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SLAB_ALIGN 256u
-
 /* The devices of the process (see ringk_dev_slot_t). Lock order: after a device kernel's
  * d->mu (dev_join), before cuda_entries.mu (ringk_dev_entries.c); the log callback is called
  * under it. A kernel's setup copy is made under it too, so a copy that waits (a stream sharing
@@ -109,20 +107,6 @@ static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
     return 0;
 }
 
-/* @a bytes of @a slab: 0 with the host's and the device's address, or -ENOMEM. */
-static int slab_take(ringk_dev_slab_t *slab, size_t bytes, uint8_t **host, uint8_t **dev)
-{
-    size_t at = (slab->used + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
-
-    if ((at > slab->size) || (bytes > slab->size - at)) {
-        return -ENOMEM;
-    }
-    slab->used = at + bytes;
-    *host      = (slab->host != NULL) ? slab->host + at : NULL;
-    *dev       = slab->dev + at;
-    return 0;
-}
-
 /* Under proc_devs.mu: the device slot for @a entry with placement @a placement, set up on
  * first use and counted as used by @a ctx: 0 with it in *slot_p, or a negative errno; -ENODEV
  * with the reason in @a why. */
@@ -195,18 +179,20 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
         out_cells <<= 1;
     }
     out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
-    head = (head + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1);
+    head = (head + RINGK_DEV_SLAB_ALIGN - 1) & ~(size_t)(RINGK_DEV_SLAB_ALIGN - 1);
     /* device memory: the inbox, the staging buffer, the name tables */
-    if ((slab_take(&slot->mapped, head + 2 * in_bytes + out_bytes, &h, &dv) != 0) ||
-        (slab_take(&slot->mem, in_bytes + stage + RINGK_DEV_NAMES_BYTES, &mh, &md) != 0)) {
+    if (ringk_dev_region_take(slot, head + 2 * in_bytes + out_bytes,
+                              in_bytes + stage + RINGK_DEV_NAMES_BYTES, &d->region) != 0) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full (%zu MiB "
                       "mapped, %zu MiB device memory: RINGK_DEVICE_MAPPED_MB, "
                       "RINGK_DEVICE_MEM_MB)", k->name, slot->mapped.size >> 20,
                       slot->mem.size >> 20);
         return -ENOMEM;
     }
-    d->mapped_end = slot->mapped.used;
-    d->mem_end    = slot->mem.used;
+    h  = slot->mapped.host + d->region->at[0];
+    dv = slot->mapped.dev + d->region->at[0];
+    mh = (slot->mem.host != NULL) ? slot->mem.host + d->region->at[1] : NULL;
+    md = slot->mem.dev + d->region->at[1];
     memset(h, 0, head);
     d->ctl    = (ringk_dev_ctl_t*)h;
     d->routes = (ringk_dev_route_t*)(h + sizeof(ringk_dev_ctl_t));
@@ -425,6 +411,9 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         d->entry->cuda->stream_destroy(d->stream);
         d->slot->kernels--;
     }
+    if ((ret != 0) && (d->region != NULL)) {
+        ringk_dev_region_put(d->slot, d->region);
+    }
     pthread_mutex_unlock(&proc_devs.mu);
     if (ret == 0) {
         return 1;
@@ -598,12 +587,6 @@ static void dev_join(ringk_kernel_t *k)
         d->stuck = 1;
         pthread_mutex_lock(&proc_devs.mu);
         d->slot->stuck++;
-        if (d->mapped_end > d->slot->stuck_mapped) {
-            d->slot->stuck_mapped = d->mapped_end;
-        }
-        if (d->mem_end > d->slot->stuck_mem) {
-            d->slot->stuck_mem = d->mem_end;
-        }
         pthread_mutex_unlock(&proc_devs.mu);
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
                       "runs 10 s after it finished: its stream and the device's memory are not "
@@ -644,6 +627,9 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
             rt->target.ctl          = t->dev->view.ctl;
             rt->target.event_driven = (t->mode == RINGK_MODE_EVENT_DRIVEN);
             s->dev->route_ever |= 1u << j;
+            /* t holds its region while it is found: a hold taken here cannot be the last */
+            __atomic_add_fetch(&t->dev->region->holds, 1, __ATOMIC_RELAXED);
+            s->dev->held[j] = t->dev->region;
             __atomic_store_n(&rt->direct, 1, __ATOMIC_RELEASE);
         }
     }
@@ -696,13 +682,27 @@ void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
 
 void ringk_exec_dev_free(ringk_kernel_t *k)
 {
+    unsigned j;
+
     if (k->dev != NULL) {
         if ((k->dev->stream != NULL) && !k->dev->stuck) {
             k->dev->entry->cuda->stream_destroy(k->dev->stream);
-            pthread_mutex_lock(&proc_devs.mu);
-            k->dev->slot->kernels--;
-            pthread_mutex_unlock(&proc_devs.mu);
         }
+        pthread_mutex_lock(&proc_devs.mu);
+        if ((k->dev->stream != NULL) && !k->dev->stuck) {
+            k->dev->slot->kernels--;
+        }
+        /* its launches have returned, so none holds a copy of a direct route's target any
+         * more; a stuck one may still touch its memory and its targets' */
+        for (j = 0; !k->dev->stuck && (j < RINGK_DEV_ROUTES_MAX); j++) {
+            if (k->dev->held[j] != NULL) {
+                ringk_dev_region_put(k->dev->slot, k->dev->held[j]);
+            }
+        }
+        if (!k->dev->stuck && (k->dev->region != NULL)) {
+            ringk_dev_region_put(k->dev->slot, k->dev->region);
+        }
+        pthread_mutex_unlock(&proc_devs.mu);
         if (k->dev->counted && !k->dev->stuck) { /* a stuck launch may still run there */
             ringk_dev_entry_gone(k->dev->slot->cuda_index);
         }
@@ -736,10 +736,8 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
             continue; /* another context's kernels may run there */
         }
         if (slot->stuck > 0) {
-            /* kept for the next context (an allocation would wait for the stuck launch), which
-             * takes what lies past the stuck kernels' memory again */
-            slot->mapped.used = slot->stuck_mapped;
-            slot->mem.used    = slot->stuck_mem;
+            /* kept for the next context (an allocation would wait for the stuck launch),
+             * which takes all but the stuck kernels' regions again */
             if (!slot->kept) {
                 ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches still run: "
                               "its %zu + %zu bytes of memory are not freed", slot->cuda_index,
@@ -763,6 +761,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
         slot->ops  = NULL; /* the next first entry's: this one's library may be unloaded */
         memset(&slot->mapped, 0, sizeof(slot->mapped));
         memset(&slot->mem, 0, sizeof(slot->mem));
+        ringk_dev_regions_clear(slot); /* none: every kernel was freed, none stuck */
         slot->stream = NULL;
     }
     pthread_mutex_unlock(&proc_devs.mu);

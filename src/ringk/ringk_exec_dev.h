@@ -20,14 +20,28 @@
 #define RINGK_DEV_MEM_MB_DEFAULT    16 /* RINGK_DEVICE_MEM_MB when unset */
 #define RINGK_DEV_SLAB_MB_MAX       4096
 
-/* A bump allocator over one allocation made before any kernel of its device runs: memory a
- * resident kernel may touch is never freed while kernels run, and nothing is allocated (an
- * implicit synchronization with running kernels on a GPU) once they do. */
+#define RINGK_DEV_SLAB_ALIGN 256u
+
+/* One allocation made before any kernel of its device runs, which the device's kernels take
+ * their memory from (ringk_dev_region_t): memory a resident kernel may touch is never freed
+ * while kernels run, and nothing is allocated (an implicit synchronization with running
+ * kernels on a GPU) once they do. */
 typedef struct {
     uint8_t *host;   /* the host's address (NULL: device memory the host cannot read) */
     uint8_t *dev;    /* the device's address */
-    size_t   size, used;
+    size_t   size;
 } ringk_dev_slab_t;
+
+/* A device kernel's memory in the two slabs of its device (index 0 the mapped slab, 1 the
+ * device memory slab). Taken again by a later kernel only once nothing may still touch it:
+ * the kernel's launches have all returned, and so have those of every kernel that had a
+ * direct route into its inbox (a launch keeps its copy of a direct route's target). */
+typedef struct ringk_dev_region {
+    size_t                   at[2], len[2];
+    unsigned                 holds; /* the kernel until freed, and each kernel that had a
+                                       direct route into it until freed; atomic */
+    struct ringk_dev_region *next;  /* the slot's regions */
+} ringk_dev_region_t;
 
 /* One device of the process: the emulated one (slot 0) or a CUDA device. Every context's
  * kernels on it take their memory from its slabs: allocated when the first context places a
@@ -43,15 +57,14 @@ typedef struct {
                                                     entry's once its library is unloaded */
     void                          *stream;       /* for setup copies */
     ringk_dev_slab_t               mapped, mem;
+    ringk_dev_region_t            *regions;      /* the memory its kernels hold */
     unsigned                       kernels;      /* its kernels: a stream each */
     unsigned                       queues;       /* its hardware queues (ringk_dev_queues) */
     int                            queues_before; /* its context was made before libringk
                                                     could ask for more queues */
     unsigned                       stuck;        /* kernels whose launch did not return: the
-                                                    slabs are never freed then */
-    size_t                         stuck_mapped, stuck_mem; /* how far their memory reaches in
-                                                    each slab (the rest is taken again once
-                                                    no context uses the device) */
+                                                    slabs are never freed then, nor their
+                                                    regions */
     int                            kept;         /* the slabs were kept for them (logged) */
 } ringk_dev_slot_t;
 
@@ -75,7 +88,9 @@ typedef struct ringk_dev_host {
     uint32_t           route_ever;    /* routes once made direct: never written again */
     ringk_dev_kernel_t view;          /* what a launch gets: device addresses */
     ringk_ring_t       outbox;        /* the host's view, consumed by the proxy */
-    size_t             mapped_end, mem_end; /* how far its memory reaches in the slabs */
+    ringk_dev_region_t *region;       /* its memory in the slabs */
+    ringk_dev_region_t *held[RINGK_DEV_ROUTES_MAX]; /* per route made direct: the target's
+                                         memory, held until this kernel is freed */
     uint64_t           out_head;
     uint64_t           send_failed;   /* the proxy's failed sends and publishes */
     /* the barrier wait the proxy makes for it (the device waits for the answer) */
@@ -100,7 +115,8 @@ extern const ringk_exec_ops_t ringk_exec_dev;
 /** Whether kernel @a k (parameters read into it) runs on a device: 1 with its device memory,
  *  inbox and executor set up, 0 for the CPU, or a negative errno (logged). */
 int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k);
-/** Frees the host side of a device kernel (its device memory stays in the slabs). */
+/** Frees the host side of a device kernel and, unless a launch of it may still run, gives
+ *  back its memory in the slabs and what it held of others'. */
 void ringk_exec_dev_free(ringk_kernel_t *k);
 /** Readies device kernel @a k of CUDA entry @a e on CUDA device @a dev before its first launch
  *  (ringk_dev_entries.c): 0, -EDEADLK, -E2BIG or a CUDA error (logged). @a ops: the device's
@@ -126,6 +142,17 @@ void ringk_dev_queues_ask(void);
  *  existed before libringk set it; *@a bad is the variable's value when it is not a number in
  *  1..32). */
 unsigned ringk_dev_queues(int dev, int *before, const char **bad);
+
+/** Under the process's device lock: a region of @a mapped bytes of @a slot's mapped slab and
+ *  @a mem bytes of its device memory slab (RINGK_DEV_SLAB_ALIGN aligned, the lowest free
+ *  offsets) in *@a region_p, held once; 0 or -ENOMEM (no room, or no memory for the record). */
+int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
+                          ringk_dev_region_t **region_p);
+/** Under the process's device lock: drops a hold of @a region; the last gives it back to
+ *  @a slot. */
+void ringk_dev_region_put(ringk_dev_slot_t *slot, ringk_dev_region_t *region);
+/** Under the process's device lock, when @a slot's slabs are freed: forgets its regions. */
+void ringk_dev_regions_clear(ringk_dev_slot_t *slot);
 
 /** Under ctx->lock: points the routes of every device kernel at the device inboxes of the
  *  kernels of the same device they name, where the target exists and accepts the sender. */

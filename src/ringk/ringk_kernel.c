@@ -364,7 +364,7 @@ err_kernel_free:
     ringk_kernel_free(k); /* its mutex, condition variable and inbox, then itself */
     return ret;
 err_free:
-    ringk_exec_dev_free(k); /* its device memory stays in the slabs */
+    ringk_exec_dev_free(k); /* its device memory goes back to the slabs */
     free(k->inbox_mem);
     free(k);
     return ret;

@@ -572,6 +572,109 @@ START_TEST(test_device_route_target_replaced)
 }
 END_TEST
 
+/* Sets RINGK_DEVICE_MAPPED_MB and RINGK_DEVICE_MEM_MB to @a mb (NULL: unsets them); read when
+ * a device's slabs are allocated, at the first device kernel of the process's contexts. */
+static void slabs_mb(const char *mb)
+{
+    if (mb != NULL) {
+        setenv("RINGK_DEVICE_MAPPED_MB", mb, 1);
+        setenv("RINGK_DEVICE_MEM_MB", mb, 1);
+    } else {
+        unsetenv("RINGK_DEVICE_MAPPED_MB");
+        unsetenv("RINGK_DEVICE_MEM_MB");
+    }
+}
+
+/* Parameters of a small device kernel: a 16-cell inbox, 200-byte messages (about 80 KiB of
+ * mapped memory, most of it the outbox, and 11 KiB of device memory). */
+static ringk_kernel_params_t small_params(const char *name, const ringk_device_entry_t *entry,
+                                          ringk_dev_test_t *t)
+{
+    ringk_kernel_params_t p = dev_params(name, entry, t);
+
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
+                    RINGK_KERNEL_PARAM_FIELD_MAX_OUT;
+    p.inbox_size = 16;
+    p.max_in     = 200;
+    p.max_out    = 200;
+    return p;
+}
+
+/* A pair of kernels, a target and a sender with a direct route to it, made and destroyed
+ * again and again in one context, in slabs of 1 MiB: far more pairs than the slabs hold at
+ * once (about 6), so each pair takes the memory of the ones before. */
+START_TEST(test_device_memory_reused)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    enum { ROUNDS = 100 };
+    ringk_ctx_t *ctx;
+    ringk_dev_test_t ts, tf;
+    ringk_kernel_params_t p;
+    ringk_kernel_t *sink, *fwd;
+    unsigned r;
+
+    slabs_mb("1");
+    ctx = ctx_new();
+    for (r = 0; r < ROUNDS; r++) {
+        memset(&ts, 0, sizeof(ts));
+        memset(&tf, 0, sizeof(tf));
+        p = small_params("sink", &ringk_dev_test_count, &ts);
+        ck_assert_msg(ringk_kernel_create(ctx, &p, &sink) == 0, "round %u: %s", r, logbuf);
+        p = small_params("fwd", &ringk_dev_test_forward, &tf);
+        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+        p.publishes_to = to_sink;
+        ck_assert_msg(ringk_kernel_create(ctx, &p, &fwd) == 0, "round %u: %s", r, logbuf);
+        ck_assert_int_eq(host_send(ctx, "fwd", 0, r, RINGK_WAIT_FOREVER), 0);
+        test_wait_u64(&ts.count, 1, 30);
+        ck_assert_uint_eq(STATS_AT(fwd, sent_direct, 1).sent_direct, 1);
+        ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
+        ck_assert_int_eq(ringk_kernel_destroy(fwd), 0);
+    }
+    ringk_ctx_destroy(ctx);
+    slabs_mb(NULL);
+}
+END_TEST
+
+/* A sender's launch keeps its copy of a direct route's target, so the target's memory is not
+ * taken again while the sender lives: a kernel made after the target is destroyed gets other
+ * memory (first-fit would give it the target's), and what the sender sends on the route goes
+ * through the host (no kernel of that name: counted as failed), never into the new kernel. */
+START_TEST(test_device_memory_held_by_route)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    enum { N = 50 };
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t ts = {0}, tf = {0}, to = {0};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
+    ringk_kernel_t *sink, *fwd, *other;
+    uint32_t i;
+
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = to_sink;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
+    for (i = 0; i < N; i++) {
+        ck_assert_int_eq(host_send(ctx, "fwd", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&ts.count, N, 30);
+    ck_assert_uint_eq(STATS_AT(fwd, sent_direct, N).sent_direct, N);
+    ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
+    p = dev_params("other", &ringk_dev_test_count, &to);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &other), 0);
+    for (i = 0; i < N; i++) {
+        ck_assert_int_eq(host_send(ctx, "fwd", 0, N + i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&tf.count, 2 * N, 30);
+    ck_assert_uint_eq(STATS_AT(fwd, send_failed, N).send_failed, N);
+    ck_assert_uint_eq(stats_of(fwd).sent_direct, N);
+    ck_assert_uint_eq(__atomic_load_n(&to.count, __ATOMIC_ACQUIRE), 0);
+    ck_assert_uint_eq(stats_of(other).msgs_in, 0);
+    ck_assert_uint_eq(stats_of(other).bad_cells, 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 static uint64_t bursts;
 
 /* Sends 20 small messages {1, n} to route 0 per call: a CPU kernel's handler sending in a burst
@@ -1219,6 +1322,8 @@ int main(void)
     tcase_add_test(tc, test_device_cpu_pingpong);
     tcase_add_test(tc, test_device_cpu_burst);
     tcase_add_test(tc, test_device_route_target_replaced);
+    tcase_add_test(tc, test_device_memory_reused);
+    tcase_add_test(tc, test_device_memory_held_by_route);
     tcase_add_test(tc, test_device_topic_fanout);
     tcase_add_test(tc, test_device_barrier);
     tcase_add_test(tc, test_device_recv);

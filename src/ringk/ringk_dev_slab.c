@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk: the regions device kernels hold in the slabs of their device. The slabs are
+ * allocated once, before any kernel of the device runs; a kernel's region is found in them
+ * first-fit between the regions held, so the memory of destroyed kernels is taken again while
+ * other kernels run, with no CUDA call. The callers hold the process's device lock. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "ringk_exec_dev.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static size_t align_up(size_t v)
+{
+    return (v + RINGK_DEV_SLAB_ALIGN - 1) & ~(size_t)(RINGK_DEV_SLAB_ALIGN - 1);
+}
+
+/* The lowest aligned offset of slab @a s (0 mapped, 1 device memory) of @a slot, of size
+ * @a size, where @a bytes overlap no region held: 0 with it in *@a at_p, or -ENOMEM. */
+static int gap_find(const ringk_dev_slot_t *slot, int s, size_t size, size_t bytes,
+                    size_t *at_p)
+{
+    const ringk_dev_region_t *r;
+    size_t at = 0;
+    int moved;
+
+    if (bytes > size) {
+        return -ENOMEM;
+    }
+    do { /* each move passes the end of a region, so this ends */
+        moved = 0;
+        for (r = slot->regions; (r != NULL) && (at <= size - bytes); r = r->next) {
+            if ((r->len[s] > 0) && (at < r->at[s] + r->len[s]) && (r->at[s] < at + bytes)) {
+                at    = align_up(r->at[s] + r->len[s]);
+                moved = 1;
+            }
+        }
+    } while (moved && (at <= size - bytes));
+    if (at > size - bytes) {
+        return -ENOMEM;
+    }
+    *at_p = at;
+    return 0;
+}
+
+int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
+                          ringk_dev_region_t **region_p)
+{
+    ringk_dev_region_t *r;
+
+    r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        return -ENOMEM;
+    }
+    r->len[0] = mapped;
+    r->len[1] = mem;
+    if ((gap_find(slot, 0, slot->mapped.size, mapped, &r->at[0]) != 0) ||
+        (gap_find(slot, 1, slot->mem.size, mem, &r->at[1]) != 0)) {
+        free(r);
+        return -ENOMEM;
+    }
+    r->holds      = 1;
+    r->next       = slot->regions;
+    slot->regions = r;
+    *region_p     = r;
+    return 0;
+}
+
+void ringk_dev_region_put(ringk_dev_slot_t *slot, ringk_dev_region_t *region)
+{
+    ringk_dev_region_t **pp;
+
+    if (__atomic_sub_fetch(&region->holds, 1, __ATOMIC_ACQ_REL) > 0) {
+        return;
+    }
+    for (pp = &slot->regions; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == region) {
+            *pp = region->next;
+            break;
+        }
+    }
+    free(region);
+}
+
+void ringk_dev_regions_clear(ringk_dev_slot_t *slot)
+{
+    ringk_dev_region_t *r;
+
+    while ((r = slot->regions) != NULL) {
+        slot->regions = r->next;
+        free(r);
+    }
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Tests of the regions device kernels hold in their device's slabs (src/ringk/ringk_dev_slab.c):
+ * first fit between the regions held, alignment, both slabs at once, holds, and a full slab. */
+#include "test_util.h"
+
+#include <ringk/ringk_exec_dev.h>
+
+#include <errno.h>
+#include <string.h>
+
+#define A RINGK_DEV_SLAB_ALIGN
+
+static ringk_dev_slot_t slot_of(size_t mapped, size_t mem)
+{
+    ringk_dev_slot_t s;
+
+    memset(&s, 0, sizeof(s));
+    s.mapped.size = mapped;
+    s.mem.size    = mem;
+    return s;
+}
+
+static ringk_dev_region_t *take(ringk_dev_slot_t *s, size_t mapped, size_t mem)
+{
+    ringk_dev_region_t *r = NULL;
+
+    ck_assert_int_eq(ringk_dev_region_take(s, mapped, mem, &r), 0);
+    ck_assert_uint_eq(r->at[0] % A, 0);
+    ck_assert_uint_eq(r->at[1] % A, 0);
+    ck_assert_uint_le(r->at[0] + mapped, s->mapped.size);
+    ck_assert_uint_le(r->at[1] + mem, s->mem.size);
+    return r;
+}
+
+START_TEST(test_dev_slab_first_fit)
+{
+    ringk_dev_slot_t s = slot_of(8 * A, 4 * A);
+    ringk_dev_region_t *r1, *r2, *r3, *r4, *r5, *no = NULL;
+
+    r1 = take(&s, A + 1, 1); /* two aligned units of the mapped slab */
+    r2 = take(&s, 2 * A, A);
+    r3 = take(&s, A, 1);
+    ck_assert_uint_eq(r1->at[0], 0);
+    ck_assert_uint_eq(r2->at[0], 2 * A);
+    ck_assert_uint_eq(r3->at[0], 4 * A);
+    ck_assert_uint_eq(r2->at[1], A);
+    ck_assert_uint_eq(r3->at[1], 2 * A);
+    /* r2 given back: a smaller region takes its place in both slabs, a bigger one goes past */
+    ringk_dev_region_put(&s, r2);
+    r4 = take(&s, A, 1);
+    ck_assert_uint_eq(r4->at[0], 2 * A);
+    ck_assert_uint_eq(r4->at[1], A);
+    r5 = take(&s, 3 * A, 1);
+    ck_assert_uint_eq(r5->at[0], 5 * A);
+    ck_assert_uint_eq(r5->at[1], 3 * A);
+    /* full: the mapped slab has one unit left at 3 A, the device memory slab none */
+    ck_assert_int_eq(ringk_dev_region_take(&s, 2 * A, 0, &no), -ENOMEM);
+    ck_assert_int_eq(ringk_dev_region_take(&s, A, 1, &no), -ENOMEM);
+    ck_assert_int_eq(ringk_dev_region_take(&s, 9 * A, 0, &no), -ENOMEM);
+    ck_assert_int_eq(ringk_dev_region_take(&s, (size_t)-1, 0, &no), -ENOMEM);
+    ck_assert_ptr_null(no);
+    ringk_dev_region_put(&s, r1);
+    ringk_dev_region_put(&s, r3);
+    ringk_dev_region_put(&s, r4);
+    ringk_dev_region_put(&s, r5);
+    ck_assert_ptr_null(s.regions);
+    /* all given back: the whole slabs again */
+    r1 = take(&s, 8 * A, 4 * A);
+    ck_assert_uint_eq(r1->at[0], 0);
+    ringk_dev_regions_clear(&s);
+    ck_assert_ptr_null(s.regions);
+}
+END_TEST
+
+/* A region another kernel holds (a direct route into it) stays until the last hold goes. */
+START_TEST(test_dev_slab_holds)
+{
+    ringk_dev_slot_t s = slot_of(2 * A, 2 * A);
+    ringk_dev_region_t *r1, *r2, *no = NULL;
+
+    r1 = take(&s, A, A);
+    __atomic_add_fetch(&r1->holds, 1, __ATOMIC_RELAXED);
+    ringk_dev_region_put(&s, r1); /* its kernel freed; the sender still holds it */
+    r2 = take(&s, A, A);
+    ck_assert_uint_eq(r2->at[0], A);
+    ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no), -ENOMEM);
+    ringk_dev_region_put(&s, r1); /* the sender freed */
+    ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no), 0);
+    ck_assert_uint_eq(no->at[0], 0);
+    ringk_dev_regions_clear(&s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s  = suite_create("dev_slab");
+    TCase *tc = tcase_create("dev_slab");
+
+    tcase_add_test(tc, test_dev_slab_first_fit);
+    tcase_add_test(tc, test_dev_slab_holds);
+    suite_add_tcase(s, tc);
+    return test_run_suite(s);
+}
