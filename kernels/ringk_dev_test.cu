@@ -56,7 +56,9 @@ RINGK_DEVICE static int dev_echo(ringk_dev_kernel_t *k, const ringk_msg_t *msg, 
 // Forwards each message to the kernel named "sink" (by name: the device looks the route up).
 // A payload of three words {producer, n, b} is a burst: {producer, n + i} for i < b, sent in
 // this one call; codes[0] then gets how many of the kernel's sends its control block did not
-// show yet (the loop stores its counters between turns, not per send).
+// show yet (the loop stores its counters between turns, not per send). A payload of one word
+// sends nothing: it rings the doorbell of route 0's direct target, as a sender that took the
+// target's 'idle' does after its publish (W2), here late (codes[1]: 1 when it rang).
 RINGK_DEVICE static int dev_forward(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
     ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
@@ -64,6 +66,14 @@ RINGK_DEVICE static int dev_forward(ringk_dev_kernel_t *k, const ringk_msg_t *ms
     uint32_t v[2], i;
     int ret;
 
+    if (msg->length == 4) {
+        t->codes[1] = (int)(k->targets_copied & 1u);
+        if (t->codes[1]) {
+            ringk_dev_store_rel_sys_i32(&k->targets[0].ctl->doorbell, 1);
+        }
+        ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
+        return 0;
+    }
     if (msg->length == 12) {
         for (i = 0, ret = 0; (i < p[2]) && (ret == 0); i++) {
             v[0] = p[0];

@@ -183,10 +183,12 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     /* device memory: the inbox, the staging buffer, the name tables */
     if (ringk_dev_region_take(slot, head + 2 * in_bytes + out_bytes,
                               in_bytes + stage + RINGK_DEV_NAMES_BYTES, &d->region) != 0) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full (%zu MiB "
-                      "mapped, %zu MiB device memory: RINGK_DEVICE_MAPPED_MB, "
-                      "RINGK_DEVICE_MEM_MB)", k->name, slot->mapped.size >> 20,
-                      slot->mem.size >> 20);
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full: no room "
+                      "for %zu + %zu bytes in %zu MiB mapped, %zu MiB device memory "
+                      "(RINGK_DEVICE_MAPPED_MB, RINGK_DEVICE_MEM_MB)", k->name,
+                      (size_t)(head + 2 * in_bytes + out_bytes),
+                      (size_t)(in_bytes + stage + RINGK_DEV_NAMES_BYTES),
+                      slot->mapped.size >> 20, slot->mem.size >> 20);
         return -ENOMEM;
     }
     h  = slot->mapped.host + d->region->at[0];
@@ -454,6 +456,14 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
     int ret = 0;
 
     pthread_mutex_lock(&d->mu);
+    if (d->joined) {
+        /* a wake that comes after the kernel finished and was joined (a host sender that
+         * looked before the terminate, or a doorbell of a device sender whose compare-and-swap
+         * on 'idle' raced the host's): the launch would outlive the join, and run on memory
+         * that a later kernel may take (ringk_dev_region_t) */
+        pthread_mutex_unlock(&d->mu);
+        return 0;
+    }
     /* counted before the launch runs: what it handles is seen after the count */
     __atomic_add_fetch(&d->launches, 1, __ATOMIC_RELEASE);
     if (d->slot->cuda_index < 0) {
@@ -569,6 +579,7 @@ static void dev_join(ringk_kernel_t *k)
     char why[160];
 
     pthread_mutex_lock(&d->mu);
+    d->joined = 1;
     if (d->has_thread) {
         pthread_join(d->thread, NULL);
         d->has_thread = 0;
@@ -761,7 +772,11 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
         slot->ops  = NULL; /* the next first entry's: this one's library may be unloaded */
         memset(&slot->mapped, 0, sizeof(slot->mapped));
         memset(&slot->mem, 0, sizeof(slot->mem));
-        ringk_dev_regions_clear(slot); /* none: every kernel was freed, none stuck */
+        if (slot->regions != NULL) { /* every kernel was freed, none stuck: a hold leaked */
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "device %d: regions still held when its slabs "
+                          "are freed", slot->cuda_index);
+            ringk_dev_regions_clear(slot);
+        }
         slot->stream = NULL;
     }
     pthread_mutex_unlock(&proc_devs.mu);

@@ -105,6 +105,7 @@ typedef struct ringk_dev_host {
     int                deferred;      /* created before ringk_ctx_start of a job: launched by it */
     int                faulted;       /* CUDA: a launch failed (the proxy marked it terminated) */
     int                stuck;         /* CUDA: its launch did not return after it finished */
+    int                joined;        /* dev_join ran: no launch after it (under mu) */
     int                counted;       /* CUDA: counted in the process's kernels of its device */
     uint64_t           fault_check_ns; /* the proxy's next look at its stream */
     uint64_t           launches;      /* atomic */

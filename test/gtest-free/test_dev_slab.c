@@ -72,6 +72,27 @@ START_TEST(test_dev_slab_first_fit)
 }
 END_TEST
 
+/* The regions are not kept in address order (the newest first): one that the search passed
+ * before it was pushed on by a lower one still counts. */
+START_TEST(test_dev_slab_unordered)
+{
+    ringk_dev_slot_t s = slot_of(8 * A, 8 * A);
+    ringk_dev_region_t *lo, *mid, *hi, *r;
+
+    lo  = take(&s, A, A); /* [0, A) */
+    mid = take(&s, A, A); /* [A, 2A) */
+    hi  = take(&s, A, A); /* [2A, 3A), listed before lo */
+    ck_assert_uint_eq(hi->at[0], 2 * A);
+    ringk_dev_region_put(&s, mid);
+    /* from 0: hi is passed, lo pushes the search to A, where hi is in the way: 3A */
+    r = take(&s, 2 * A, 2 * A);
+    ck_assert_uint_eq(r->at[0], 3 * A);
+    ck_assert_uint_eq(r->at[1], 3 * A);
+    ck_assert_uint_eq(lo->at[0], 0);
+    ringk_dev_regions_clear(&s);
+}
+END_TEST
+
 /* A region another kernel holds (a direct route into it) stays until the last hold goes. */
 START_TEST(test_dev_slab_holds)
 {
@@ -98,6 +119,7 @@ int main(void)
 
     tcase_add_test(tc, test_dev_slab_first_fit);
     tcase_add_test(tc, test_dev_slab_holds);
+    tcase_add_test(tc, test_dev_slab_unordered);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -326,6 +326,44 @@ START_TEST(test_device_event_driven)
 }
 END_TEST
 
+/* A wake that comes after a kernel finished and was joined (here a device sender that rings
+ * the doorbell late, as one whose compare-and-swap on 'idle' raced the host's may) launches
+ * nothing: the launch would outlive the join and run on memory a later kernel may take. */
+START_TEST(test_device_no_launch_after_join)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t ts = {0}, tf = {0};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
+    ringk_kernel_t *sink, *fwd;
+    uint32_t ring = 1;
+    uint64_t launches;
+
+    p.field_mask    |= RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS;
+    p.mode           = RINGK_MODE_EVENT_DRIVEN;
+    p.max_iterations = 50;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
+    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = to_sink;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
+    ck_assert_int_eq(host_send(ctx, "fwd", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&ts.count, 1, 30);
+    ck_assert_uint_eq(STATS_AT(fwd, sent_direct, 1).sent_direct, 1);
+    ck_assert_int_eq(ringk_kernel_terminate(sink), 0);
+    launches = stats_of(sink).launches;
+    ck_assert_int_eq(ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, &ring, sizeof(ring),
+                                RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&tf.count, 2, 30);
+    ck_assert_int_eq(tf.codes[1], 1); /* it rang */
+    usleep(100000); /* the proxy looks at every doorbell many times meanwhile */
+    ck_assert_uint_eq(stats_of(sink).launches, launches);
+    ck_assert_int_eq(stats_of(sink).state, RINGK_KERNEL_TERMINATED);
+    ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Device senders keep sending to a device kernel while it is terminated, and after: each
  * forward is either handled by it (once, in order) or refused with -EPIPE (the target closed
  * its inbox), never taken and lost. */
@@ -613,7 +651,7 @@ START_TEST(test_device_memory_reused)
     ringk_kernel_t *sink, *fwd;
     unsigned r;
 
-    slabs_mb("1");
+    slabs_mb("1"); /* unset again by slabs_teardown, also when the test fails */
     ctx = ctx_new();
     for (r = 0; r < ROUNDS; r++) {
         memset(&ts, 0, sizeof(ts));
@@ -631,9 +669,13 @@ START_TEST(test_device_memory_reused)
         ck_assert_int_eq(ringk_kernel_destroy(fwd), 0);
     }
     ringk_ctx_destroy(ctx);
-    slabs_mb(NULL);
 }
 END_TEST
+
+static void slabs_teardown(void)
+{
+    slabs_mb(NULL);
+}
 
 /* A sender's launch keeps its copy of a direct route's target, so the target's memory is not
  * taken again while the sender lives: a kernel made after the target is destroyed gets other
@@ -1301,6 +1343,7 @@ int main(void)
     TCase *tc = tcase_create("device");
 
     tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, slabs_teardown);
 #ifdef TEST_DEVICE_STREAMS
     tcase_add_checked_fixture(tc, NULL, streams_teardown);
     /* first: in one process (CK_FORK=no), the stuck launch's kernel stays counted on the
@@ -1317,6 +1360,7 @@ int main(void)
     tcase_add_test(tc, test_device_terminate_message);
     tcase_add_test(tc, test_device_event_driven);
     tcase_add_test(tc, test_device_terminate_senders);
+    tcase_add_test(tc, test_device_no_launch_after_join);
     tcase_add_test(tc, test_device_counters_stored);
     tcase_add_test(tc, test_device_two_contexts);
     tcase_add_test(tc, test_device_cpu_pingpong);
