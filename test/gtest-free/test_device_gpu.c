@@ -144,16 +144,19 @@ START_TEST(test_device_gpu_scenarios)
     }
     ck_assert_int_eq(st.device, 0);
     ck_assert_uint_eq(st.sent_direct, N / 2);
-    /* resident kernels run: create and destroy another (its memory comes from the slabs
-     * allocated before they ran); a create or destroy that waited for them would hang here,
-     * and the test's timeout fails it */
-    p = dev_params("extra", &ringk_dev_test_count, tx_d);
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &extra), 0);
-    v[0] = 0;
-    v[1] = 0;
-    ck_assert_int_eq(ringk_send(ctx, NULL, "extra", RINGK_MSG_DATA, v, sizeof(v), 1000), 0);
-    test_wait_u64(&tx->count, 1, 30);
-    ck_assert_int_eq(ringk_kernel_destroy(extra), 0);
+    /* resident kernels run: create and destroy another, twice (its memory comes from the slabs
+     * allocated before they ran, the second time the first one's memory again); a create or
+     * destroy that waited for them would hang here, and the test's timeout fails it */
+    for (i = 0; i < 2; i++) {
+        p = dev_params("extra", &ringk_dev_test_count, tx_d);
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &extra), 0);
+        v[0] = 0;
+        v[1] = i;
+        ck_assert_int_eq(ringk_send(ctx, NULL, "extra", RINGK_MSG_DATA, v, sizeof(v), 1000), 0);
+        test_wait_u64(&tx->count, i + 1, 30);
+        ck_assert_int_eq(ringk_kernel_destroy(extra), 0);
+    }
+    ck_assert_uint_eq(tx->out_of_order, 0);
     ringk_ctx_destroy(ctx);
 }
 END_TEST
