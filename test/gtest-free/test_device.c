@@ -57,6 +57,33 @@ static int host_send(ringk_ctx_t *ctx, const char *to, uint32_t producer, uint32
     return ringk_send(ctx, NULL, to, RINGK_MSG_DATA, v, sizeof(v), wait);
 }
 
+/* Makes device kernel "sink" of parameters @a sp (results in @a ts) and "fwd", which forwards
+ * to it (results in @a tf; @a sp's sizes, persistent), then sends @a n messages through fwd: all
+ * of them device to device (sent_direct). */
+static void sink_fwd_new(ringk_ctx_t *ctx, const ringk_kernel_params_t *sp, ringk_dev_test_t *ts,
+                         ringk_dev_test_t *tf, uint32_t n, ringk_kernel_t **sink,
+                         ringk_kernel_t **fwd)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    ringk_kernel_params_t p = *sp;
+    uint32_t i;
+
+    ck_assert_msg(ringk_kernel_create(ctx, sp, sink) == 0, "sink: %s", logbuf);
+    p.field_mask  &= ~(uint64_t)(RINGK_KERNEL_PARAM_FIELD_MODE |
+                                 RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS);
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.name         = "fwd";
+    p.device_entry = &ringk_dev_test_forward;
+    p.arg          = tf;
+    p.publishes_to = to_sink;
+    ck_assert_msg(ringk_kernel_create(ctx, &p, fwd) == 0, "fwd: %s", logbuf);
+    for (i = 0; i < n; i++) {
+        ck_assert_int_eq(host_send(ctx, "fwd", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&ts->count, n, 30);
+    ck_assert_uint_eq(STATS_AT(*fwd, sent_direct, n).sent_direct, n);
+}
+
 /* ---- placement, statistics, the allocation rule ------------------------------------------- */
 
 START_TEST(test_device_runs_emulated)
@@ -331,7 +358,6 @@ END_TEST
  * nothing: the launch would outlive the join and run on memory a later kernel may take. */
 START_TEST(test_device_no_launch_after_join)
 {
-    static const char *const to_sink[] = {"sink", NULL};
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t ts = {0}, tf = {0};
     ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, &ts);
@@ -342,14 +368,7 @@ START_TEST(test_device_no_launch_after_join)
     p.field_mask    |= RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS;
     p.mode           = RINGK_MODE_EVENT_DRIVEN;
     p.max_iterations = 50;
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
-    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
-    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
-    p.publishes_to = to_sink;
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
-    ck_assert_int_eq(host_send(ctx, "fwd", 0, 0, RINGK_WAIT_FOREVER), 0);
-    test_wait_u64(&ts.count, 1, 30);
-    ck_assert_uint_eq(STATS_AT(fwd, sent_direct, 1).sent_direct, 1);
+    sink_fwd_new(ctx, &p, &ts, &tf, 1, &sink, &fwd);
     ck_assert_int_eq(ringk_kernel_terminate(sink), 0);
     launches = stats_of(sink).launches;
     ck_assert_int_eq(ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, &ring, sizeof(ring),
@@ -576,7 +595,6 @@ static const ringk_kernel_params_t cpu_sink_params = {
  * route again (no longer direct) and sends through the host to the new one: nothing refused. */
 START_TEST(test_device_route_target_replaced)
 {
-    static const char *const to_sink[] = {"sink", NULL};
     enum { N = 200 };
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t ts = {0}, tf = {0};
@@ -585,16 +603,7 @@ START_TEST(test_device_route_target_replaced)
     uint32_t i;
 
     cpu_sink_count = 0;
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
-    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
-    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
-    p.publishes_to = to_sink;
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
-    for (i = 0; i < N; i++) {
-        ck_assert_int_eq(host_send(ctx, "fwd", 0, i, RINGK_WAIT_FOREVER), 0);
-    }
-    test_wait_u64(&ts.count, N, 30);
-    ck_assert_uint_eq(STATS_AT(fwd, sent_direct, N).sent_direct, N);
+    sink_fwd_new(ctx, &p, &ts, &tf, N, &sink, &fwd);
     ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
     ck_assert_int_eq(ringk_kernel_create(ctx, &cpu_sink_params, &sink), 0);
     for (i = 0; i < N; i++) {
@@ -643,7 +652,6 @@ static ringk_kernel_params_t small_params(const char *name, const ringk_device_e
  * once (about 6), so each pair takes the memory of the ones before. */
 START_TEST(test_device_memory_reused)
 {
-    static const char *const to_sink[] = {"sink", NULL};
     enum { ROUNDS = 100 };
     ringk_ctx_t *ctx;
     ringk_dev_test_t ts, tf;
@@ -657,14 +665,7 @@ START_TEST(test_device_memory_reused)
         memset(&ts, 0, sizeof(ts));
         memset(&tf, 0, sizeof(tf));
         p = small_params("sink", &ringk_dev_test_count, &ts);
-        ck_assert_msg(ringk_kernel_create(ctx, &p, &sink) == 0, "round %u: %s", r, logbuf);
-        p = small_params("fwd", &ringk_dev_test_forward, &tf);
-        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
-        p.publishes_to = to_sink;
-        ck_assert_msg(ringk_kernel_create(ctx, &p, &fwd) == 0, "round %u: %s", r, logbuf);
-        ck_assert_int_eq(host_send(ctx, "fwd", 0, r, RINGK_WAIT_FOREVER), 0);
-        test_wait_u64(&ts.count, 1, 30);
-        ck_assert_uint_eq(STATS_AT(fwd, sent_direct, 1).sent_direct, 1);
+        sink_fwd_new(ctx, &p, &ts, &tf, 1, &sink, &fwd);
         ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
         ck_assert_int_eq(ringk_kernel_destroy(fwd), 0);
     }
@@ -683,7 +684,6 @@ static void slabs_teardown(void)
  * through the host (no kernel of that name: counted as failed), never into the new kernel. */
 START_TEST(test_device_memory_held_by_route)
 {
-    static const char *const to_sink[] = {"sink", NULL};
     enum { N = 50 };
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t ts = {0}, tf = {0}, to = {0};
@@ -691,16 +691,7 @@ START_TEST(test_device_memory_held_by_route)
     ringk_kernel_t *sink, *fwd, *other;
     uint32_t i;
 
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), 0);
-    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
-    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
-    p.publishes_to = to_sink;
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &fwd), 0);
-    for (i = 0; i < N; i++) {
-        ck_assert_int_eq(host_send(ctx, "fwd", 0, i, RINGK_WAIT_FOREVER), 0);
-    }
-    test_wait_u64(&ts.count, N, 30);
-    ck_assert_uint_eq(STATS_AT(fwd, sent_direct, N).sent_direct, N);
+    sink_fwd_new(ctx, &p, &ts, &tf, N, &sink, &fwd);
     ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
     p = dev_params("other", &ringk_dev_test_count, &to);
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &other), 0);
