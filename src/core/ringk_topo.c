@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <hwloc.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -719,11 +720,59 @@ int ringk_policy_apply(const ringk_policy_t *pol, const ringk_topo_pair_t *pair,
     return RINGK_PATH_P2P_PCIE;
 }
 
+/* The canaries this process ran, by pair of bus ids: each pair's first endpoint runs it, the
+ * later ones take its outcome. The canary allocates, sets and frees GPU memory, calls that can
+ * wait for every kernel running on the device (GPU-NOTES.md, "implicit synchronization"), so
+ * it runs once per pair, at the first endpoint (a job of libringk makes its endpoints before it
+ * launches device kernels). A full table runs the canary again. */
+#define CANARY_CACHE 64
+static struct {
+    pthread_mutex_t mu;
+    unsigned        n;
+    struct {
+        char a[16], b[16];
+        int  ret;
+        char why[256];
+    } e[CANARY_CACHE];
+} canaries = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* ringk_cuda_p2p_canary() of GPUs @a a and @a b, or the outcome of this process's first run of
+ * it for that pair (then *@a cached is 1). */
+static int canary_once(const char *a, const char *b, char *why, size_t why_len, int *cached)
+{
+    unsigned i;
+    int ret;
+
+    pthread_mutex_lock(&canaries.mu);
+    for (i = 0; i < canaries.n; i++) {
+        if ((strcmp(canaries.e[i].a, a) == 0) && (strcmp(canaries.e[i].b, b) == 0)) {
+            snprintf(why, why_len, "%s", canaries.e[i].why);
+            ret = canaries.e[i].ret;
+            pthread_mutex_unlock(&canaries.mu);
+            *cached = 1;
+            return ret;
+        }
+    }
+    /* under the lock: two endpoints of one pair made at once run it once */
+    ret     = ringk_cuda_p2p_canary(a, b, why, why_len);
+    *cached = 0;
+    if (canaries.n < CANARY_CACHE) {
+        snprintf(canaries.e[canaries.n].a, sizeof(canaries.e[0].a), "%s", a);
+        snprintf(canaries.e[canaries.n].b, sizeof(canaries.e[0].b), "%s", b);
+        snprintf(canaries.e[canaries.n].why, sizeof(canaries.e[0].why), "%s", why);
+        canaries.e[canaries.n++].ret = ret;
+    }
+    pthread_mutex_unlock(&canaries.mu);
+    return ret;
+}
+
 int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int path,
                            char *reason, size_t reason_len)
 {
     size_t len = strlen(reason);
+    const char *when;
     char why[256];
+    int cached;
 
     if ((path != RINGK_PATH_P2P_NVLINK) && (path != RINGK_PATH_P2P_PCIE)) {
         return path;
@@ -735,11 +784,13 @@ int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int
     if ((a >= topo->ngpus) || (b >= topo->ngpus)) {
         return RINGK_PATH_HOST_STAGED;
     }
-    if (ringk_cuda_p2p_canary(topo->gpus[a].busid, topo->gpus[b].busid, why, sizeof(why)) != 0) {
-        snprintf(reason + len, reason_len - len, "; %s failed its canary (%s): falling back to "
-                 "HOST_STAGED", ringk_path_name((ringk_path_t)path), why);
+    if (canary_once(topo->gpus[a].busid, topo->gpus[b].busid, why, sizeof(why), &cached) != 0) {
+        when = cached ? ", at this process's first endpoint of the pair" : "";
+        snprintf(reason + len, reason_len - len, "; %s failed its canary (%s%s): falling back "
+                 "to HOST_STAGED", ringk_path_name((ringk_path_t)path), why, when);
         return RINGK_PATH_HOST_STAGED;
     }
-    snprintf(reason + len, reason_len - len, "; %s", why);
+    when = cached ? " at this process's first endpoint of the pair" : "";
+    snprintf(reason + len, reason_len - len, "; %s%s", why, when);
     return path;
 }

@@ -124,9 +124,10 @@ int ringk_policy_apply(const ringk_policy_t *policy, const ringk_topo_pair_t *pa
 
 /**
  * Confirms a P2P path before it is trusted: on this machine (a topology loaded with no file),
- * P2P_NVLINK and P2P_PCIE are checked once with a real write/read canary between the two GPUs
- * and fall back to HOST_STAGED when it fails; the reason is extended with the outcome. Paths
- * from a topology file are left as they are ("not verified").
+ * P2P_NVLINK and P2P_PCIE are checked with a real write/read canary between the two GPUs, once
+ * per pair in the process (later calls take the first one's outcome, and say so), and fall back
+ * to HOST_STAGED when it fails; the reason is extended with the outcome. Paths from a topology
+ * file are left as they are ("not verified").
  * @return the path to use.
  */
 int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int path,

@@ -370,6 +370,15 @@ START_TEST(test_topo_canary_fallback)
     ck_assert_int_eq(path, RINGK_PATH_HOST_STAGED);
     ck_assert_msg(strstr(reason, "P2P_PCIE failed its canary") != NULL, "reason: %s", reason);
     ck_assert_ptr_nonnull(strstr(reason, "falling back to HOST_STAGED"));
+    ck_assert_ptr_null(strstr(reason, "first endpoint"));
+    /* the pair's next endpoints take that outcome: no second canary (its CUDA calls can wait
+     * for resident kernels) */
+    path = ringk_policy_apply(&pol, &pair, reason, sizeof(reason));
+    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason));
+    ck_assert_int_eq(path, RINGK_PATH_HOST_STAGED);
+    ck_assert_msg(strstr(reason, "P2P_PCIE failed its canary") != NULL, "reason: %s", reason);
+    ck_assert_msg(strstr(reason, "at this process's first endpoint of the pair") != NULL,
+                  "reason: %s", reason);
 }
 END_TEST
 
