@@ -700,18 +700,18 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
             k->dev->entry->cuda->stream_destroy(k->dev->stream);
         }
         pthread_mutex_lock(&proc_devs.mu);
-        if ((k->dev->stream != NULL) && !k->dev->stuck) {
-            k->dev->slot->kernels--;
-        }
-        /* its launches have returned, so none holds a copy of a direct route's target any
-         * more; a stuck one may still touch its memory and its targets' */
-        for (j = 0; !k->dev->stuck && (j < RINGK_DEV_ROUTES_MAX); j++) {
-            if (k->dev->held[j] != NULL) {
-                ringk_dev_region_put(k->dev->slot, k->dev->held[j]);
+        if (!k->dev->stuck) {
+            /* its launches have returned, so none holds a copy of a direct route's target
+             * any more; a stuck one may still touch its memory and its targets' */
+            k->dev->slot->kernels -= (k->dev->stream != NULL);
+            for (j = 0; j < RINGK_DEV_ROUTES_MAX; j++) {
+                if (k->dev->held[j] != NULL) {
+                    ringk_dev_region_put(k->dev->slot, k->dev->held[j]);
+                }
             }
-        }
-        if (!k->dev->stuck && (k->dev->region != NULL)) {
-            ringk_dev_region_put(k->dev->slot, k->dev->region);
+            if (k->dev->region != NULL) {
+                ringk_dev_region_put(k->dev->slot, k->dev->region);
+            }
         }
         pthread_mutex_unlock(&proc_devs.mu);
         if (k->dev->counted && !k->dev->stuck) { /* a stuck launch may still run there */
