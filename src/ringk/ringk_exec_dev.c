@@ -773,8 +773,13 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
         memset(&slot->mapped, 0, sizeof(slot->mapped));
         memset(&slot->mem, 0, sizeof(slot->mem));
         if (slot->regions != NULL) { /* every kernel was freed, none stuck: a hold leaked */
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "device %d: regions still held when its slabs "
-                          "are freed", slot->cuda_index);
+            char name[32] = "the emulated device";
+
+            if (slot->cuda_index >= 0) {
+                snprintf(name, sizeof(name), "CUDA device %d", slot->cuda_index);
+            }
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s: regions still held when its slabs are "
+                          "freed", name);
             ringk_dev_regions_clear(slot);
         }
         slot->stream = NULL;
