@@ -13,7 +13,7 @@ fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 20; fails=$((fails + 1)); }
 var() { sed -n "s|^$1=||p" "$top/ringk.pc"; }
-echo "1..5"
+echo "1..6"
 if out=$(make -s -C "$top" install DESTDIR="$dest" 2>&1); then
     ok "make install DESTDIR"
 else
@@ -66,5 +66,31 @@ if [ $? -eq 0 ] && [ "$(grep -c '^greeter got "' <<<"$out")" = 3 ] &&
     ok "hello runs on the installed libringk"
 else
     nok "hello runs on the installed libringk" "$out"
+fi
+# device code (ringk_device(3)) from the installed headers, compiled as C for the emulated
+# device as a user's file would be: it builds in GNU C and in ISO C with _POSIX_C_SOURCE; in
+# ISO C without it, the header stops with a message that names the fix
+cat >"$dest/dev.cu" <<'EOF_CU'
+#include <ringk/api/ringk_device.h>
+RINGK_DEVICE static int add(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t v;
+
+    (void)arg;
+    memcpy(&v, ringk_dev_msg_payload(msg), sizeof(v));
+    return ringk_dev_send_route(k, 0, RINGK_MSG_DATA, &v, sizeof(v), RINGK_WAIT_FOREVER);
+}
+RINGK_DEVICE_ENTRY(add_entry, add);
+EOF_CU
+cflags=$(PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
+         pkg-config --cflags ringk 2>&1)
+devcc() { # shellcheck disable=SC2086 # the flags are words
+    ${CC:-cc} "$@" -Wall -Werror -x c -c -o "$dest/dev.o" "$dest/dev.cu" $cflags 2>&1
+}
+if out=$(devcc -std=gnu11) && out=$(devcc -std=c11 -D_POSIX_C_SOURCE=200809L) &&
+   ! strict=$(devcc -std=c11) && grep -q 'needs POSIX: use -std=gnu11' <<<"$strict"; then
+    ok "device code builds as C from the installed headers (gnu11; c11 + _POSIX_C_SOURCE)"
+else
+    nok "device code builds as C from the installed headers" "$out${strict:-}"
 fi
 [ $fails -eq 0 ]

@@ -23,6 +23,11 @@
 #  define RINGK_DEVICE
 #  include <sched.h>
 #  include <time.h>
+/* the emulated device takes time and naps from POSIX: clock_gettime, nanosleep */
+#  if defined(__GLIBC__) && !defined(_POSIX_C_SOURCE)
+#    error "device code compiled as C needs POSIX: use -std=gnu11 (or any gnu*), or define \
+_POSIX_C_SOURCE=200809L before the first #include"
+#  endif
 #  define RINGK_DEV_FN static inline
 #  define RINGK_DEV_CALL_FN static inline
 #endif
@@ -343,8 +348,8 @@ typedef struct ringk_device_entry {
  * first seen once device kernels run (in a library loaded later) is refused with -EDEADLK
  * unless CUDA loads kernels eagerly (CUDA_MODULE_LOADING=EAGER). Entries of the emulated device
  * are ignored.
- * @return 0, or -ENOSPC when RINGK_DEVICE_ENTRIES_MAX entries are known already (the entry is
- *         then loaded when a kernel of it is created).
+ * @return 0, -EINVAL for a NULL @a entry, or -ENOSPC when RINGK_DEVICE_ENTRIES_MAX entries are
+ *         known already (the entry is then loaded when a kernel of it is created).
  */
 int ringk_device_entry_register(const ringk_device_entry_t *entry);
 
