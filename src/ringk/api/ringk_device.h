@@ -292,10 +292,11 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
  * which delivers it as ringk_send_route() would (a CPU kernel of this process, a kernel of
  * another process). @a timeout_ms: RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds to wait
  * for room in the inbox or the outbox.
- * @return 0; -EINVAL no such route or a bad type; -EMSGSIZE above max_out or the target's
- *         max_in; -EAGAIN full (RINGK_WAIT_NONE); -ETIMEDOUT still full; -EPIPE the target is
- *         terminating (a target on this device: once its loop looks for its last messages; a
- *         message sent before is handled). Errors the host proxy meets later (the target does
+ * @return 0; -EINVAL no such route or a bad type; -EMSGSIZE above max_out, or above the max_in
+ *         of a target on this device; -EAGAIN full (RINGK_WAIT_NONE); -ETIMEDOUT still full;
+ *         -EPIPE the target is terminating (a target on this device: once its loop looks for
+ *         its last messages; a message sent before is handled). Errors the host proxy meets
+ *         later (a payload above the target's max_in, a name no kernel has, the target does
  *         not subscribe to this kernel, a lost process) are counted in the kernel's statistics
  *         (send_failed) and logged on the host.
  */
