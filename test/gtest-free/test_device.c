@@ -303,6 +303,7 @@ START_TEST(test_device_terminate_message)
     }
     ck_assert_int_eq(stats_of(k).state, RINGK_KERNEL_TERMINATED);
     ck_assert_uint_eq(__atomic_load_n(&t.count, __ATOMIC_ACQUIRE), 100);
+    ck_assert_uint_eq(stats_of(k).msgs_in, 101); /* the terminate counts, as on the CPU */
     ringk_ctx_destroy(ctx);
 }
 END_TEST
@@ -936,6 +937,13 @@ START_TEST(test_device_recv)
     ck_assert_int_eq(t.codes[7], 127);
     ck_assert_uint_eq(STATS_AT(k, msgs_in, 244).msgs_in, 244);
     ck_assert_uint_eq(stats_of(k).bad_cells, 0);
+    /* a terminate taken by the handler's recv: the kernel terminates, and it counts */
+    ck_assert_int_eq(host_send(ctx, "r", 3, 0, 1000), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "r", RINGK_MSG_TERMINATE, NULL, 0, 1000), 0);
+    test_wait_u64(&t.count, 245, 60);
+    ck_assert_int_eq(t.codes[6], -ECANCELED);
+    ck_assert_int_eq(t.codes[7], 0);
+    ck_assert_uint_eq(STATS_AT(k, msgs_in, 246).msgs_in, 246);
     ringk_ctx_destroy(ctx);
     ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
 }

@@ -177,6 +177,7 @@ RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *
             ncells = 1;
         } else if (type == RINGK_MSG_TERMINATE) {
             ringk_dev_store_rel_sys_i32(&c->term_req, 1);
+            RINGK_DEV_COUNT(k, msgs_in, 1); /* taken, as the loop counts it */
             ringk_ring_done(r, head, ncells, flags);
         } else {
             ringk_dev_fetch(out + 1, msg + 1, out->length);
