@@ -406,7 +406,10 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
                  "made before libringk could set it, with CUDA's 8: set it to 32 before the "
                  "program's first CUDA call" : "");
         ret = -ENOSPC;
-    } else if (ret == 0) {
+    } else if ((ret == 0) && (d->slot->cuda_index >= 0) && (k->arg != NULL)) {
+        ret = e->cuda->reaches(d->slot->cuda_index, k->arg, why, sizeof(why)); /* -EFAULT */
+    }
+    if (ret == 0) {
         ret = dev_setup(ctx, k, d);
     }
     if ((ret != 0) && (d->stream != NULL)) { /* nothing was launched on it */
@@ -426,13 +429,14 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     k->dev = NULL;
     k->exec = &ringk_exec_cpu;
     free(d);
-    /* no device, or no room on it: the CPU when the kernel may run there */
-    if (((ret == -ENODEV) || (ret == -ENOSPC)) && (backends & RINGK_BACKEND_CPU) &&
-        (k->handler != NULL)) {
+    /* no device, no room on it, or an arg it cannot read: the CPU when the kernel may run
+     * there */
+    if (((ret == -ENODEV) || (ret == -ENOSPC) || (ret == -EFAULT)) &&
+        (backends & RINGK_BACKEND_CPU) && (k->handler != NULL)) {
         ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s' runs on the CPU: %s", k->name, why);
         return 0;
     }
-    if ((ret == -ENODEV) || (ret == -ENOSPC)) {
+    if ((ret == -ENODEV) || (ret == -ENOSPC) || (ret == -EFAULT)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' (CUDA backend only): %s", k->name, why);
     }
     return ret;

@@ -1065,6 +1065,7 @@ static unsigned long live_kept;
  * allocated on the device. */
 static void streams_teardown(void)
 {
+    tds_pageable = 1;
     ck_assert_uint_eq(__atomic_load_n(&tds_violations, __ATOMIC_RELAXED), 0);
     ck_assert_uint_eq(__atomic_load_n(&tds_live, __ATOMIC_RELAXED), live_kept);
 }
@@ -1260,6 +1261,47 @@ START_TEST(test_device_streams_queues)
 }
 END_TEST
 
+/* On a device without pageable memory access a kernel's arg must be memory the device reads (a
+ * fault there would end the process's CUDA context): a host address is refused with -EFAULT
+ * and the reason, a kernel that may run on the CPU runs there instead, NULL is not looked at,
+ * and mapped memory at its device address is taken (the handler counts through it). */
+START_TEST(test_device_streams_arg)
+{
+    const ringk_device_cuda_ops_t *ops = ringk_dev_test_count.cuda;
+    ringk_dev_test_t t = {0}, *th;
+    ringk_kernel_params_t p, cpu;
+    ringk_kernel_t *k;
+    ringk_ctx_t *ctx;
+    char why[160];
+    void *h, *d;
+
+    tds_pageable = 0; /* back to 1 by streams_teardown */
+    ck_assert_int_eq(ops->alloc_mapped(0, &h, &d, sizeof(t), why, sizeof(why)), 0);
+    th = memset(h, 0, sizeof(t));
+    ctx = ctx_new();
+    p   = dev_params("host", &ringk_dev_test_count, &t);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -EFAULT);
+    ck_assert_msg(strstr(logbuf, "kernel 'host' (CUDA backend only): stand-in: arg 0x") != NULL,
+                  "log: %s", logbuf);
+    cpu = cpu_sink_params;
+    cpu.field_mask  |= RINGK_KERNEL_PARAM_FIELD_BACKENDS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY;
+    cpu.backends     = RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA;
+    cpu.device_entry = &ringk_dev_test_count;
+    cpu.arg          = &t;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cpu, &k), 0);
+    ck_assert_int_eq(stats_of(k).device, RINGK_DEVICE_NONE);
+    p = dev_params("none", &ringk_dev_test_echo, NULL);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(stats_of(k).device, TEST_DEVICE_INDEX);
+    p = dev_params("mapped", &ringk_dev_test_count, d);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(host_send(ctx, "mapped", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&th->count, 1, 30);
+    ringk_ctx_destroy(ctx);
+    ops->free_mapped(h);
+}
+END_TEST
+
 /* An entry's library unloaded (its destructor calls ringk_device_entry_unregister) while
  * another entry's kernel still runs on the device: the device's own calls (slabs, setup
  * stream), which went through the first entry's ops, go through the other's from then on, and
@@ -1384,6 +1426,7 @@ int main(void)
      * device, and an unknown entry is then refused for the rest of the process */
     tcase_add_test(tc, test_device_streams_entries);
     tcase_add_test(tc, test_device_streams_queues); /* before any launch sticks */
+    tcase_add_test(tc, test_device_streams_arg);
     tcase_add_test(tc, test_device_streams_entry_unloaded);
     tcase_add_test(tc, test_device_streams_fault);
     tcase_add_test(tc, test_device_streams_dead_target);

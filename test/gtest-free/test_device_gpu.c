@@ -77,6 +77,42 @@ static ringk_dev_test_t *test_block(ringk_dev_test_t **dev_p)
     return host;
 }
 
+/* A kernel's arg in ordinary host memory: refused with -EFAULT and the reason where the GPU has
+ * no pageable memory access (a fault would end the context), taken and used where it has;
+ * mapped memory at its device address is taken either way. */
+START_TEST(test_device_gpu_arg)
+{
+    static ringk_dev_test_t plain;
+    ringk_dev_test_t *t, *t_d;
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_params_t p;
+    ringk_kernel_t *k;
+    uint32_t v[2] = {0, 0}; /* producer 0's first message */
+    int pageable = 0;
+
+    ck_assert_int_eq(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, 0),
+                     cudaSuccess);
+    printf("# CUDA device 0: pageable memory access %d\n", pageable);
+    memset(&plain, 0, sizeof(plain));
+    p = dev_params("plain", &ringk_dev_test_count, &plain);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), pageable ? 0 : -EFAULT);
+    if (pageable) {
+        ck_assert_int_eq(ringk_send(ctx, NULL, "plain", RINGK_MSG_DATA, v, sizeof(v), 1000), 0);
+        test_wait_u64(&plain.count, 1, 30);
+    } else {
+        ck_assert_msg(strstr(logbuf, "kernel 'plain' (CUDA backend only): arg 0x") != NULL,
+                      "log: %s", logbuf);
+    }
+    t = test_block(&t_d);
+    p = dev_params("mapped", &ringk_dev_test_count, t_d);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "mapped", RINGK_MSG_DATA, v, sizeof(v), 1000), 0);
+    test_wait_u64(&t->count, 1, 30);
+    ringk_ctx_destroy(ctx);
+    cudaFreeHost(t);
+}
+END_TEST
+
 /* Host threads' sends reach a GPU kernel in order; two GPU kernels forward into it device to
  * device; an event-driven GPU kernel is relaunched by its messages; and while they are resident,
  * more device kernels are created and destroyed (each call bounded by the test's timeout). */
@@ -383,6 +419,9 @@ int main(void)
         }
         if ((only == NULL) || !strcmp(only, "no_deadlock")) {
             tcase_add_test(tc, test_device_gpu_no_deadlock);
+        }
+        if ((only == NULL) || !strcmp(only, "arg")) {
+            tcase_add_test(tc, test_device_gpu_arg);
         }
     } else {
         printf("# no CUDA device: the GPU scenarios are not run (test_device runs them on the "

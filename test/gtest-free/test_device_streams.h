@@ -57,6 +57,9 @@ extern size_t tds_stack_need_next;
 extern const char *tds_load_fails;
 /** Whether entry @a name's kernel is loaded. */
 int tds_is_loaded(const char *name);
+/** Set to 0 for a device without pageable memory access: a kernel's arg must then point into
+ * device memory or at the device's address of mapped memory (op reaches). */
+extern int tds_pageable;
 
 #ifdef TEST_DEVICE_STREAMS_IMPL
 #include <pthread.h>
@@ -77,6 +80,14 @@ unsigned tds_loads;
 size_t tds_stack_limit = 1024;
 size_t tds_stack_need_next;
 const char *tds_load_fails;
+int tds_pageable = 1;
+
+/* what the device reads at its own addresses: device memory, mapped memory's device side */
+static struct {
+    const char *lo, *hi;
+} tds_ranges[64];
+static unsigned tds_nranges;
+static pthread_mutex_t tds_range_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* the kernels loaded, by entry name (under tds_load_mu) */
 static const char *tds_loaded[64];
@@ -281,6 +292,47 @@ static int tds_no_device(int device, char *why, size_t why_len)
     return 0;
 }
 
+static void tds_range_add(const void *lo, size_t len)
+{
+    pthread_mutex_lock(&tds_range_mu);
+    if (tds_nranges < 64) {
+        tds_ranges[tds_nranges].lo   = lo;
+        tds_ranges[tds_nranges++].hi = (const char*)lo + len;
+    }
+    pthread_mutex_unlock(&tds_range_mu);
+}
+
+static void tds_range_del(const void *lo)
+{
+    unsigned i;
+
+    pthread_mutex_lock(&tds_range_mu);
+    for (i = 0; i < tds_nranges; i++) {
+        if (tds_ranges[i].lo == lo) {
+            tds_ranges[i] = tds_ranges[--tds_nranges];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&tds_range_mu);
+}
+
+static int tds_reaches(int device, const void *p, char *why, size_t why_len)
+{
+    unsigned i;
+    int in = tds_pageable;
+
+    pthread_mutex_lock(&tds_range_mu);
+    for (i = 0; (i < tds_nranges) && !in; i++) {
+        in = ((const char*)p >= tds_ranges[i].lo) && ((const char*)p < tds_ranges[i].hi);
+    }
+    pthread_mutex_unlock(&tds_range_mu);
+    if (!in) {
+        snprintf(why, why_len, "stand-in: arg %p is host memory that device %d cannot read", p,
+                 device);
+    }
+    return in ? 0 : -EFAULT;
+}
+
 /* Anonymous memory with its length in the page before it. */
 static void *tds_map(size_t bytes)
 {
@@ -314,6 +366,7 @@ static int tds_alloc_device(int device, void **p, size_t bytes, char *why, size_
         return -ENOMEM;
     }
     memset(*p, 0xa5, bytes);
+    tds_range_add(*p, bytes);
     return 0;
 }
 
@@ -360,6 +413,7 @@ static int tds_alloc_mapped(int device, void **host, void **dev, size_t bytes, c
     ((size_t*)h)[0] = len;
     ((char**)h)[1]  = d;
     __atomic_add_fetch(&tds_live, 1, __ATOMIC_RELAXED);
+    tds_range_add(d, len - page);
     *host = h + page;
     *dev  = d;
     return 0;
@@ -421,6 +475,7 @@ static void tds_free_device(int device, void *p)
 {
     (void)device;
     tds_check_idle("device memory freed");
+    tds_range_del(p);
     tds_unmap(p);
 }
 
@@ -431,6 +486,7 @@ static void tds_free_mapped(void *host)
     size_t len  = ((size_t*)h)[0];
 
     tds_check_idle("mapped memory freed");
+    tds_range_del(((char**)h)[1]);
     __atomic_sub_fetch(&tds_live, 1, __ATOMIC_RELAXED);
 #if !defined(__SANITIZE_THREAD__)
     munmap(((char**)h)[1], len - page);
@@ -482,7 +538,7 @@ static void tds_stream_destroy(void *stream)
         tds_device_count, tds_alloc_device, tds_alloc_mapped, \
         tds_copy_to_device, tds_stream_create, sym##_ringk_launch, tds_stream_status, \
         tds_free_device, tds_free_mapped, tds_stream_destroy, sym##_ringk_load, \
-        tds_stack_raise \
+        tds_stack_raise, tds_reaches \
     }; \
     const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \

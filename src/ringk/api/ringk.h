@@ -238,7 +238,8 @@ typedef struct ringk_kernel_params {
     uint64_t            field_mask;
     const char         *name;             /**< unique id (required), up to 63 characters */
     ringk_handler_t     handler;          /**< required */
-    void               *arg;              /**< passed to the handler */
+    void               *arg;              /**< passed to the handler (on a device: memory
+                                               the device reads, ringk_device(3)) */
     unsigned            inbox_size;       /**< messages, a power of 2, default 256 */
     unsigned            max_in;           /**< largest input payload, default 65536 */
     unsigned            max_out;          /**< largest output payload, default 65536 */
@@ -304,9 +305,11 @@ typedef struct ringk_peer_event {
  *          driver", a CUDA error); -EEXIST a kernel of that name exists; -ENOSPC more kernels,
  *          topics or barriers than a context holds, or more device kernels on a CUDA device
  *          than its hardware queues take (CUDA_DEVICE_MAX_CONNECTIONS - 2, see
- *          ringk_device(3); CPU | CUDA then runs on the CPU); -ENOMEM (also: the device
- *          slabs are full); -EAGAIN its thread could not start; -EIO a CUDA call failed
- *          (logged). */
+ *          ringk_device(3); CPU | CUDA then runs on the CPU); -EFAULT only the CUDA backend
+ *          asked for and arg is memory the device cannot read (host memory where the device
+ *          has no pageable memory access, see ringk_device(3); CPU | CUDA then runs on the
+ *          CPU); -ENOMEM (also: the device slabs are full); -EAGAIN its thread could not
+ *          start; -EIO a CUDA call failed (logged). */
 int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
                         ringk_kernel_t **kernel_p);
 /**

@@ -149,7 +149,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        12u
+#define RINGK_DEV_ABI        13u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -324,6 +324,10 @@ typedef struct ringk_device_cuda_ops {
     /** reads @a device's stack limit per thread (cudaLimitStackSize) into *@a limit, raised to
      *  @a need first when it is lower (the device waits for every kernel that runs) */
     int (*stack_raise)(int device, size_t need, size_t *limit, char *why, size_t why_len);
+    /** 0 when code on @a device can read through @a p (a kernel's arg): device or managed
+     *  memory, pinned host memory at its device address, or any memory where the device uses
+     *  pageable memory; -EFAULT (why in @a why) when it cannot, or when that cannot be told */
+    int (*reaches)(int device, const void *p, char *why, size_t why_len);
 } ringk_device_cuda_ops_t;
 
 /** What RINGK_DEVICE_ENTRY() defines and a kernel's parameters name (device_entry). */

@@ -186,6 +186,42 @@ RINGK_CUDA_FN int ringk_cuda_stack_raise(int device, size_t need, size_t *limit,
     ringk_cuda_leave(device, current);
     return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaLimitStackSize");
 }
+/* Host memory that is neither pinned nor managed faults on a device without pageable memory
+ * access (cudaDevAttrPageableMemoryAccess: HMM or ATS), and a fault ends the process's whole
+ * CUDA context, every resident kernel with it; so does pinned memory used at its host address
+ * where the device's differs. Neither query waits for running kernels. -EFAULT also when a
+ * query fails: what cannot be checked is not launched. */
+RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_t why_len)
+{
+    struct cudaPointerAttributes a;
+    cudaError_t err;
+    int pageable = 0;
+
+    err = cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device);
+    if (err != cudaSuccess) {
+        return (RINGK_DEVICE_CUDA_WHY(err, "cudaDeviceGetAttribute"), -EFAULT);
+    }
+    if (pageable) {
+        return 0;
+    }
+    err = cudaPointerGetAttributes(&a, p);
+    if (err != cudaSuccess) {
+        return (RINGK_DEVICE_CUDA_WHY(err, "cudaPointerGetAttributes"), -EFAULT);
+    }
+    if ((a.type == cudaMemoryTypeDevice) || (a.type == cudaMemoryTypeManaged) ||
+        ((a.type == cudaMemoryTypeHost) && (a.devicePointer == p))) {
+        return 0;
+    }
+    if (a.type == cudaMemoryTypeHost) {
+        snprintf(why, why_len, "arg %p is pinned host memory at its host address: the device's "
+                 "is %p (cudaHostGetDevicePointer)", p, a.devicePointer);
+    } else {
+        snprintf(why, why_len, "arg %p is host memory that CUDA device %d cannot read (no "
+                 "pageable memory access): give it memory from cudaHostAlloc (mapped), "
+                 "cudaMallocManaged or cudaMalloc", p, device);
+    }
+    return -EFAULT;
+}
 #  define RINGK_DEVICE_ENTRY(sym, handler) \
     __global__ void sym##_ringk_global(ringk_dev_kernel_t k) \
     { \
@@ -215,7 +251,7 @@ RINGK_CUDA_FN int ringk_cuda_stack_raise(int device, size_t need, size_t *limit,
         ringk_cuda_alloc_mapped, ringk_cuda_copy_to_device, ringk_cuda_stream_create, \
         sym##_ringk_launch, ringk_cuda_stream_status, ringk_cuda_free_device, \
         ringk_cuda_free_mapped, ringk_cuda_stream_destroy, sym##_ringk_load, \
-        ringk_cuda_stack_raise \
+        ringk_cuda_stack_raise, ringk_cuda_reaches \
     }; \
     extern "C" const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
