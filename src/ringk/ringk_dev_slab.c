@@ -9,6 +9,7 @@
 #include "ringk_exec_dev.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static size_t align_up(size_t v)
@@ -45,18 +46,28 @@ static int gap_find(const ringk_dev_slot_t *slot, int s, size_t size, size_t byt
 }
 
 int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
-                          ringk_dev_region_t **region_p)
+                          ringk_dev_region_t **region_p, char *why, size_t why_len)
 {
     ringk_dev_region_t *r;
+    int s = 0;
 
     r = calloc(1, sizeof(*r));
     if (r == NULL) {
+        if (why != NULL) {
+            snprintf(why, why_len, "no memory for a region record");
+        }
         return -ENOMEM;
     }
     r->len[0] = mapped;
     r->len[1] = mem;
     if ((gap_find(slot, 0, slot->mapped.size, mapped, &r->at[0]) != 0) ||
-        (gap_find(slot, 1, slot->mem.size, mem, &r->at[1]) != 0)) {
+        (gap_find(slot, s = 1, slot->mem.size, mem, &r->at[1]) != 0)) {
+        if (why != NULL) {
+            snprintf(why, why_len, "no room for %zu bytes in the %zu MiB of %s (%s)",
+                     s ? mem : mapped, (s ? slot->mem.size : slot->mapped.size) >> 20,
+                     s ? "device memory" : "mapped memory",
+                     s ? "RINGK_DEVICE_MEM_MB" : "RINGK_DEVICE_MAPPED_MB");
+        }
         free(r);
         return -ENOMEM;
     }

@@ -173,6 +173,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     size_t head  = names + RINGK_DEV_NAMES_BYTES;
     uint8_t *h, *dv, *mh, *md;
     ringk_ring_t tmp;
+    char why[160];
     int ret;
 
     while (out_cells < 2 * need) { /* two records of the largest message at least */
@@ -182,13 +183,10 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     head = (head + RINGK_DEV_SLAB_ALIGN - 1) & ~(size_t)(RINGK_DEV_SLAB_ALIGN - 1);
     /* device memory: the inbox, the staging buffer, the name tables */
     if (ringk_dev_region_take(slot, head + 2 * in_bytes + out_bytes,
-                              in_bytes + stage + RINGK_DEV_NAMES_BYTES, &d->region) != 0) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full: no room "
-                      "for %zu + %zu bytes in %zu MiB mapped, %zu MiB device memory "
-                      "(RINGK_DEVICE_MAPPED_MB, RINGK_DEVICE_MEM_MB)", k->name,
-                      (size_t)(head + 2 * in_bytes + out_bytes),
-                      (size_t)(in_bytes + stage + RINGK_DEV_NAMES_BYTES),
-                      slot->mapped.size >> 20, slot->mem.size >> 20);
+                              in_bytes + stage + RINGK_DEV_NAMES_BYTES, &d->region, why,
+                              sizeof(why)) != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full: %s",
+                      k->name, why);
         return -ENOMEM;
     }
     h  = slot->mapped.host + d->region->at[0];

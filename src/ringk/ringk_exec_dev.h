@@ -146,9 +146,10 @@ unsigned ringk_dev_queues(int dev, int *before, const char **bad);
 
 /** Under the process's device lock: a region of @a mapped bytes of @a slot's mapped slab and
  *  @a mem bytes of its device memory slab (RINGK_DEV_SLAB_ALIGN aligned, the lowest free
- *  offsets) in *@a region_p, held once; 0 or -ENOMEM (no room, or no memory for the record). */
+ *  offsets) in *@a region_p, held once; 0 or -ENOMEM (no room, or no memory for the record),
+ *  with which slab had no room for how much in @a why (when not NULL). */
 int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
-                          ringk_dev_region_t **region_p);
+                          ringk_dev_region_t **region_p, char *why, size_t why_len);
 /** Under the process's device lock: drops a hold of @a region; the last gives it back to
  *  @a slot. */
 void ringk_dev_region_put(ringk_dev_slot_t *slot, ringk_dev_region_t *region);

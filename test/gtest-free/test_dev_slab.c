@@ -24,7 +24,7 @@ static ringk_dev_region_t *take(ringk_dev_slot_t *s, size_t mapped, size_t mem)
 {
     ringk_dev_region_t *r = NULL;
 
-    ck_assert_int_eq(ringk_dev_region_take(s, mapped, mem, &r), 0);
+    ck_assert_int_eq(ringk_dev_region_take(s, mapped, mem, &r, NULL, 0), 0);
     ck_assert_uint_eq(r->at[0] % A, 0);
     ck_assert_uint_eq(r->at[1] % A, 0);
     ck_assert_uint_le(r->at[0] + mapped, s->mapped.size);
@@ -36,6 +36,7 @@ START_TEST(test_dev_slab_first_fit)
 {
     ringk_dev_slot_t s = slot_of(8 * A, 4 * A);
     ringk_dev_region_t *r1, *r2, *r3, *r4, *r5, *no = NULL;
+    char why[160];
 
     r1 = take(&s, A + 1, 1); /* two aligned units of the mapped slab */
     r2 = take(&s, 2 * A, A);
@@ -54,10 +55,13 @@ START_TEST(test_dev_slab_first_fit)
     ck_assert_uint_eq(r5->at[0], 5 * A);
     ck_assert_uint_eq(r5->at[1], 3 * A);
     /* full: the mapped slab has one unit left at 3 A, the device memory slab none */
-    ck_assert_int_eq(ringk_dev_region_take(&s, 2 * A, 0, &no), -ENOMEM);
-    ck_assert_int_eq(ringk_dev_region_take(&s, A, 1, &no), -ENOMEM);
-    ck_assert_int_eq(ringk_dev_region_take(&s, 9 * A, 0, &no), -ENOMEM);
-    ck_assert_int_eq(ringk_dev_region_take(&s, (size_t)-1, 0, &no), -ENOMEM);
+    ck_assert_int_eq(ringk_dev_region_take(&s, 2 * A, 0, &no, why, sizeof(why)), -ENOMEM);
+    ck_assert_msg(strstr(why, " of mapped memory (RINGK_DEVICE_MAPPED_MB)") != NULL, "%s", why);
+    ck_assert_int_eq(ringk_dev_region_take(&s, A, 1, &no, why, sizeof(why)), -ENOMEM);
+    ck_assert_msg(strstr(why, "no room for 1 bytes in the 0 MiB of device memory "
+                              "(RINGK_DEVICE_MEM_MB)") != NULL, "%s", why);
+    ck_assert_int_eq(ringk_dev_region_take(&s, 9 * A, 0, &no, NULL, 0), -ENOMEM);
+    ck_assert_int_eq(ringk_dev_region_take(&s, (size_t)-1, 0, &no, NULL, 0), -ENOMEM);
     ck_assert_ptr_null(no);
     ringk_dev_region_put(&s, r1);
     ringk_dev_region_put(&s, r3);
@@ -104,9 +108,9 @@ START_TEST(test_dev_slab_holds)
     ringk_dev_region_put(&s, r1); /* its kernel freed; the sender still holds it */
     r2 = take(&s, A, A);
     ck_assert_uint_eq(r2->at[0], A);
-    ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no), -ENOMEM);
+    ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no, NULL, 0), -ENOMEM);
     ringk_dev_region_put(&s, r1); /* the sender freed */
-    ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no), 0);
+    ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no, NULL, 0), 0);
     ck_assert_uint_eq(no->at[0], 0);
     ringk_dev_regions_clear(&s);
 }

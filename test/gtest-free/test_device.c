@@ -670,6 +670,14 @@ START_TEST(test_device_memory_reused)
         ck_assert_int_eq(ringk_kernel_destroy(sink), 0);
         ck_assert_int_eq(ringk_kernel_destroy(fwd), 0);
     }
+    /* a kernel whose rings alone are above a slab: refused, the log names the slab */
+    p        = small_params("big", &ringk_dev_test_count, &ts);
+    p.max_in = 1u << 20;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &sink), -ENOMEM);
+    ck_assert_msg(strstr(logbuf, "kernel 'big': the device slabs are full: no room for ") != NULL,
+                  "log: %s", logbuf);
+    ck_assert_msg(strstr(logbuf, "bytes in the 1 MiB of mapped memory (RINGK_DEVICE_MAPPED_MB)")
+                  != NULL, "log: %s", logbuf);
     ringk_ctx_destroy(ctx);
 }
 END_TEST
