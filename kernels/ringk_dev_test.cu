@@ -198,3 +198,24 @@ RINGK_DEVICE_ENTRY(ringk_dev_test_publish, dev_publish);
 RINGK_DEVICE_ENTRY(ringk_dev_test_bad, dev_bad);
 RINGK_DEVICE_ENTRY(ringk_dev_test_barrier, dev_barrier);
 RINGK_DEVICE_ENTRY(ringk_dev_test_recv, dev_recv);
+
+#if defined(__CUDACC__)
+// The arg check's rules, for test_device_gpu's test of them without a GPU: CUDA's account of
+// a pointer (type, owning device, the device's address of it) as the test makes it up.
+extern "C" int ringk_dev_test_judge(int device, const void *p, int type, int owner,
+                                    const void *dev_ptr, int pageable, int host_ptr, char *why,
+                                    size_t why_len)
+{
+    struct cudaPointerAttributes a;
+
+    memset(&a, 0, sizeof(a));
+    a.type          = (enum cudaMemoryType)type;
+    a.device        = owner;
+    a.devicePointer = (void*)dev_ptr;
+    return ringk_cuda_judge(device, p, &a, pageable, host_ptr, why, why_len);
+}
+extern "C" int ringk_dev_test_mapped_here(const void *p)
+{
+    return ringk_cuda_mapped_here(p);
+}
+#endif

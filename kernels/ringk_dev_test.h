@@ -33,6 +33,11 @@ extern const ringk_device_entry_t ringk_dev_test_publish;
 extern const ringk_device_entry_t ringk_dev_test_bad;
 extern const ringk_device_entry_t ringk_dev_test_barrier;
 extern const ringk_device_entry_t ringk_dev_test_recv;
+/* nvcc only: the arg check's rules (ringk_device_cuda.h) on an account of a pointer built by
+ * the test, and whether an address is in a mapping of the process */
+int ringk_dev_test_judge(int device, const void *p, int type, int owner, const void *dev_ptr,
+                         int pageable, int host_ptr, char *why, size_t why_len);
+int ringk_dev_test_mapped_here(const void *p);
 #ifdef __cplusplus
 }
 #endif

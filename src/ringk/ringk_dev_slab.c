@@ -63,8 +63,9 @@ int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
     if ((gap_find(slot, 0, slot->mapped.size, mapped, &r->at[0]) != 0) ||
         (gap_find(slot, s = 1, slot->mem.size, mem, &r->at[1]) != 0)) {
         if (why != NULL) {
-            snprintf(why, why_len, "no room for %zu bytes in the %zu MiB of %s (%s)",
-                     s ? mem : mapped, (s ? slot->mem.size : slot->mapped.size) >> 20,
+            snprintf(why, why_len, "the device slabs are full: no room for %zu bytes in the "
+                     "%zu MiB of %s (%s)", s ? mem : mapped,
+                     (s ? slot->mem.size : slot->mapped.size) >> 20,
                      s ? "device memory" : "mapped memory",
                      s ? "RINGK_DEVICE_MEM_MB" : "RINGK_DEVICE_MAPPED_MB");
         }

@@ -185,8 +185,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     if (ringk_dev_region_take(slot, head + 2 * in_bytes + out_bytes,
                               in_bytes + stage + RINGK_DEV_NAMES_BYTES, &d->region, why,
                               sizeof(why)) != 0) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the device slabs are full: %s",
-                      k->name, why);
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
         return -ENOMEM;
     }
     h  = slot->mapped.host + d->region->at[0];
@@ -404,8 +403,9 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
                  "made before libringk could set it, with CUDA's 8: set it to 32 before the "
                  "program's first CUDA call" : "");
         ret = -ENOSPC;
-    } else if ((ret == 0) && (d->slot->cuda_index >= 0) && (k->arg != NULL)) {
-        ret = e->cuda->reaches(d->slot->cuda_index, k->arg, why, sizeof(why)); /* -EFAULT */
+    } else if ((ret == 0) && (d->slot->cuda_index >= 0) && (k->arg != NULL) &&
+               (ret = e->cuda->reaches(d->slot->cuda_index, k->arg, why, sizeof(why))) == -EIO) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why); /* else -EFAULT */
     }
     if (ret == 0) {
         ret = dev_setup(ctx, k, d);

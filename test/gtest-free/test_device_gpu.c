@@ -77,6 +77,41 @@ static ringk_dev_test_t *test_block(ringk_dev_test_t **dev_p)
     return host;
 }
 
+/* The arg check's rules on CUDA's account of a pointer (no GPU needed): managed memory and the
+ * kernel's device's own memory pass, another device's does not; pinned memory passes at the
+ * address the device uses (at the host's only where the device reads that too), not where it
+ * is not mapped for the device; other host memory only with pageable memory access; an
+ * address in no mapping of the process is no memory at all (an integer). */
+START_TEST(test_device_gpu_arg_rules)
+{
+    static int word;
+    const void *p = &word, *q = (const void*)((uintptr_t)&word + 4096);
+    char why[256];
+    int local = 0;
+
+#define JUDGE(dev, type, owner, dp, pageable, host_ptr) \
+    ringk_dev_test_judge(dev, p, type, owner, dp, pageable, host_ptr, why, sizeof(why))
+    ck_assert_int_eq(JUDGE(0, cudaMemoryTypeManaged, 0, p, 0, 0), 1);
+    ck_assert_int_eq(JUDGE(1, cudaMemoryTypeDevice, 1, p, 0, 0), 1);
+    ck_assert_int_eq(JUDGE(1, cudaMemoryTypeDevice, 0, p, 1, 1), 0);
+    ck_assert_msg(strstr(why, "is memory of CUDA device 0, not of device 1") != NULL, "%s", why);
+    ck_assert_int_eq(JUDGE(0, cudaMemoryTypeHost, 0, p, 0, 0), 1);
+    ck_assert_int_eq(JUDGE(0, cudaMemoryTypeHost, 0, q, 1, 0), 0);
+    ck_assert_msg(strstr(why, "pinned host memory at its host address: CUDA device 0 reads it "
+                              "at") != NULL, "%s", why);
+    ck_assert_int_eq(JUDGE(0, cudaMemoryTypeHost, 0, q, 0, 1), 1);
+    ck_assert_int_eq(JUDGE(0, cudaMemoryTypeHost, 0, NULL, 1, 1), 0);
+    ck_assert_msg(strstr(why, "not mapped for CUDA device 0") != NULL, "%s", why);
+    ck_assert_int_eq(JUDGE(0, cudaMemoryTypeUnregistered, -2, NULL, 0, 1), 0);
+    ck_assert_msg(strstr(why, "host memory that CUDA device 0 cannot read") != NULL, "%s", why);
+    ck_assert_int_eq(JUDGE(0, cudaMemoryTypeUnregistered, -2, NULL, 1, 0), 1);
+#undef JUDGE
+    ck_assert_int_eq(ringk_dev_test_mapped_here(&word), 1);
+    ck_assert_int_eq(ringk_dev_test_mapped_here(&local), 1);
+    ck_assert_int_eq(ringk_dev_test_mapped_here((const void*)(uintptr_t)42), 0);
+}
+END_TEST
+
 /* A kernel's arg in ordinary host memory: refused with -EFAULT and the reason where the GPU has
  * no pageable memory access (a fault would end the context), taken and used where it has;
  * mapped memory at its device address is taken either way. */
@@ -409,6 +444,7 @@ int main(void)
      * launches, so only one resident kernel at a time can run under it) */
     if (only == NULL) {
         tcase_add_test(tc, test_device_gpu_nodev);
+        tcase_add_test(tc, test_device_gpu_arg_rules);
     }
     if (ndevices > 0) {
         if ((only == NULL) || !strcmp(only, "scenarios")) {

@@ -24,7 +24,7 @@
 #  include <sched.h>
 #  include <time.h>
 /* the emulated device takes time and naps from POSIX: clock_gettime, nanosleep */
-#  if defined(__GLIBC__) && !defined(_POSIX_C_SOURCE)
+#  if defined(__GLIBC__) && (!defined(_POSIX_C_SOURCE) || (_POSIX_C_SOURCE < 199309L))
 #    error "device code compiled as C needs POSIX: use -std=gnu11 (or any gnu*), or define \
 _POSIX_C_SOURCE=200809L before the first #include"
 #  endif
@@ -324,9 +324,10 @@ typedef struct ringk_device_cuda_ops {
     /** reads @a device's stack limit per thread (cudaLimitStackSize) into *@a limit, raised to
      *  @a need first when it is lower (the device waits for every kernel that runs) */
     int (*stack_raise)(int device, size_t need, size_t *limit, char *why, size_t why_len);
-    /** 0 when code on @a device can read through @a p (a kernel's arg): device or managed
-     *  memory, pinned host memory at its device address, or any memory where the device uses
-     *  pageable memory; -EFAULT (why in @a why) when it cannot, or when that cannot be told */
+    /** 0 when code on @a device can read through @a p (a kernel's arg): its own device memory,
+     *  managed memory, pinned host memory at an address it uses, any host memory where it has
+     *  pageable memory access, or no memory of the process at all (an integer); -EFAULT (why
+     *  in @a why) when it cannot, -EIO when CUDA could not say */
     int (*reaches)(int device, const void *p, char *why, size_t why_len);
 } ringk_device_cuda_ops_t;
 

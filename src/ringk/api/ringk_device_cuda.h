@@ -10,6 +10,8 @@
 #endif
 
 #if defined(__CUDACC__)
+#  include <sys/mman.h>
+#  include <unistd.h>
 /* The CUDA calls, once per translation unit that defines an entry (host code). */
 #  define RINGK_CUDA_FN static
 /* an error of a call: in @a why, and not left as the thread's last error (a later launch is
@@ -186,41 +188,82 @@ RINGK_CUDA_FN int ringk_cuda_stack_raise(int device, size_t need, size_t *limit,
     ringk_cuda_leave(device, current);
     return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaLimitStackSize");
 }
-/* Host memory that is neither pinned nor managed faults on a device without pageable memory
- * access (cudaDevAttrPageableMemoryAccess: HMM or ATS), and a fault ends the process's whole
- * CUDA context, every resident kernel with it; so does pinned memory used at its host address
- * where the device's differs. Neither query waits for running kernels. -EFAULT also when a
- * query fails: what cannot be checked is not launched. */
-RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_t why_len)
+/* Whether @a p is in a mapping of this process (else it is no host memory: an integer in a
+ * kernel's arg, say, that the handler never reads through). */
+RINGK_CUDA_FN int ringk_cuda_mapped_here(const void *p)
 {
-    struct cudaPointerAttributes a;
-    cudaError_t err;
-    int pageable = 0;
+    uintptr_t page = (uintptr_t)p & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+    unsigned char vec;
 
-    err = cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device);
-    if (err != cudaSuccess) {
-        return (RINGK_DEVICE_CUDA_WHY(err, "cudaDeviceGetAttribute"), -EFAULT);
+    return (mincore((void*)page, 1, &vec) == 0) || (errno != ENOMEM);
+}
+/* Whether code on @a device reads through @a p, by CUDA's account @a a of it, taken with
+ * @a device current (devicePointer: the address that device uses; NULL where it has none).
+ * @a pageable: the device reads any host memory (cudaDevAttrPageableMemoryAccess: HMM or ATS);
+ * @a host_ptr: it reads pinned memory at the host's address too
+ * (cudaDevAttrCanUseHostPointerForRegisteredMem). 1, or 0 with the reason in @a why. */
+RINGK_CUDA_FN int ringk_cuda_judge(int device, const void *p, const struct cudaPointerAttributes *a,
+                                   int pageable, int host_ptr, char *why, size_t why_len)
+{
+    if (a->type == cudaMemoryTypeManaged) {
+        return 1;
     }
-    if (pageable) {
-        return 0;
-    }
-    err = cudaPointerGetAttributes(&a, p);
-    if (err != cudaSuccess) {
-        return (RINGK_DEVICE_CUDA_WHY(err, "cudaPointerGetAttributes"), -EFAULT);
-    }
-    if ((a.type == cudaMemoryTypeDevice) || (a.type == cudaMemoryTypeManaged) ||
-        ((a.type == cudaMemoryTypeHost) && (a.devicePointer == p))) {
-        return 0;
-    }
-    if (a.type == cudaMemoryTypeHost) {
-        snprintf(why, why_len, "arg %p is pinned host memory at its host address: the device's "
-                 "is %p (cudaHostGetDevicePointer)", p, a.devicePointer);
+    if (a->type == cudaMemoryTypeDevice) {
+        if (a->device == device) {
+            return 1;
+        }
+        snprintf(why, why_len, "arg %p is memory of CUDA device %d, not of device %d", p,
+                 a->device, device);
+    } else if (a->type == cudaMemoryTypeHost) {
+        if ((a->devicePointer == p) || ((a->devicePointer != NULL) && host_ptr)) {
+            return 1;
+        }
+        if (a->devicePointer == NULL) {
+            snprintf(why, why_len, "arg %p is pinned host memory not mapped for CUDA device %d "
+                     "(cudaHostAllocMapped or cudaHostRegisterMapped; Portable for every "
+                     "device)", p, device);
+        } else {
+            snprintf(why, why_len, "arg %p is pinned host memory at its host address: CUDA "
+                     "device %d reads it at %p (cudaHostGetDevicePointer)", p, device,
+                     a->devicePointer);
+        }
+    } else if (pageable) {
+        return 1;
     } else {
         snprintf(why, why_len, "arg %p is host memory that CUDA device %d cannot read (no "
                  "pageable memory access): give it memory from cudaHostAlloc (mapped), "
                  "cudaMallocManaged or cudaMalloc", p, device);
     }
-    return -EFAULT;
+    return 0;
+}
+/* Memory the device cannot read faults there, and a fault ends the process's whole CUDA
+ * context, every resident kernel with it. None of the queries waits for running kernels. */
+RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_t why_len)
+{
+    struct cudaPointerAttributes a;
+    cudaError_t err;
+    int current, pageable = 0, host_ptr = 0, ret = ringk_cuda_enter(device, &current, why,
+                                                                      why_len);
+
+    if (ret != 0) {
+        return ret;
+    }
+    err = cudaPointerGetAttributes(&a, p);
+    if (err == cudaSuccess) {
+        err = cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device);
+    }
+    if (err == cudaSuccess) {
+        err = cudaDeviceGetAttribute(&host_ptr, cudaDevAttrCanUseHostPointerForRegisteredMem,
+                                     device);
+    }
+    ringk_cuda_leave(device, current);
+    if (err != cudaSuccess) {
+        return RINGK_DEVICE_CUDA_WHY(err, "the device kernel's arg: a CUDA query");
+    }
+    if ((a.type == cudaMemoryTypeUnregistered) && !ringk_cuda_mapped_here(p)) {
+        return 0;
+    }
+    return ringk_cuda_judge(device, p, &a, pageable, host_ptr, why, why_len) ? 0 : -EFAULT;
 }
 #  define RINGK_DEVICE_ENTRY(sym, handler) \
     __global__ void sym##_ringk_global(ringk_dev_kernel_t k) \
