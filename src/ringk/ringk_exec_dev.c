@@ -427,11 +427,12 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     k->dev = NULL;
     k->exec = &ringk_exec_cpu;
     free(d);
-    /* no device, no room on it, or an arg it cannot read: the CPU when the kernel may run
-     * there */
+    /* no device, no room on it, or an arg it cannot read (the program's mistake: a warning):
+     * the CPU when the kernel may run there */
     if (((ret == -ENODEV) || (ret == -ENOSPC) || (ret == -EFAULT)) &&
         (backends & RINGK_BACKEND_CPU) && (k->handler != NULL)) {
-        ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s' runs on the CPU: %s", k->name, why);
+        ringk_log_msg(ctx, (ret == -EFAULT) ? RINGK_LOG_WARN : RINGK_LOG_INFO,
+                      "kernel '%s' runs on the CPU: %s", k->name, why);
         return 0;
     }
     if ((ret == -ENODEV) || (ret == -ENOSPC) || (ret == -EFAULT)) {

@@ -1298,6 +1298,8 @@ START_TEST(test_device_streams_arg)
     cpu.arg          = &t;
     ck_assert_int_eq(ringk_kernel_create(ctx, &cpu, &k), 0);
     ck_assert_int_eq(stats_of(k).device, RINGK_DEVICE_NONE);
+    ck_assert_msg(strstr(logbuf, "kernel 'sink' runs on the CPU: stand-in: arg 0x") != NULL,
+                  "log: %s", logbuf); /* a warning: the program's mistake */
     p = dev_params("none", &ringk_dev_test_echo, NULL);
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
     ck_assert_int_eq(stats_of(k).device, TEST_DEVICE_INDEX);

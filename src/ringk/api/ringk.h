@@ -295,10 +295,11 @@ typedef struct ringk_peer_event {
  *
  *  Backends: CPU runs handler on the CPU executor; CUDA runs device_entry on a device (the
  *  handler is then not needed); CPU | CUDA runs device_entry on its device when there is one,
- *  else handler on the CPU (logged at INFO). A CUDA kernel's memory (control block, rings) is
- *  taken from slabs allocated when the context's first device kernel is created, before any
- *  device kernel runs (RINGK_DEVICE_MAPPED_MB, RINGK_DEVICE_MEM_MB: their sizes), so that no
- *  allocation synchronizes with resident kernels later.
+ *  else handler on the CPU (logged at INFO; a warning when arg was the reason, see -EFAULT).
+ *  A CUDA kernel's memory (control block, rings) is taken from slabs allocated when the
+ *  context's first device kernel is created, before any device kernel runs
+ *  (RINGK_DEVICE_MAPPED_MB, RINGK_DEVICE_MEM_MB: their sizes), so that no allocation
+ *  synchronizes with resident kernels later.
  *  @return 0; -EINVAL a bad or missing parameter or an unknown field_mask bit (a CUDA backend
  *          without a valid device_entry); -ENODEV only the CUDA backend asked for and the
  *          entry's device is not there (logged with the reason: "no CUDA device", "no NVIDIA
