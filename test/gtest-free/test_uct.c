@@ -81,7 +81,7 @@ static ucs_log_func_rc_t capture_log(const char *file, unsigned line, const char
 {
     size_t len = strlen(test_captured);
 
-    if (level <= UCS_LOG_LEVEL_ERROR) {
+    if (level <= UCS_LOG_LEVEL_WARN) {
         vsnprintf(test_captured + len, sizeof(test_captured) - len, message, ap);
         strncat(test_captured, "\n", sizeof(test_captured) - strlen(test_captured) - 1);
     }
@@ -244,6 +244,41 @@ START_TEST(test_iface_bad_path_override)
     ck_assert_int_eq(status, UCS_ERR_INVALID_PARAM);
     ck_assert_msg(strstr(test_captured, "RINGK_PATH 'fast' is not one of P2P_NVLINK, P2P_PCIE, "
                          "CUDA_IPC, HOST_STAGED") != NULL, "logged '%s'", test_captured);
+}
+END_TEST
+
+/* The receive segment (lanes x ring, allocated and zeroed at open) has a limit of its own,
+ * which each setting within its range can pass together. */
+START_TEST(test_iface_segment_too_big)
+{
+    uct_iface_h iface;
+    ucs_status_t status;
+
+    setenv("UCX_RINGK_LANES", "1024", 1);
+    test_capture_errors_begin();
+    status = iface_open_with("RING_SIZE", "65536", &iface);
+    test_capture_errors_end();
+    unsetenv("UCX_RINGK_LANES");
+    ck_assert_int_eq(status, UCS_ERR_INVALID_PARAM);
+    ck_assert_msg(strstr(test_captured, "UCX_RINGK_LANES 1024 x RING_SIZE 65536 x CELL_SIZE 64 = "
+                         "4294967296 bytes of receive segment, above its limit of 1024 MiB")
+                  != NULL, "logged '%s'", test_captured);
+}
+END_TEST
+
+/* Active messages smaller than UCP's rendezvous messages (a ring of 4 cells): the iface opens
+ * (UCT alone works with it) with a warning that names the settings. */
+START_TEST(test_iface_small_am_warns)
+{
+    uct_iface_h iface;
+
+    test_capture_errors_begin();
+    ck_assert_int_eq(iface_open_with("RING_SIZE", "4", &iface), UCS_OK);
+    test_capture_errors_end();
+    ck_assert_msg(strstr(test_captured, "ringk: active messages of at most 112 bytes "
+                         "(UCX_RINGK_SEG_SIZE 8192, RING_SIZE 4, CELL_SIZE 64): UCP needs 512")
+                  != NULL, "logged '%s'", test_captured);
+    uct_iface_close(iface);
 }
 END_TEST
 
@@ -412,6 +447,8 @@ int main(void)
     tcase_add_test(tc, test_iface_open_default);
     tcase_add_loop_test(tc, test_iface_config_errors, 0, sizeof(bad_config) / sizeof(bad_config[0]));
     tcase_add_test(tc, test_iface_config_unparsable);
+    tcase_add_test(tc, test_iface_segment_too_big);
+    tcase_add_test(tc, test_iface_small_am_warns);
     tcase_add_test(tc, test_iface_bad_path_override);
     suite_add_tcase(s, tc);
 

@@ -1357,6 +1357,9 @@ START_TEST(test_uct_ep_cuda_rkey_without_gpu)
     ck_assert_ptr_eq(((uct_ringk_rkey_t*)rkey.rkey)->mapped, (void*)(uintptr_t)packed.alloc_base);
     ck_assert_int_eq(((uct_ringk_rkey_t*)rkey.rkey)->own, 1);
     ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &rkey), UCS_OK);
+    rkey.rkey   = 0; /* never unpacked, as UCX's perftest releases keys on its error path */
+    rkey.handle = NULL;
+    ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &rkey), UCS_OK);
     packed.pid = 1234;
 
     packed.address = packed.alloc_base + packed.alloc_size - 100; /* runs past its allocation */

@@ -122,6 +122,16 @@ ucs_status_t uct_ringk_iface_config_check(const uct_ringk_iface_config_t *config
                   UCT_RINGK_SEG_SIZE_MAX);
         return UCS_ERR_INVALID_PARAM;
     }
+    /* the receive segment is allocated and zeroed when the iface opens */
+    if ((uint64_t)config->lanes * config->ring_size * config->cell_size >
+        UCT_RINGK_SEG_BYTES_MAX) {
+        ucs_error("UCX_RINGK_LANES %u x RING_SIZE %u x CELL_SIZE %zu = %" PRIu64 " bytes of "
+                  "receive segment, above its limit of %u MiB", config->lanes, config->ring_size,
+                  config->cell_size,
+                  (uint64_t)config->lanes * config->ring_size * config->cell_size,
+                  UCT_RINGK_SEG_BYTES_MAX >> 20);
+        return UCS_ERR_INVALID_PARAM;
+    }
     if ((config->liveness < 0) || (config->liveness > 3600)) {
         ucs_error("UCX_RINGK_LIVENESS_INTERVAL %.3fs is out of range 0..3600s", config->liveness);
         return UCS_ERR_INVALID_PARAM;
@@ -768,6 +778,12 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     self->max_bcopy = ucs_min(config->seg_size,
                               ringk_ring_capacity(config->ring_size / 2, config->cell_size));
     self->max_cells = ringk_ring_cells_for(self->max_bcopy, config->cell_size);
+    if (self->max_bcopy < UCT_RINGK_AM_BCOPY_UCP) {
+        ucs_warn("ringk: active messages of at most %zu bytes (UCX_RINGK_SEG_SIZE %zu, RING_SIZE "
+                 "%u, CELL_SIZE %zu): UCP needs %u (its rendezvous messages carry remote keys) "
+                 "and may abort; UCT alone works", (size_t)self->max_bcopy, config->seg_size,
+                 config->ring_size, config->cell_size, UCT_RINGK_AM_BCOPY_UCP);
+    }
     short_cells     = ucs_min(config->ring_size / 2, 32);
     self->max_short = ucs_min(self->max_bcopy,
                               ringk_ring_capacity(short_cells, config->cell_size));

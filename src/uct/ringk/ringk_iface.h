@@ -22,6 +22,9 @@
 #define UCT_RINGK_CELL_SIZE_MAX   4096
 #define UCT_RINGK_LANES_MAX       1024
 #define UCT_RINGK_SEG_SIZE_MAX    (1024 * 1024)
+#define UCT_RINGK_SEG_BYTES_MAX   (1024u * 1024 * 1024) /* a receive segment: lanes x ring */
+#define UCT_RINGK_AM_BCOPY_UCP    512 /* below this am_bcopy, UCP may abort (remote keys in
+                                         its rendezvous messages) */
 #define UCT_RINGK_POLL_BATCH_MAX  1024
 
 /** ringk iface configuration (UCX_RINGK_* variables). */
