@@ -4,7 +4,6 @@
  * processes the path ringk uses, with the reason and estimates; --json for scripts. */
 #include "ringk_config.h"
 
-#include <core/ringk_node.h>
 #include <core/ringk_topo.h>
 #include <ringk/api/ringk.h>
 
@@ -67,14 +66,9 @@ static const char *path_str(int path)
 
 static void host_path(char *reason, size_t len)
 {
-    ringk_node_id_t me;
-    char same[128];
-
-    ringk_node_id_get(&me);
-    ringk_node_id_same(&me, &me, same, sizeof(same));
     snprintf(reason, len, "host memory between processes: shared-memory rings in the receiver's "
              "memfd segment, opened through /proc/<pid>/fd; processes are on one node when they "
-             "have the same boot id, PID, IPC and network namespaces and /dev/shm (%s)", same);
+             "have the same boot id, PID, IPC and network namespaces and /dev/shm");
 }
 
 static void print_text(const ringk_topo_t *topo, const ringk_policy_t *pol,
@@ -87,7 +81,7 @@ static void print_text(const ringk_topo_t *topo, const ringk_policy_t *pol,
     int numa;
 
     ucp_get_version(&major, &minor, &patch);
-    printf("ringk %s: built against UCX %s, running UCX %u.%u.%u, CUDA support %s\n",
+    printf("ringk %s: built against UCX %s, running UCX %u.%u.%u, built with CUDA: %s\n",
            info->version, info->ucx_version, major, minor, patch, info->cuda ? "yes" : "no");
     printf("topology: %s: %u package(s), %u NUMA node(s), %u core(s), %u GPU(s)\n", topo->source,
            topo->npackages, topo->nnuma, topo->ncores, topo->ngpus);
