@@ -403,9 +403,12 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
                  "made before libringk could set it, with CUDA's 8: set it to 32 before the "
                  "program's first CUDA call" : "");
         ret = -ENOSPC;
-    } else if ((ret == 0) && (d->slot->cuda_index >= 0) && (k->arg != NULL) &&
-               (ret = e->cuda->reaches(d->slot->cuda_index, k->arg, why, sizeof(why))) == -EIO) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why); /* else -EFAULT */
+    } else if ((ret == 0) && (d->slot->cuda_index >= 0) && (k->arg != NULL)) {
+        /* -EFAULT is logged below (and may move the kernel to the CPU); -EIO here */
+        ret = e->cuda->reaches(d->slot->cuda_index, k->arg, why, sizeof(why));
+        if (ret == -EIO) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
+        }
     }
     if (ret == 0) {
         ret = dev_setup(ctx, k, d);
