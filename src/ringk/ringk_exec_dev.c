@@ -377,7 +377,7 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         return 0;
     }
     if ((ret = entry_check(ctx, k, e)) != 0) {
-        return ((backends & RINGK_BACKEND_CPU) && (e == NULL)) ? 0 : ret;
+        return ret; /* CPU | CUDA too: a device kernel is asked for, and it has no entry */
     }
     if (devs_of(ctx) == NULL) {
         return -ENOMEM;

@@ -300,8 +300,8 @@ typedef struct ringk_peer_event {
  *  context's first device kernel is created, before any device kernel runs
  *  (RINGK_DEVICE_MAPPED_MB, RINGK_DEVICE_MEM_MB: their sizes), so that no allocation
  *  synchronizes with resident kernels later.
- *  @return 0; -EINVAL a bad or missing parameter or an unknown field_mask bit (a CUDA backend
- *          without a valid device_entry); -ENODEV only the CUDA backend asked for and the
+ *  @return 0; -EINVAL a bad or missing parameter or an unknown field_mask bit (the CUDA bit,
+ *          alone or with CPU, without a valid device_entry); -ENODEV only the CUDA backend asked for and the
  *          entry's device is not there (logged with the reason: "no CUDA device", "no NVIDIA
  *          driver", a CUDA error); -EEXIST a kernel of that name exists; -ENOSPC more kernels,
  *          topics or barriers than a context holds, or more device kernels on a CUDA device
