@@ -11,7 +11,7 @@ fi
 
 PKGS=(build-essential autoconf automake libtool pkg-config dpkg-dev
       libucx-dev ucx-utils libhwloc-dev hwloc-nox check libsubunit-dev
-      libopenmpi-dev openmpi-bin python3 valgrind gnuplot-nox)
+      libopenmpi-dev openmpi-bin python3 valgrind gnuplot-nox man-db)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -35,7 +35,8 @@ for f in bin/ringk_info bin/ringk-run man/man7/ringk.7 man/man1/ringk_info.1 \
     [ -n "$(find "$dest" -path "*/$f")" ] || missing="$missing */$f"
 done
 if [ -z "$missing" ]; then ok "installed files"; else nok "installed files" "missing:$missing"; fi
-# every public function has a page: its own, or a one-line .so to its family's, which exists
+# every public function has a page (its family's, under its own name) that 'man -l' renders
+# from anywhere: no .so request, which man resolves from the current directory
 man3=$(dirname "$(find "$dest" -path '*/man/man3/ringk_kernel.3' | head -n 1)")
 api=$(cat "$src"/src/ringk/api/ringk*.h | sed -n 's/^[a-z].*\b\(ringk_[a-z0-9_]*\)(.*/\1/p' | sort -u)
 bad=""
@@ -43,8 +44,13 @@ for f in $api; do
     page=$man3/$f.3
     if [ ! -f "$page" ]; then
         bad="$bad $f(no page)"
-    elif so=$(sed -n 's/^\.so //p' "$page") && [ -n "$so" ] && [ ! -f "$man3/../$so" ]; then
-        bad="$bad $f(.so $so missing)"
+    elif ! grep -q "\b$f\b" "$page"; then
+        bad="$bad $f(the page does not name it)"
+    elif grep -q '^\.so ' "$page"; then
+        bad="$bad $f(a .so request)"
+    elif command -v man >/dev/null && out=$(cd / && MANPAGER=cat MANWIDTH=100 man -l "$page" 2>&1) &&
+         { grep -q "can't open\|failed .so" <<<"$out" || [ "$(wc -l <<<"$out")" -lt 10 ]; }; then
+        bad="$bad $f(man -l: $(head -n 1 <<<"$out"))"
     fi
 done
 if [ -z "$bad" ]; then
