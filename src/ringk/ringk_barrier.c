@@ -10,6 +10,7 @@
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
+#include "ringk_exec.h"
 #include "ringk_internal.h"
 #include "net/ringk_net.h"
 
@@ -255,6 +256,7 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
     ringk_ctx_t *ctx = k->ctx;
     barrier_t *b;
     uint64_t gen;
+    ringk_ctx_t *pool = NULL;
     int ret = 0, global;
 
     if (!ringk_list_has(&k->barriers, name)) {
@@ -272,9 +274,16 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
     pthread_mutex_lock(&ctx->lock);
     b   = barrier_find(ctx, name); /* the kernel joined it: it exists */
     ret = barrier_arrive_locked(k, b, &gen, &global);
-    if (ret == 0) {
+    if ((ret == 0) && (b->generation == gen)) {
+        /* an event-driven kernel keeps its pool thread while it waits: the pool grows, so
+         * that the other participants run (taken without ctx->lock, which the new thread
+         * needs; the generation is looked at again after) */
+        pthread_mutex_unlock(&ctx->lock);
+        pool = ringk_exec_cpu_block_begin(k, "at a barrier");
+        pthread_mutex_lock(&ctx->lock);
         ret = (b->generation == gen) ? barrier_sleep(k, b, gen, global, timeout_ms) : 0;
     }
     pthread_mutex_unlock(&ctx->lock);
+    ringk_exec_cpu_block_end(pool);
     return (ret == 1) ? 0 : ret;
 }

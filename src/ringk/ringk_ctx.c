@@ -78,8 +78,8 @@ static int ctx_configure(ringk_ctx_t *ctx, const ringk_ctx_params_t *params)
     char err[256];
     int ret;
 
-    ctx->npool = 1;
-    ctx->pin   = 1;
+    ctx->pool_want = 1;
+    ctx->pin       = 1;
     if (params != NULL) {
         if (params->field_mask & RINGK_CTX_PARAM_FIELD_LOG) {
             ctx->log     = params->log;
@@ -91,7 +91,7 @@ static int ctx_configure(ringk_ctx_t *ctx, const ringk_ctx_params_t *params)
                               params->pool_threads, RINGK_MAX_POOL);
                 return -EINVAL;
             }
-            ctx->npool = params->pool_threads;
+            ctx->pool_want = params->pool_threads;
         }
         if (params->field_mask & RINGK_CTX_PARAM_FIELD_PIN) {
             ctx->pin = params->pin;

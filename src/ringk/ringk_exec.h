@@ -24,8 +24,19 @@ typedef struct ringk_exec_ops {
 /** The CPU executor. */
 extern const ringk_exec_ops_t ringk_exec_cpu;
 
-/** Starts the context's pool threads (ctx->npool of them): 0 or -EAGAIN (logged). */
+/** Starts the context's pool threads (ctx->pool_want of them): 0 or -EAGAIN (logged). */
 int ringk_exec_cpu_pool_start(ringk_ctx_t *ctx);
+/**
+ * The calling thread is about to wait long (at a barrier, for room in an inbox). When it is a
+ * pool thread, the event-driven kernel @a k it runs keeps it while it waits, so the pool
+ * starts another thread if fewer than pool_threads would be left to run the others (which
+ * the wait may well need: the other participants of the barrier, the kernel whose inbox is
+ * full). @a what names the wait for the line logged if no thread can be started.
+ * @return the pool's context, for ringk_exec_cpu_block_end(), or NULL on other threads.
+ */
+ringk_ctx_t *ringk_exec_cpu_block_begin(const ringk_kernel_t *k, const char *what);
+/** The wait of ringk_exec_cpu_block_begin() is over (@a pool: what it returned). */
+void ringk_exec_cpu_block_end(ringk_ctx_t *pool);
 /** Stops and joins the pool threads (ctx->stop is set). */
 void ringk_exec_cpu_pool_stop(ringk_ctx_t *ctx);
 

@@ -293,29 +293,89 @@ const ringk_exec_ops_t ringk_exec_cpu = {
     .state = NULL
 };
 
+/* The pool thread that runs this thread's code, or NULL on other threads. */
+static __thread ringk_ctx_t *tls_pool_ctx;
+
+static void *pool_thread(void *arg)
+{
+    tls_pool_ctx = arg;
+    return pool_main(arg);
+}
+
+/* Under pool_mu: one more pool thread: 0, or -EAGAIN when none could start. */
+static int pool_add(ringk_ctx_t *ctx)
+{
+    if ((ctx->npool == RINGK_POOL_THREADS) ||
+        (pthread_create(&ctx->pool[ctx->npool], NULL, pool_thread, ctx) != 0)) {
+        return -EAGAIN;
+    }
+    ctx->npool++;
+    return 0;
+}
+
 int ringk_exec_cpu_pool_start(ringk_ctx_t *ctx)
 {
-    unsigned i;
+    int ret = 0;
 
-    for (i = 0; i < ctx->npool; i++) {
-        if (pthread_create(&ctx->pool[i], NULL, pool_main, ctx) != 0) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot start pool thread %u", i);
-            ctx->npool = i;
-            return -EAGAIN;
-        }
+    pthread_mutex_lock(&ctx->pool_mu);
+    while ((ret == 0) && (ctx->npool < ctx->pool_want)) {
+        ret = pool_add(ctx);
     }
-    return 0;
+    if (ret != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot start pool thread %u", ctx->npool);
+    }
+    pthread_mutex_unlock(&ctx->pool_mu);
+    return ret;
+}
+
+ringk_ctx_t *ringk_exec_cpu_block_begin(const ringk_kernel_t *k, const char *what)
+{
+    ringk_ctx_t *ctx = tls_pool_ctx;
+    int said;
+
+    if (ctx == NULL) {
+        return NULL; /* a kernel's own thread, or one outside the executors: nobody waits on it */
+    }
+    pthread_mutex_lock(&ctx->pool_mu);
+    ctx->pool_blocked++;
+    if ((ctx->npool - ctx->pool_blocked < ctx->pool_want) && !ringk_load_i(&ctx->stop) &&
+        (pool_add(ctx) != 0)) {
+        said = ctx->pool_full_said;
+        ctx->pool_full_said = 1;
+        pthread_mutex_unlock(&ctx->pool_mu);
+        if (!said) {
+            ringk_log_msg(ctx, RINGK_LOG_WARN, "event-driven kernel '%s' waits %s on a pool "
+                          "thread, and no other could be started (%u run, %u of them waiting, "
+                          "pool_threads %u, at most %d): the other event-driven kernels wait "
+                          "for a pool thread to come back", (k != NULL) ? k->name : "?", what,
+                          ctx->npool, ctx->pool_blocked, ctx->pool_want, RINGK_POOL_THREADS);
+        }
+        return ctx;
+    }
+    pthread_mutex_unlock(&ctx->pool_mu);
+    return ctx;
+}
+
+void ringk_exec_cpu_block_end(ringk_ctx_t *pool)
+{
+    if (pool != NULL) {
+        pthread_mutex_lock(&pool->pool_mu);
+        pool->pool_blocked--;
+        pthread_mutex_unlock(&pool->pool_mu);
+    }
 }
 
 void ringk_exec_cpu_pool_stop(ringk_ctx_t *ctx)
 {
-    unsigned i;
+    unsigned i, n;
 
-    __atomic_store_n(&ctx->stop, 1, __ATOMIC_RELEASE);
+    /* under pool_mu: no pool thread is added once stop is seen (ringk_exec_cpu_block_begin) */
     pthread_mutex_lock(&ctx->pool_mu);
+    __atomic_store_n(&ctx->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&ctx->pool_cv);
+    n = ctx->npool;
     pthread_mutex_unlock(&ctx->pool_mu);
-    for (i = 0; i < ctx->npool; i++) {
+    for (i = 0; i < n; i++) {
         pthread_join(ctx->pool[i], NULL);
     }
     ctx->npool = 0;

@@ -30,7 +30,10 @@ static inline uint32_t ringk_sender_kernel(uint32_t sender)
 #define RINGK_LIST_MAX      32
 #define RINGK_MAX_TOPICS    64
 #define RINGK_MAX_BARRIERS  64
-#define RINGK_MAX_POOL      16
+#define RINGK_MAX_POOL      16                 /* pool_threads at most */
+/* pool threads at most, with those started while others wait (each event-driven kernel
+ * blocks at most one: ringk_exec_cpu_block_begin) */
+#define RINGK_POOL_THREADS  (RINGK_MAX_POOL + RINGK_MAX_KERNELS)
 #define RINGK_CELL          256u               /* inbox cell: a 200-byte payload fits one */
 #define RINGK_MAX_PAYLOAD   (16u * 1024 * 1024)
 #define RINGK_SPIN_POLLS    2000               /* empty polls before a kernel thread sleeps */
@@ -238,7 +241,7 @@ typedef struct {
 } __attribute__((aligned(64))) ringk_qs_slot_t;
 
 /* kernels' threads, pool threads, the progress thread, the device proxy */
-#define RINGK_QS_SLOTS (RINGK_MAX_KERNELS + RINGK_MAX_POOL + 2)
+#define RINGK_QS_SLOTS (RINGK_MAX_KERNELS + RINGK_POOL_THREADS + 2)
 
 struct ringk_ctx {
     pthread_mutex_t  lock;            /* registry, topics, barriers: not on the send path */
@@ -256,9 +259,14 @@ struct ringk_ctx {
     barrier_t        barriers[RINGK_MAX_BARRIERS];
     unsigned         nbarriers;
     pthread_cond_t   barrier_cv;
-    /* event-driven pool */
-    pthread_t        pool[RINGK_MAX_POOL];
+    /* event-driven pool: npool threads run (pool_want, the pool_threads asked for, and one
+     * more for each that waited while only pool_want were free); pool_blocked of them wait in
+     * a barrier or for room. npool, pool_blocked and pool[] are under pool_mu once started. */
+    pthread_t        pool[RINGK_POOL_THREADS];
     unsigned         npool;
+    unsigned         pool_want;
+    unsigned         pool_blocked;
+    int              pool_full_said;  /* the pool could not grow: said once */
     pthread_mutex_t  pool_mu;
     pthread_cond_t   pool_cv;
     int              pool_sleeping;   /* atomic */

@@ -4,6 +4,7 @@
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
+#include "ringk_exec.h"
 #include "ringk_internal.h"
 
 #include <errno.h>
@@ -131,6 +132,7 @@ ringk_inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *
     uint64_t deadline, start, warn_next = 0;
     wait_cycle_t cycle;
     unsigned spins = 0;
+    ringk_ctx_t *pool = NULL;
     int ret;
 
     if (timeout_ms == RINGK_WAIT_NONE) {
@@ -162,9 +164,14 @@ ringk_inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *
         if (++spins < 256) {
             ringk_cpu_relax();
         } else {
+            if ((spins == 256) && (pool == NULL)) {
+                /* a pool thread that waits on: the receiver may need a pool thread itself */
+                pool = ringk_exec_cpu_block_begin(ringk_tls_running, "for room in an inbox");
+            }
             sched_yield();
         }
     }
+    ringk_exec_cpu_block_end(pool);
     if (self != NULL) {
         __atomic_store_n(&self->blocked_on, NULL, __ATOMIC_RELEASE);
     }

@@ -1397,6 +1397,9 @@ static int barrier_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     return 0;
 }
 
+/* Persistent kernels (_i 0), and event-driven ones on the default single pool thread (_i 1):
+ * each waits with the pool thread it runs on, so the pool must grow for the others to arrive
+ * (without that each wait timed out in turn). */
 START_TEST(test_runtime_barrier)
 {
     static const char *barriers[] = {"step", NULL};
@@ -1412,9 +1415,10 @@ START_TEST(test_runtime_barrier)
     for (i = 0; i < BARRIER_KERNELS; i++) {
         ringk_kernel_params_t p = {
             .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
-                          RINGK_KERNEL_PARAM_FIELD_BARRIERS,
+                          RINGK_KERNEL_PARAM_FIELD_BARRIERS | RINGK_KERNEL_PARAM_FIELD_MODE,
             .name = name, .handler = barrier_handler, .arg = (void*)(uintptr_t)i,
-            .barriers = barriers
+            .barriers = barriers,
+            .mode = (_i == 0) ? RINGK_MODE_PERSISTENT : RINGK_MODE_EVENT_DRIVEN
         };
         snprintf(name, sizeof(name), "b%d", i);
         ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[i]), 0);
@@ -1430,6 +1434,64 @@ START_TEST(test_runtime_barrier)
         ck_assert_uint_eq(st.handler_errors, 0);
     }
     ck_assert_int_eq(ringk_barrier_wait(k[0], "other", 0), -ENOENT);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* An event-driven kernel that sends more than fits into the inbox of another event-driven
+ * kernel waits for room on the only pool thread: the pool grows so that the receiver runs
+ * (without that, the sender waited for ever). */
+#define POOL_SENDS 500
+
+static uint64_t pool_got;
+
+static int pool_sink(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_fetch_add(&pool_got, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int pool_source(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    int i, ret;
+
+    for (i = 0; i < POOL_SENDS; i++) {
+        ret = ringk_send(ringk_kernel_ctx(k), k, "psink", RINGK_MSG_DATA, &i, sizeof(i),
+                         RINGK_WAIT_FOREVER);
+        if (ret != 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+START_TEST(test_runtime_pool_send_wait)
+{
+    static const char *to_sink[] = {"psink", NULL};
+    ringk_kernel_params_t sp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE |
+                      RINGK_KERNEL_PARAM_FIELD_MAX_IN,
+        .name = "psink", .handler = pool_sink, .mode = RINGK_MODE_EVENT_DRIVEN, .inbox_size = 2,
+        .max_in = 16 /* an inbox of 2 cells */
+    }, p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+        .name = "psource", .handler = pool_source, .mode = RINGK_MODE_EVENT_DRIVEN,
+        .publishes_to = to_sink
+    };
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
+    ringk_ctx_t *ctx = ctx_new(); /* pool_threads: the default, 1 */
+    ringk_kernel_t *sink, *src;
+
+    pool_got = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &sp, &sink), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &src), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "psource", RINGK_MSG_DATA, NULL, 0, 0), 0);
+    wait_for(&pool_got, POOL_SENDS);
+    ck_assert_int_eq(ringk_kernel_stats_query(src, &st), 0);
+    ck_assert_uint_eq(st.handler_errors, 0);
+    ck_assert_uint_eq(st.msgs_out, POOL_SENDS);
     ringk_ctx_destroy(ctx);
 }
 END_TEST
@@ -1885,7 +1947,8 @@ int main(void)
     tcase_add_loop_test(tc, test_runtime_activate_deactivate_terminate, 0, 2);
     tcase_add_test(tc, test_runtime_terminate_message);
     tcase_add_test(tc, test_runtime_topic_fanout);
-    tcase_add_test(tc, test_runtime_barrier);
+    tcase_add_loop_test(tc, test_runtime_barrier, 0, 2);
+    tcase_add_test(tc, test_runtime_pool_send_wait);
     tcase_add_test(tc, test_runtime_barrier_warn);
     tcase_add_test(tc, test_runtime_latency_histogram);
     suite_add_tcase(s, tc);

@@ -118,7 +118,10 @@ typedef struct ringk_ctx_params {
     uint64_t         field_mask;
     ringk_log_func_t log;           /**< default: none */
     void            *log_arg;
-    unsigned         pool_threads;  /**< threads running event-driven kernels, default 1 */
+    unsigned         pool_threads;  /**< threads running event-driven kernels, 1..16, default 1
+                                         (one more is started while an event-driven kernel
+                                         waits at a barrier or for room and fewer would be
+                                         free: ringk_ctx(3)) */
     int              pin;           /**< 1: pin executor threads to cores with hwloc (default) */
     ringk_job_t      job;           /**< the job (default: from the environment, or one process) */
 } ringk_ctx_params_t;
@@ -489,7 +492,9 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
  * Waits at the named barrier until every kernel that lists it has arrived (call it from the
  * kernel's handler). @a timeout_ms: RINGK_WAIT_FOREVER, or milliseconds; RINGK_WAIT_NONE
  * returns 0 only to the arrival that completes a barrier of one process, and every other
- * arrival leaves it at once with -ETIMEDOUT. @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT (the
+ * arrival leaves it at once with -ETIMEDOUT. An event-driven kernel waits on its pool thread;
+ * the pool grows meanwhile, so the other participants run whatever pool_threads is.
+ * @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT (the
  * kernel has left the barrier), -EPIPE (a process with kernels that take part has left the job
  * or was lost, so the barrier cannot complete: the kernel has left it; seen within 100 ms). A
  * wait longer than RINGK_WAIT_WARN_MS logs a warning, repeated as long again passes (see
