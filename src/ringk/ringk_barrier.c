@@ -253,12 +253,21 @@ int ringk_barrier_poll(ringk_kernel_t *k, const char *name, uint64_t gen, int ex
 
 int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
 {
-    ringk_ctx_t *ctx = k->ctx;
+    ringk_ctx_t *ctx;
     barrier_t *b;
     uint64_t gen;
     ringk_ctx_t *pool = NULL;
     int ret = 0, global;
 
+    if ((k == NULL) || (name == NULL)) {
+        return ringk_log_bad_arg((k != NULL) ? k->ctx : NULL, __func__, "%s is NULL",
+                                 (k == NULL) ? "kernel" : "barrier");
+    }
+    ctx = k->ctx;
+    if (timeout_ms < RINGK_WAIT_FOREVER) {
+        return ringk_log_bad_arg(ctx, __func__, "timeout_ms %d is not RINGK_WAIT_FOREVER (-1), "
+                                 "RINGK_WAIT_NONE (0) or milliseconds", timeout_ms);
+    }
     if (!ringk_list_has(&k->barriers, name)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not take part in barrier '%s'",
                       k->name, name);

@@ -10,7 +10,6 @@
 #include "net/ringk_net.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,10 +80,6 @@ static int ctx_configure(ringk_ctx_t *ctx, const ringk_ctx_params_t *params)
     ctx->pool_want = 1;
     ctx->pin       = 1;
     if (params != NULL) {
-        if (params->field_mask & RINGK_CTX_PARAM_FIELD_LOG) {
-            ctx->log     = params->log;
-            ctx->log_arg = params->log_arg;
-        }
         if (params->field_mask & RINGK_CTX_PARAM_FIELD_POOL_THREADS) {
             if ((params->pool_threads < 1) || (params->pool_threads > RINGK_MAX_POOL)) {
                 ringk_log_msg(ctx, RINGK_LOG_ERROR, "pool_threads %u is out of range 1..%d",
@@ -138,21 +133,31 @@ static void ctx_topology_load(ringk_ctx_t *ctx)
 
 int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
 {
+    const uint64_t known = RINGK_CTX_PARAM_FIELD_LOG | RINGK_CTX_PARAM_FIELD_POOL_THREADS |
+                           RINGK_CTX_PARAM_FIELD_PIN | RINGK_CTX_PARAM_FIELD_JOB;
     ringk_ctx_t *ctx;
     int ret;
 
-    if ((ctx_p == NULL) || ((params != NULL) &&
-        (params->field_mask & ~(uint64_t)(RINGK_CTX_PARAM_FIELD_LOG |
-                                          RINGK_CTX_PARAM_FIELD_POOL_THREADS |
-                                          RINGK_CTX_PARAM_FIELD_PIN |
-                                          RINGK_CTX_PARAM_FIELD_JOB)))) {
-        return -EINVAL;
-    }
     /* its quiescent-state slots and the lines the send path reads are cache-line aligned */
     if (posix_memalign((void**)&ctx, 64, sizeof(*ctx)) != 0) {
         return -ENOMEM;
     }
     memset(ctx, 0, sizeof(*ctx));
+    pthread_mutex_init(&ctx->log_state.mu, NULL);
+    if ((params != NULL) && (params->field_mask & RINGK_CTX_PARAM_FIELD_LOG)) {
+        ctx->log     = params->log; /* the refusals below are said through it */
+        ctx->log_arg = params->log_arg;
+    }
+    if (ctx_p == NULL) {
+        ret = ringk_log_bad_arg(ctx, __func__, "ctx_p is NULL");
+        goto err_free;
+    }
+    if ((params != NULL) && (params->field_mask & ~known)) {
+        ret = ringk_log_bad_arg(ctx, __func__, "field_mask 0x%llx has unknown bits (known: "
+                                "0x%llx)", (unsigned long long)params->field_mask,
+                                (unsigned long long)known);
+        goto err_free;
+    }
     ret = ctx_configure(ctx, params);
     if (ret != 0) {
         goto err_free;
@@ -174,6 +179,8 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
     return 0;
 
 err_free:
+    ringk_log_flush(&ctx->log_state, ctx->log, ctx->log_arg);
+    pthread_mutex_destroy(&ctx->log_state.mu);
     free(ctx);
     return ret;
 }
@@ -184,7 +191,7 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
     unsigned i;
 
     if (ctx == NULL) {
-        return -EINVAL;
+        return ringk_log_bad_arg(NULL, __func__, "ctx is NULL");
     }
     for (i = 0; i < ctx->nkernels; i++) {
         if (ctx->kernels[i] != NULL) {
@@ -216,12 +223,18 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
     pthread_cond_destroy(&ctx->barrier_cv);
     pthread_mutex_destroy(&ctx->pool_mu);
     pthread_cond_destroy(&ctx->pool_cv);
+    ringk_log_flush(&ctx->log_state, ctx->log, ctx->log_arg);
+    pthread_mutex_destroy(&ctx->log_state.mu);
     free(ctx);
     return 0;
 }
 
 ringk_hlc_t *ringk_ctx_clock(ringk_ctx_t *ctx)
 {
+    if (ctx == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "ctx is NULL");
+        return NULL;
+    }
     return &ctx->clock;
 }
 
@@ -230,7 +243,7 @@ int ringk_ctx_start(ringk_ctx_t *ctx)
     int ret;
 
     if (ctx == NULL) {
-        return -EINVAL;
+        return ringk_log_bad_arg(NULL, __func__, "ctx is NULL");
     }
     if ((ctx->job.size == 1) || (ringk_remote_of(ctx) != NULL)) {
         return 0;
@@ -244,34 +257,23 @@ int ringk_ctx_start(ringk_ctx_t *ctx)
 
 int ringk_ctx_rank(const ringk_ctx_t *ctx)
 {
-    return ctx->job.rank;
+    return (ctx != NULL) ? ctx->job.rank : ringk_log_bad_arg(NULL, __func__, "ctx is NULL");
 }
 
 int ringk_ctx_size(const ringk_ctx_t *ctx)
 {
-    return ctx->job.size;
+    return (ctx != NULL) ? ctx->job.size : ringk_log_bad_arg(NULL, __func__, "ctx is NULL");
 }
 
 int ringk_ctx_peers_lost(const ringk_ctx_t *ctx)
 {
+    if (ctx == NULL) {
+        return ringk_log_bad_arg(NULL, __func__, "ctx is NULL");
+    }
     return (ringk_remote_of(ctx) != NULL) ? ringk_remote_lost(ctx) : 0;
 }
 
 /* ---- helpers ------------------------------------------------------------------------------ */
-
-void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-
-    if ((ctx == NULL) || (ctx->log == NULL)) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    ctx->log(ctx->log_arg, level, buf);
-}
 
 void ringk_ctx_directory(ringk_ctx_t *ctx, ringk_directory_t *dir)
 {

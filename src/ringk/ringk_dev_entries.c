@@ -62,9 +62,11 @@ int ringk_device_entry_register(const ringk_device_entry_t *entry)
 {
     int idx;
 
-    if ((entry == NULL) || (entry->magic != RINGK_DEVICE_ENTRY_MAGIC) ||
-        (entry->kind != RINGK_DEVICE_ENTRY_CUDA)) {
-        return (entry == NULL) ? -EINVAL : 0;
+    if (entry == NULL) {
+        return ringk_log_bad_arg(NULL, __func__, "entry is NULL");
+    }
+    if ((entry->magic != RINGK_DEVICE_ENTRY_MAGIC) || (entry->kind != RINGK_DEVICE_ENTRY_CUDA)) {
+        return 0;
     }
     pthread_mutex_lock(&cuda_entries.mu);
     idx = cuda_entry_index(entry);
@@ -78,6 +80,10 @@ void ringk_device_entry_unregister(const ringk_device_entry_t *entry)
 {
     unsigned i;
 
+    if (entry == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "entry is NULL");
+        return;
+    }
     pthread_mutex_lock(&cuda_entries.mu);
     for (i = 0; i < cuda_entries.n; i++) {
         if (cuda_entries.entry[i] == entry) {

@@ -3,6 +3,8 @@
 #ifndef RINGK_INTERNAL_H
 #define RINGK_INTERNAL_H
 
+#include "ringk_log.h"
+
 #include <core/ringk_ring.h>
 #include <ringk/api/ringk.h>
 
@@ -252,8 +254,9 @@ struct ringk_ctx {
     unsigned         nkernels;        /* slots used, atomic for pool threads */
     ringk_hlc_t      clock;
     uint64_t         host_seq;
-    ringk_log_func_t log;
+    ringk_log_func_t log;             /* NULL: the process's (ringk_log.c) */
     void            *log_arg;
+    ringk_log_state_t log_state;      /* lines through log, and those held back */
     topic_t          topics[RINGK_MAX_TOPICS];
     unsigned         ntopics;
     barrier_t        barriers[RINGK_MAX_BARRIERS];
@@ -372,8 +375,6 @@ static inline void ringk_kernel_sent_fast(ringk_kernel_t *from, uint64_t seq)
     from->iter_sends++;
 }
 
-void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 
 /* ---- small helpers ---- */
 
@@ -644,15 +645,17 @@ unsigned ringk_barrier_list(ringk_ctx_t *ctx, const char **names, unsigned *coun
 
 /* ---- topic.c ---- */
 
-/** Adds kernel @a k to the topics it subscribes to; under ctx->lock. 0 or -ENOSPC. */
+/** Adds kernel @a k to the topics it subscribes to, and declares those it publishes to;
+ *  under ctx->lock. 0 or -ENOSPC. */
 int ringk_topic_join(ringk_ctx_t *ctx, ringk_kernel_t *k);
 /** Removes kernel @a k from the topics it subscribes to; under ctx->lock. */
 void ringk_topic_leave(ringk_ctx_t *ctx, const ringk_kernel_t *k);
 /** The subscribers of @a topic in this process, copied into @a subs (RINGK_MAX_KERNELS
- *  entries); takes ctx->lock itself. */
-unsigned ringk_topic_subscribers(ringk_ctx_t *ctx, const char *topic, ringk_kernel_t **subs);
-/** Under ctx->lock: the topics with subscribers here, and how many (RINGK_MAX_TOPICS at most),
- *  for the directory exchanged at start; the names stay valid. */
+ *  entries), and their number; -1 when no kernel of this process declares the topic. Takes
+ *  ctx->lock itself. */
+int ringk_topic_subscribers(ringk_ctx_t *ctx, const char *topic, ringk_kernel_t **subs);
+/** Under ctx->lock: the topics kernels here declare, and how many subscribe to each
+ *  (RINGK_MAX_TOPICS at most), for the directory exchanged at start; the names stay valid. */
 unsigned ringk_topic_list(ringk_ctx_t *ctx, const char **names, unsigned *counts);
 
 #endif

@@ -298,7 +298,8 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
     int ret;
 
     if ((ctx == NULL) || (params == NULL) || (kernel_p == NULL)) {
-        return -EINVAL;
+        return ringk_log_bad_arg(ctx, __func__, "%s is NULL", (ctx == NULL) ? "ctx" :
+                                 (params == NULL) ? "params" : "kernel_p");
     }
     if (posix_memalign((void**)&k, 64, sizeof(*k)) != 0) {
         return -ENOMEM;
@@ -376,7 +377,13 @@ static int set_state(ringk_kernel_t *k, int from, int to)
 
     if (!__atomic_compare_exchange_n(&k->state, &expect, to, 0, __ATOMIC_SEQ_CST,
                                      __ATOMIC_RELAXED)) {
-        return (expect == to) ? 0 : -EINVAL;
+        if (expect == to) {
+            return 0;
+        }
+        ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s' is %s: it cannot be %s", k->name,
+                      (expect == RINGK_KERNEL_TERMINATING) ? "terminating" : "terminated",
+                      (to == RINGK_KERNEL_ACTIVE) ? "activated" : "deactivated");
+        return -EINVAL;
     }
     if (k->exec->state != NULL) {
         k->exec->state(k);
@@ -390,12 +397,18 @@ static int set_state(ringk_kernel_t *k, int from, int to)
 
 int ringk_kernel_activate(ringk_kernel_t *k)
 {
-    return (k == NULL) ? -EINVAL : set_state(k, RINGK_KERNEL_INACTIVE, RINGK_KERNEL_ACTIVE);
+    if (k == NULL) {
+        return ringk_log_bad_arg(NULL, __func__, "kernel is NULL");
+    }
+    return set_state(k, RINGK_KERNEL_INACTIVE, RINGK_KERNEL_ACTIVE);
 }
 
 int ringk_kernel_deactivate(ringk_kernel_t *k)
 {
-    return (k == NULL) ? -EINVAL : set_state(k, RINGK_KERNEL_ACTIVE, RINGK_KERNEL_INACTIVE);
+    if (k == NULL) {
+        return ringk_log_bad_arg(NULL, __func__, "kernel is NULL");
+    }
+    return set_state(k, RINGK_KERNEL_ACTIVE, RINGK_KERNEL_INACTIVE);
 }
 
 void ringk_kernel_terminating(ringk_kernel_t *k)
@@ -419,7 +432,7 @@ void ringk_kernel_terminating(ringk_kernel_t *k)
 int ringk_kernel_terminate(ringk_kernel_t *k)
 {
     if (k == NULL) {
-        return -EINVAL;
+        return ringk_log_bad_arg(NULL, __func__, "kernel is NULL");
     }
     if (ringk_tls_inline != NULL) {
         /* it waits for @a k, which may wait for the worker's lock: after the callback */
@@ -447,7 +460,7 @@ int ringk_kernel_destroy(ringk_kernel_t *k)
     ringk_ctx_t *ctx;
 
     if (k == NULL) {
-        return -EINVAL;
+        return ringk_log_bad_arg(NULL, __func__, "kernel is NULL");
     }
     ctx = k->ctx;
     if (ringk_tls_inline != NULL) {
@@ -486,16 +499,28 @@ int ringk_kernel_destroy(ringk_kernel_t *k)
 
 uint32_t ringk_kernel_id(const ringk_kernel_t *k)
 {
+    if (k == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "kernel is NULL");
+        return 0;
+    }
     return k->id;
 }
 
 ringk_ctx_t *ringk_kernel_ctx(const ringk_kernel_t *k)
 {
+    if (k == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "kernel is NULL");
+        return NULL;
+    }
     return k->ctx;
 }
 
 const char *ringk_kernel_name(const ringk_kernel_t *k)
 {
+    if (k == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "kernel is NULL");
+        return NULL;
+    }
     return k->name;
 }
 
@@ -512,8 +537,14 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
     uint64_t m;
     unsigned i;
 
-    if ((k == NULL) || (s == NULL) || (s->field_mask & ~(uint64_t)RINGK_KERNEL_STATS_FIELD_ALL)) {
-        return -EINVAL;
+    if ((k == NULL) || (s == NULL)) {
+        return ringk_log_bad_arg((k != NULL) ? k->ctx : NULL, __func__, "%s is NULL",
+                                 (k == NULL) ? "kernel" : "stats_p");
+    }
+    if (s->field_mask & ~(uint64_t)RINGK_KERNEL_STATS_FIELD_ALL) {
+        return ringk_log_bad_arg(k->ctx, __func__, "field_mask 0x%llx has unknown bits "
+                                 "(known: 0x%llx)", (unsigned long long)s->field_mask,
+                                 (unsigned long long)RINGK_KERNEL_STATS_FIELD_ALL);
     }
     m = s->field_mask;
     if (m & RINGK_KERNEL_STATS_FIELD_STATE) {

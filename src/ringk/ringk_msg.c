@@ -2,6 +2,8 @@
 /* libringk messages and the hybrid logical clock. */
 #include "ringk_config.h"
 
+#include "ringk_log.h"
+
 #include <ringk/api/ringk.h>
 
 #include <string.h>
@@ -17,6 +19,10 @@ static uint64_t wall_ms(void)
 
 void ringk_hlc_init(ringk_hlc_t *clock)
 {
+    if (clock == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "clock is NULL");
+        return;
+    }
     __atomic_store_n(&clock->word, wall_ms() << 16, __ATOMIC_RELAXED);
 }
 
@@ -25,9 +31,13 @@ void ringk_hlc_init(ringk_hlc_t *clock)
  * the wall clock, which catches up. */
 uint64_t ringk_hlc_tick(ringk_hlc_t *clock)
 {
-    uint64_t pt  = wall_ms() << 16;
-    uint64_t old = __atomic_load_n(&clock->word, __ATOMIC_RELAXED), next;
+    uint64_t pt = wall_ms() << 16, old, next;
 
+    if (clock == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "clock is NULL");
+        return 0;
+    }
+    old = __atomic_load_n(&clock->word, __ATOMIC_RELAXED);
     do {
         next = (pt > old) ? pt : old + 1;
     } while (!__atomic_compare_exchange_n(&clock->word, &old, next, 0, __ATOMIC_ACQ_REL,
@@ -37,9 +47,13 @@ uint64_t ringk_hlc_tick(ringk_hlc_t *clock)
 
 uint64_t ringk_hlc_recv(ringk_hlc_t *clock, uint64_t remote)
 {
-    uint64_t pt  = wall_ms() << 16;
-    uint64_t old = __atomic_load_n(&clock->word, __ATOMIC_RELAXED), next, m;
+    uint64_t pt = wall_ms() << 16, old, next, m;
 
+    if (clock == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "clock is NULL");
+        return 0;
+    }
+    old = __atomic_load_n(&clock->word, __ATOMIC_RELAXED);
     do {
         m    = (old > remote) ? old : remote;
         next = (pt > m) ? pt : m + 1;
@@ -51,6 +65,15 @@ uint64_t ringk_hlc_recv(ringk_hlc_t *clock, uint64_t remote)
 void ringk_msg_init(ringk_msg_t *msg, ringk_msg_type_t type, uint32_t sender, uint32_t receiver,
                     uint32_t length)
 {
+    if (msg == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "msg is NULL");
+        return;
+    }
+    if ((unsigned)type > RINGK_MSG_TERMINATE) {
+        ringk_log_bad_arg(NULL, __func__, "type %d is not data (0), control (1) or terminate "
+                          "(2): the header is left as it was", (int)type);
+        return;
+    }
     memset(msg, 0, sizeof(*msg));
     msg->type     = type;
     msg->sender   = sender;
@@ -60,6 +83,10 @@ void ringk_msg_init(ringk_msg_t *msg, ringk_msg_type_t type, uint32_t sender, ui
 
 int ringk_msg_equal(const ringk_msg_t *a, const ringk_msg_t *b)
 {
+    if ((a == NULL) || (b == NULL)) {
+        ringk_log_bad_arg(NULL, __func__, "%s is NULL", (a == NULL) ? "a" : "b");
+        return 0;
+    }
     return (a->sender == b->sender) && (a->receiver == b->receiver) && (a->type == b->type) &&
            (a->flags == b->flags) && (a->length == b->length) && (a->seq == b->seq) &&
            (a->timestamp == b->timestamp) &&

@@ -3,6 +3,8 @@
  * the core protocol, one element per cell. */
 #include "ringk_config.h"
 
+#include "ringk_log.h"
+
 #include <core/ringk_ring.h>
 #include <ringk/api/ringk.h>
 
@@ -32,23 +34,39 @@ int ringk_p2pq_create(const ringk_p2pq_params_t *params, ringk_p2pq_t **queue_p)
     ringk_p2pq_t *q;
     uint64_t bytes;
 
-    if ((params == NULL) || (queue_p == NULL) ||
-        !(params->field_mask & RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE) ||
-        (params->field_mask & ~(uint64_t)(RINGK_P2PQ_PARAM_FIELD_CAPACITY |
-                                          RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE |
-                                          RINGK_P2PQ_PARAM_FIELD_DEVICES)) ||
+    const uint64_t known = RINGK_P2PQ_PARAM_FIELD_CAPACITY | RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE |
+                           RINGK_P2PQ_PARAM_FIELD_DEVICES;
+
+    if ((params == NULL) || (queue_p == NULL)) {
+        return ringk_log_bad_arg(NULL, __func__, "%s is NULL",
+                                 (params == NULL) ? "params" : "queue_p");
+    }
+    if (params->field_mask & ~known) {
+        return ringk_log_bad_arg(NULL, __func__, "field_mask 0x%llx has unknown bits (known: "
+                                 "0x%llx)", (unsigned long long)params->field_mask,
+                                 (unsigned long long)known);
+    }
+    if (!(params->field_mask & RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE) ||
         (params->elem_size < 1) || (params->elem_size > RINGK_P2PQ_ELEM_MAX)) {
-        return -EINVAL;
+        return ringk_log_bad_arg(NULL, __func__, "elem_size %zu is not in 1..%u (required: "
+                                 "RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE)",
+                                 (params->field_mask & RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE) ?
+                                 params->elem_size : 0, RINGK_P2PQ_ELEM_MAX);
     }
     if (params->field_mask & RINGK_P2PQ_PARAM_FIELD_CAPACITY) {
         capacity = params->capacity;
         if ((capacity < 2) || (capacity > (1u << 20)) || (capacity & (capacity - 1))) {
-            return -EINVAL;
+            return ringk_log_bad_arg(NULL, __func__, "capacity %u is not a power of 2 in "
+                                     "2..1048576", capacity);
         }
     }
     if ((params->field_mask & RINGK_P2PQ_PARAM_FIELD_DEVICES) &&
         ((params->src_device != RINGK_P2PQ_HOST) || (params->dst_device != RINGK_P2PQ_HOST))) {
-        return -ENOTSUP; /* device endpoints come with the CUDA executor */
+        /* device endpoints come with the CUDA executor */
+        ringk_log_msg(NULL, RINGK_LOG_ERROR, "ringk_p2pq_create: devices %d -> %d: GPU endpoints "
+                      "are not supported in this release (only RINGK_P2PQ_HOST, -1)",
+                      params->src_device, params->dst_device);
+        return -ENOTSUP;
     }
     while (cell < RINGK_CELL_HDR_BYTES + params->elem_size) {
         cell *= 2;
@@ -73,7 +91,7 @@ int ringk_p2pq_create(const ringk_p2pq_params_t *params, ringk_p2pq_t **queue_p)
 int ringk_p2pq_destroy(ringk_p2pq_t *q)
 {
     if (q == NULL) {
-        return -EINVAL;
+        return ringk_log_bad_arg(NULL, __func__, "queue is NULL");
     }
     free(q->mem);
     free(q);
@@ -82,10 +100,14 @@ int ringk_p2pq_destroy(ringk_p2pq_t *q)
 
 unsigned ringk_p2pq_capacity(const ringk_p2pq_t *q)
 {
+    if (q == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "queue is NULL");
+        return 0;
+    }
     return q->capacity;
 }
 
-unsigned ringk_p2pq_count(const ringk_p2pq_t *q)
+static unsigned p2pq_count(const ringk_p2pq_t *q)
 {
     uint64_t tail = __atomic_load_n(&q->ring.prod->pos, __ATOMIC_ACQUIRE);
     uint64_t head = __atomic_load_n(&q->ring.cons->pos, __ATOMIC_ACQUIRE);
@@ -93,17 +115,32 @@ unsigned ringk_p2pq_count(const ringk_p2pq_t *q)
     return (tail > head) ? (unsigned)(tail - head) : 0;
 }
 
+unsigned ringk_p2pq_count(const ringk_p2pq_t *q)
+{
+    if (q == NULL) {
+        ringk_log_bad_arg(NULL, __func__, "queue is NULL");
+        return 0;
+    }
+    return p2pq_count(q);
+}
+
 int ringk_p2pq_empty(const ringk_p2pq_t *q)
 {
-    return ringk_p2pq_count(q) == 0;
+    if (q == NULL) {
+        return ringk_log_bad_arg(NULL, __func__, "queue is NULL");
+    }
+    return p2pq_count(q) == 0;
 }
 
 int ringk_p2pq_full(const ringk_p2pq_t *q)
 {
-    return ringk_p2pq_count(q) >= q->capacity;
+    if (q == NULL) {
+        return ringk_log_bad_arg(NULL, __func__, "queue is NULL");
+    }
+    return p2pq_count(q) >= q->capacity;
 }
 
-int ringk_p2pq_send(ringk_p2pq_t *q, const void *elem)
+static inline int p2pq_send(ringk_p2pq_t *q, const void *elem)
 {
     uint64_t pos;
 
@@ -118,17 +155,30 @@ int ringk_p2pq_send(ringk_p2pq_t *q, const void *elem)
     return 0;
 }
 
+int ringk_p2pq_send(ringk_p2pq_t *q, const void *elem)
+{
+    if ((q == NULL) || (elem == NULL)) {
+        return ringk_log_bad_arg(NULL, __func__, "%s is NULL", (q == NULL) ? "queue" : "elem");
+    }
+    return p2pq_send(q, elem);
+}
+
 int ringk_p2pq_send_batch(ringk_p2pq_t *q, const void *elems, unsigned n, unsigned *sent_p)
 {
     const uint8_t *p = elems;
     unsigned i;
 
+    if ((q == NULL) || ((elems == NULL) && (n > 0))) {
+        return ringk_log_bad_arg(NULL, __func__, "%s is NULL", (q == NULL) ? "queue" : "elems");
+    }
     for (i = 0; i < n; i++) {
-        if (ringk_p2pq_send(q, p + (size_t)i * q->elem_size) != 0) {
+        if (p2pq_send(q, p + (size_t)i * q->elem_size) != 0) {
             break;
         }
     }
-    *sent_p = i;
+    if (sent_p != NULL) {
+        *sent_p = i;
+    }
     return ((i == 0) && (n > 0)) ? -EAGAIN : 0;
 }
 
@@ -143,7 +193,7 @@ static const void *head_elem(ringk_p2pq_t *q)
     return ringk_ring_payload(&q->ring, q->head);
 }
 
-int ringk_p2pq_receive(ringk_p2pq_t *q, void *elem)
+static inline int p2pq_receive(ringk_p2pq_t *q, void *elem)
 {
     const void *src = head_elem(q);
 
@@ -158,24 +208,41 @@ int ringk_p2pq_receive(ringk_p2pq_t *q, void *elem)
     return 0;
 }
 
+int ringk_p2pq_receive(ringk_p2pq_t *q, void *elem)
+{
+    if ((q == NULL) || (elem == NULL)) {
+        return ringk_log_bad_arg(NULL, __func__, "%s is NULL", (q == NULL) ? "queue" : "elem");
+    }
+    return p2pq_receive(q, elem);
+}
+
 int ringk_p2pq_receive_batch(ringk_p2pq_t *q, void *elems, unsigned max, unsigned *got_p)
 {
     uint8_t *p = elems;
     unsigned i;
 
+    if ((q == NULL) || ((elems == NULL) && (max > 0))) {
+        return ringk_log_bad_arg(NULL, __func__, "%s is NULL", (q == NULL) ? "queue" : "elems");
+    }
     for (i = 0; i < max; i++) {
-        if (ringk_p2pq_receive(q, p + (size_t)i * q->elem_size) != 0) {
+        if (p2pq_receive(q, p + (size_t)i * q->elem_size) != 0) {
             break;
         }
     }
-    *got_p = i;
+    if (got_p != NULL) {
+        *got_p = i;
+    }
     return ((i == 0) && (max > 0)) ? -EAGAIN : 0;
 }
 
 int ringk_p2pq_try_peek(ringk_p2pq_t *q, void *elem)
 {
-    const void *src = head_elem(q);
+    const void *src;
 
+    if ((q == NULL) || (elem == NULL)) {
+        return ringk_log_bad_arg(NULL, __func__, "%s is NULL", (q == NULL) ? "queue" : "elem");
+    }
+    src = head_elem(q);
     if (src == NULL) {
         return -EAGAIN;
     }
@@ -187,6 +254,9 @@ int ringk_p2pq_clear(ringk_p2pq_t *q, unsigned *cleared_p)
 {
     unsigned n = 0;
 
+    if (q == NULL) {
+        return ringk_log_bad_arg(NULL, __func__, "queue is NULL");
+    }
     while (head_elem(q) != NULL) {
         ringk_ring_release(&q->ring, q->head, 1, 0);
         q->head++;
@@ -202,7 +272,7 @@ int ringk_p2pq_clear(ringk_p2pq_t *q, unsigned *cleared_p)
 int ringk_p2pq_stats_query(const ringk_p2pq_t *q, ringk_p2pq_stats_t *s)
 {
     if ((q == NULL) || (s == NULL)) {
-        return -EINVAL;
+        return ringk_log_bad_arg(NULL, __func__, "%s is NULL", (q == NULL) ? "queue" : "stats_p");
     }
     s->sent         = __atomic_load_n(&q->sent, __ATOMIC_RELAXED);
     s->refused_full = __atomic_load_n(&q->refused_full, __ATOMIC_RELAXED);

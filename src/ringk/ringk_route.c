@@ -131,7 +131,13 @@ __attribute__((noinline)) int ringk_route_resolve(ringk_ctx_t *ctx, ringk_kernel
 int ringk_route_find(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name)
 {
     if ((ctx == NULL) || (from == NULL) || (to_name == NULL)) {
-        return -EINVAL;
+        return ringk_log_bad_arg((ctx != NULL) ? ctx : (from != NULL) ? from->ctx : NULL,
+                                 __func__, "%s is NULL", (ctx == NULL) ? "ctx" :
+                                 (from == NULL) ? "from" : "to");
+    }
+    if (from->ctx != ctx) {
+        return ringk_log_bad_arg(ctx, __func__, "kernel '%s' belongs to another context",
+                                 from->name);
     }
     return ringk_route_index(ctx, from, to_name);
 }

@@ -313,11 +313,29 @@ static int send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_
     return send_from(ctx, from, i, type, payload, length, timeout_ms);
 }
 
-static int send_args_ok(ringk_ctx_t *ctx, const void *payload, size_t length,
-                        ringk_msg_type_t type, int timeout_ms)
+/* The arguments every send has, of public call @a fn: 0, or -EINVAL (logged). */
+static int send_args_check(const char *fn, ringk_ctx_t *ctx, const ringk_kernel_t *from,
+                           const void *payload, size_t length, ringk_msg_type_t type,
+                           int timeout_ms)
 {
-    return (ctx != NULL) && ((payload != NULL) || (length == 0)) &&
-           ((unsigned)type <= RINGK_MSG_TERMINATE) && (timeout_ms >= RINGK_WAIT_FOREVER);
+    if (ctx == NULL) {
+        return ringk_log_bad_arg((from != NULL) ? from->ctx : NULL, fn, "ctx is NULL");
+    }
+    if ((from != NULL) && (from->ctx != ctx)) {
+        return ringk_log_bad_arg(ctx, fn, "kernel '%s' belongs to another context", from->name);
+    }
+    if ((payload == NULL) && (length > 0)) {
+        return ringk_log_bad_arg(ctx, fn, "payload is NULL and length %zu", length);
+    }
+    if ((unsigned)type > RINGK_MSG_TERMINATE) {
+        return ringk_log_bad_arg(ctx, fn, "type %d is not data (0), control (1) or terminate "
+                                 "(2)", (int)type);
+    }
+    if (timeout_ms < RINGK_WAIT_FOREVER) {
+        return ringk_log_bad_arg(ctx, fn, "timeout_ms %d is not RINGK_WAIT_FOREVER (-1), "
+                                 "RINGK_WAIT_NONE (0) or milliseconds", timeout_ms);
+    }
+    return 0;
 }
 
 static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
@@ -331,8 +349,12 @@ static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t 
 {
     int ret, host;
 
-    if (!send_args_ok(ctx, payload, length, type, timeout_ms) || (to_name == NULL)) {
-        return -EINVAL;
+    if ((ret = send_args_check("ringk_send", ctx, from, payload, length, type,
+                               timeout_ms)) != 0) {
+        return ret;
+    }
+    if (to_name == NULL) {
+        return ringk_log_bad_arg(ctx, "ringk_send", "to is NULL");
     }
     if (ringk_tls_inline != NULL) {
         if (ringk_tls_inline->defer_head != NULL) {
@@ -472,8 +494,9 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
 {
     route_t *rt;
 
-    if ((from != NULL) && (ringk_tls_running == from) && (ctx != NULL) && (to_name != NULL) &&
-        ((payload != NULL) || (length == 0)) && (timeout_ms >= RINGK_WAIT_FOREVER)) {
+    if ((from != NULL) && (ringk_tls_running == from) && (ctx == from->ctx) &&
+        (to_name != NULL) && ((payload != NULL) || (length == 0)) &&
+        ((unsigned)type <= RINGK_MSG_TERMINATE) && (timeout_ms >= RINGK_WAIT_FOREVER)) {
         /* a route past publishes_to.count is named "" and never opens a cell: the checks of
          * send_last_route() and send_slow() refuse it */
         rt = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED);
@@ -499,13 +522,18 @@ static __attribute__((noinline)) int send_route_slow(ringk_ctx_t *ctx, ringk_ker
 {
     int ret, host;
 
-    if (!send_args_ok(ctx, payload, length, type, timeout_ms) || (from == NULL)) {
-        return -EINVAL;
+    if ((ret = send_args_check("ringk_send_route", ctx, from, payload, length, type,
+                               timeout_ms)) != 0) {
+        return ret;
+    }
+    if (from == NULL) {
+        return ringk_log_bad_arg(ctx, "ringk_send_route", "from is NULL (routes are a "
+                                 "kernel's)");
     }
     if ((route < 0) || ((unsigned)route >= from->publishes_to.count)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': route %d does not exist (it has %u)",
-                      from->name, route, from->publishes_to.count);
-        return -EINVAL;
+        return ringk_log_bad_arg(ctx, "ringk_send_route", "kernel '%s': route %d does not "
+                                 "exist (it has %u)", from->name, route,
+                                 from->publishes_to.count);
     }
     if ((ringk_tls_inline != NULL) && (ringk_tls_inline->defer_head != NULL)) {
         return ringk_defer_behind(ctx, RINGK_DEFER_SEND_ROUTE, from, route, NULL, type, payload,
@@ -541,9 +569,9 @@ static __attribute__((noinline)) int send_route_other(ringk_ctx_t *ctx, ringk_ke
 int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_msg_type_t type,
                      const void *payload, size_t length, int timeout_ms)
 {
-    if ((from != NULL) && (ringk_tls_running == from) && (ctx != NULL) &&
+    if ((from != NULL) && (ringk_tls_running == from) && (ctx == from->ctx) &&
         ((unsigned)route < from->publishes_to.count) && ((payload != NULL) || (length == 0)) &&
-        (timeout_ms >= RINGK_WAIT_FOREVER)) {
+        ((unsigned)type <= RINGK_MSG_TERMINATE) && (timeout_ms >= RINGK_WAIT_FOREVER)) {
         /* no cell is open while calls of the handler wait to be made (ringk_defer_call) */
         if (batch_fast(from, &from->routes[route], type, payload, length)) {
             return 0;

@@ -2,6 +2,8 @@
 /* libringk build and version queries. */
 #include "ringk_config.h"
 
+#include "ringk_log.h"
+
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -14,8 +16,13 @@ int ringk_build_info_query(ringk_build_info_t *info_p)
     const uint64_t known = RINGK_BUILD_INFO_FIELD_VERSION | RINGK_BUILD_INFO_FIELD_UCX_VERSION |
                            RINGK_BUILD_INFO_FIELD_CUDA;
 
-    if ((info_p == NULL) || ((info_p->field_mask & ~known) != 0)) {
-        return -EINVAL;
+    if (info_p == NULL) {
+        return ringk_log_bad_arg(NULL, __func__, "info_p is NULL");
+    }
+    if (info_p->field_mask & ~known) {
+        return ringk_log_bad_arg(NULL, __func__, "field_mask 0x%llx has unknown bits (known: "
+                                 "0x%llx)", (unsigned long long)info_p->field_mask,
+                                 (unsigned long long)known);
     }
     if (info_p->field_mask & RINGK_BUILD_INFO_FIELD_VERSION) {
         info_p->version = RINGK_STR(RINGK_VERSION_MAJOR) "." RINGK_STR(RINGK_VERSION_MINOR) "."

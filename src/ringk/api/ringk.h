@@ -17,7 +17,7 @@ extern "C" {
 
 /** Library version, as numbers. */
 #define RINGK_VERSION_MAJOR 0
-#define RINGK_VERSION_MINOR 2
+#define RINGK_VERSION_MINOR 3
 #define RINGK_VERSION_PATCH 0
 
 /* ---- build information ------------------------------------------------------------------- */
@@ -93,6 +93,15 @@ enum { RINGK_LOG_ERROR = 0, RINGK_LOG_WARN = 1, RINGK_LOG_INFO = 2, RINGK_LOG_DE
 /** The log hook: the library never prints; it calls this. */
 typedef void (*ringk_log_func_t)(void *arg, int level, const char *message);
 
+/**
+ * Sets the process's log hook (NULL: none, the default). It gets what calls with no context
+ * to log through say (a NULL context or kernel, the P2P queue, ringk_hlc_*, ringk_msg_*), and
+ * everything of contexts created without RINGK_CTX_PARAM_FIELD_LOG. A hook must not call
+ * libringk. A line repeated within 10 s (same level and text) is said once, then its count.
+ * @return 0.
+ */
+int ringk_log_hook_set(ringk_log_func_t log, void *arg);
+
 enum ringk_ctx_param_field {
     RINGK_CTX_PARAM_FIELD_LOG         = 1u << 0,
     RINGK_CTX_PARAM_FIELD_POOL_THREADS = 1u << 1,
@@ -154,7 +163,8 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx);
  */
 int ringk_ctx_start(ringk_ctx_t *ctx);
 
-/** This process's rank and the number of processes of the job (0 and 1 for one process). */
+/** This process's rank and the number of processes of the job (0 and 1 for one process);
+ *  -EINVAL for NULL. */
 int ringk_ctx_rank(const ringk_ctx_t *ctx);
 int ringk_ctx_size(const ringk_ctx_t *ctx);
 
@@ -340,9 +350,10 @@ int ringk_kernel_deactivate(ringk_kernel_t *kernel);
  *  @return 0, or -EINVAL for NULL. */
 int ringk_kernel_terminate(ringk_kernel_t *kernel);
 
-/** The kernel's id (1.. in creation order) and name. */
+/** The kernel's id (1.. in creation order; 0 for NULL) and name (NULL for NULL). */
 uint32_t ringk_kernel_id(const ringk_kernel_t *kernel);
-/** The context the kernel belongs to: a handler sends with ringk_kernel_ctx(kernel). */
+/** The context the kernel belongs to (NULL for NULL): a handler sends with
+ *  ringk_kernel_ctx(kernel). */
 ringk_ctx_t *ringk_kernel_ctx(const ringk_kernel_t *kernel);
 const char *ringk_kernel_name(const ringk_kernel_t *kernel);
 
@@ -481,7 +492,10 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
  * @a delivered_p (may be NULL) gets how many subscribers it reached, on success and on
  * failure alike.
  * @return the number of subscribers reached (all of them), or a negative errno: -EINVAL bad
- *         arguments; -EPERM the topic is not in the publisher's topics_pub; -EMSGSIZE too
+ *         arguments; -EPERM the topic is not in the publisher's topics_pub; -ENOENT from the
+ *         host (@a from NULL): no kernel declares the topic in its topics_sub or topics_pub, in
+ *         this process or (once ringk_ctx_start() joined a job) in any process of the job (a
+ *         declared topic without subscribers gives 0, not an error); -EMSGSIZE too
  *         large for a subscriber or the publisher; on -EAGAIN, -ETIMEDOUT or -EPIPE (as for
  *         ringk_send) some subscribers may have received it.
  */
@@ -494,7 +508,8 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
  * returns 0 only to the arrival that completes a barrier of one process, and every other
  * arrival leaves it at once with -ETIMEDOUT. An event-driven kernel waits on its pool thread;
  * the pool grows meanwhile, so the other participants run whatever pool_threads is.
- * @return 0, -ENOENT (kernel does not list the barrier), -ETIMEDOUT (the
+ * @return 0, -EINVAL (NULL, or a timeout below -1), -ENOENT (kernel does not list the
+ * barrier), -ETIMEDOUT (the
  * kernel has left the barrier), -EPIPE (a process with kernels that take part has left the job
  * or was lost, so the barrier cannot complete: the kernel has left it; seen within 100 ms). A
  * wait longer than RINGK_WAIT_WARN_MS logs a warning, repeated as long again passes (see
@@ -502,7 +517,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
  */
 int ringk_barrier_wait(ringk_kernel_t *kernel, const char *barrier, int timeout_ms);
 
-/** The context's clock (shared by its kernels). */
+/** The context's clock (shared by its kernels); NULL for NULL. */
 ringk_hlc_t *ringk_ctx_clock(ringk_ctx_t *ctx);
 
 #ifdef __cplusplus

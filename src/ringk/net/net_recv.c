@@ -235,6 +235,7 @@ ucs_status_t net_am_topic_recv(void *arg, const void *header, size_t header_leng
     ringk_kernel_t *subs[RINGK_MAX_KERNELS];
     topic_ref_t *ref = NULL;
     unsigned nsubs, i;
+    int n;
     topic_hdr_t hdr;
     int ret;
 
@@ -246,7 +247,8 @@ ucs_status_t net_am_topic_recv(void *arg, const void *header, size_t header_leng
                       "data %zu)", header_length, length);
         return UCS_OK;
     }
-    nsubs = ringk_topic_subscribers(ctx, hdr.topic, subs);
+    n     = ringk_topic_subscribers(ctx, hdr.topic, subs);
+    nsubs = (n > 0) ? (unsigned)n : 0;
     pthread_mutex_lock(&r->backlog_mu);
     for (i = 0; i < nsubs; i++) {
         /* the publish's one credit is shared by its backlog entries (ref), not per entry */

@@ -297,6 +297,19 @@ int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const vo
     return 0;
 }
 
+int ringk_remote_topic_declared(ringk_ctx_t *ctx, const char *name)
+{
+    const ringk_remote_t *r = ctx->remote;
+    size_t i;
+
+    for (i = 0; i < (size_t)r->size * RINGK_MAX_TOPICS; i++) {
+        if (r->topics[i].used && !strncmp(r->topics[i].name, name, RINGK_NAME_MAX)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
                          const void *payload, size_t length, int timeout_ms, unsigned *reached_p)
 {

@@ -25,6 +25,9 @@ int ringk_remote_lost(const ringk_ctx_t *ctx);
  *  not consumed), or -EPIPE (some process unreachable). */
 int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
                          const void *payload, size_t length, int timeout_ms, unsigned *reached_p);
+/** Whether a kernel of another process declares topic @a name (topics_pub or topics_sub, as
+ *  exchanged at start): 1 or 0. */
+int ringk_remote_topic_declared(ringk_ctx_t *ctx, const char *name);
 /** How many processes of the job have participants in barrier @a name (from the directory
  *  exchanged at start). */
 unsigned ringk_remote_barrier_processes(ringk_ctx_t *ctx, const char *name);
