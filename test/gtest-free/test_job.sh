@@ -15,7 +15,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..32"
+echo "1..38"
 
 log0=$(mktemp) log1=$(mktemp) logs=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -252,4 +252,24 @@ refuse() { # refuse NAME PATTERN ENV...
 refuse "bad RINGK_SIZE" "RINGK_SIZE 'abc' is not a number 1..4096" RINGK_SIZE=abc
 refuse "RINGK_RANK out of range" "RINGK_RANK '5' is not a number 0..1" RINGK_SIZE=2 RINGK_RANK=5 RINGK_ROOT=127.0.0.1:1
 refuse "RINGK_ROOT without a port" "RINGK_ROOT 'localhost' is not HOST:PORT" RINGK_SIZE=2 RINGK_RANK=1 RINGK_ROOT=localhost
+refuse "RINGK_RANK without RINGK_SIZE" "RINGK_SIZE is not set" RINGK_RANK=1
+refuse "RINGK_SIZE=2 without RINGK_ROOT" "RINGK_ROOT is not set" RINGK_SIZE=2 RINGK_RANK=1
+refuse "bad RINGK_JOIN_TIMEOUT_MS" "RINGK_JOIN_TIMEOUT_MS 'soon' is not a number of milliseconds in 1..3600000" \
+    RINGK_JOIN_TIMEOUT_MS=soon RINGK_SIZE=2 RINGK_RANK=1 RINGK_ROOT=127.0.0.1:1
+# nobody listens there: the join gives up after RINGK_JOIN_TIMEOUT_MS, naming the address
+port=$((port + 1))
+refuse "a failed join names the address and the limit" \
+    "could not connect to rank 0 at RINGK_ROOT 127.0.0.1:$port within RINGK_JOIN_TIMEOUT_MS 300 ms" \
+    RINGK_JOIN_TIMEOUT_MS=300 RINGK_SIZE=2 RINGK_RANK=1 RINGK_ROOT=127.0.0.1:$port
+
+# How the processes of a job are connected, said by each: through the loader wrapper (this
+# script runs under it) every peer over ringk; without it (the plugin taken out of
+# LD_PRELOAD, RINGK_PLUGIN naming the built one as an installed one would be found), over TCP
+# loopback with a warning that says to use ringk-run.
+job "a job says it reaches its peers over ringk (one INFO line per peer)" 3 \
+    "all: reached=2 over_ringk=2 warned=0" -- "$top/test/gtest-free/job_report"
+no_plugin=$(tr ':' '\n' <<<"${LD_PRELOAD:-}" | grep -v 'libuct_ringk' | paste -sd: -)
+LD_PRELOAD=$no_plugin RINGK_PLUGIN=$top/src/uct/ringk/.libs/libuct_ringk.so \
+    job "a job started without ringk-run warns that its peers on this node are reached over TCP" 2 \
+    "all: reached=1 over_ringk=0 warned=1" -- env UCX_TLS=all "$top/test/gtest-free/job_report"
 [ $fails -eq 0 ]

@@ -112,8 +112,10 @@ enum ringk_ctx_param_field {
 /**
  * A job of several processes: this process's rank, their number, and an allgather the runtime
  * uses at ringk_ctx_start() (for example one calling MPI_Allgather). Without one, the runtime
- * reads RINGK_ROOT=host:port, RINGK_RANK and RINGK_SIZE (rank 0 listens on host:port), and
- * without those it is a job of one process.
+ * reads RINGK_ROOT=host:port, RINGK_RANK and RINGK_SIZE (rank 0 listens on host:port; all
+ * three for several processes, an incomplete set is -EINVAL naming what is missing) and
+ * RINGK_JOIN_TIMEOUT_MS (each round of the exchange, 1..3600000, default 60000), and without
+ * those it is a job of one process.
  */
 typedef struct ringk_job {
     int   rank;
@@ -159,7 +161,10 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx);
  * Joins the job (collective: every process calls it once its kernels exist): connects the
  * processes with UCP (UCX picks ringk within a host, tcp or ib between hosts) and exchanges the
  * kernel directory, so kernels are reached by name wherever they run. A no-op for one process.
- * @return 0, or a negative errno (the log hook says why).
+ * Logs at INFO the transport that reaches each other process, and warns when processes of this
+ * node are reached without ringk while the ringk transport is installed (ringk-run loads it).
+ * @return 0, or a negative errno (the log hook says why; a job from the environment names the
+ *         address and RINGK_JOIN_TIMEOUT_MS).
  */
 int ringk_ctx_start(ringk_ctx_t *ctx);
 

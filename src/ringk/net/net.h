@@ -7,6 +7,8 @@
 #include "ringk_net.h"
 #include "ringk_wire.h"
 
+#include "core/ringk_node.h"
+
 #include <pthread.h>
 #include <ucp/api/ucp.h>
 
@@ -107,6 +109,11 @@ void net_event_post(ringk_remote_t *r, int rank, ringk_peer_event_kind_t kind);
 void net_events_deliver(ringk_remote_t *r);
 /** Moves backlogged messages into inboxes with room; returns how many. */
 unsigned net_backlog_drain(ringk_remote_t *r);
+
+/* net_report.c */
+/** Says which transports reach each other process (INFO), and warns when processes of this
+ *  node (@a nodes: every rank's) are reached without ringk while it is installed. */
+void net_report_transports(ringk_remote_t *r, const ringk_node_id_t *nodes);
 
 /* net_credit.c */
 ucs_status_t net_am_credit_recv(void *arg, const void *header, size_t header_length,

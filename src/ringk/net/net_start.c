@@ -177,13 +177,24 @@ static int worker_setup(ringk_remote_t *r)
     return 0;
 }
 
-/* Exchanges the workers' addresses: 1. their lengths, 2. the addresses, padded to the longest.
- * On success *all_p holds r->size addresses, *maxlen_p bytes apart (the caller frees it). */
-static int addresses_exchange(ringk_remote_t *r, uint8_t **all_p, uint64_t *maxlen_p)
+/* What each process says first: the length of its worker's address, and its node (to tell
+ * which processes share one: net_report.c). */
+typedef struct {
+    uint64_t        len;
+    ringk_node_id_t node;
+} hello_t;
+
+/* Exchanges the workers' addresses: 1. their lengths and nodes, 2. the addresses, padded to
+ * the longest. On success *all_p holds r->size addresses, *maxlen_p bytes apart, and *nodes_p
+ * the nodes by rank (the caller frees both). */
+static int addresses_exchange(ringk_remote_t *r, uint8_t **all_p, uint64_t *maxlen_p,
+                              ringk_node_id_t **nodes_p)
 {
     ringk_ctx_t *ctx = r->ctx;
-    uint64_t len, maxlen = 0, *lens;
+    ringk_node_id_t *nodes = NULL;
+    uint64_t len, maxlen = 0;
     uint8_t *mine = NULL, *all = NULL;
+    hello_t me, *lens;
     ucp_address_t *addr;
     int ret, rank;
 
@@ -191,15 +202,21 @@ static int addresses_exchange(ringk_remote_t *r, uint8_t **all_p, uint64_t *maxl
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot get the UCP worker's address");
         return -EIO;
     }
-    lens = calloc(r->size, sizeof(*lens));
-    ret  = (lens == NULL) ? -ENOMEM : ctx->job.allgather(ctx->job.arg, &len, lens, sizeof(len));
+    memset(&me, 0, sizeof(me));
+    me.len = len;
+    ringk_node_id_get(&me.node);
+    lens  = calloc(r->size, sizeof(*lens));
+    nodes = calloc(r->size, sizeof(*nodes));
+    ret   = ((lens == NULL) || (nodes == NULL)) ? -ENOMEM :
+            ctx->job.allgather(ctx->job.arg, &me, lens, sizeof(me));
     for (rank = 0; (ret == 0) && (rank < r->size); rank++) {
-        if ((lens[rank] == 0) || (lens[rank] > 65536)) {
+        if ((lens[rank].len == 0) || (lens[rank].len > 65536)) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "process %d sent a worker address of %llu bytes",
-                          rank, (unsigned long long)lens[rank]);
+                          rank, (unsigned long long)lens[rank].len);
             ret = -EPROTO;
         }
-        maxlen = (lens[rank] > maxlen) ? lens[rank] : maxlen;
+        maxlen      = (lens[rank].len > maxlen) ? lens[rank].len : maxlen;
+        nodes[rank] = lens[rank].node;
     }
     if (ret == 0) {
         mine = calloc(1, maxlen);
@@ -216,10 +233,12 @@ static int addresses_exchange(ringk_remote_t *r, uint8_t **all_p, uint64_t *maxl
     free(mine);
     if (ret != 0) {
         free(all);
+        free(nodes);
         return ret;
     }
     *all_p    = all;
     *maxlen_p = maxlen;
+    *nodes_p  = nodes;
     return 0;
 }
 
@@ -359,6 +378,8 @@ int ringk_remote_start(ringk_ctx_t *ctx)
 {
     const int size = ctx->job.size, me = ctx->job.rank;
     uint8_t *all   = NULL;
+    ringk_node_id_t *nodes = NULL;
+    const char *why;
     uint64_t maxlen;
     ringk_remote_t *r;
     int ret;
@@ -373,7 +394,7 @@ int ringk_remote_start(ringk_ctx_t *ctx)
         ret = worker_setup(r);
     }
     if (ret == 0) {
-        ret = addresses_exchange(r, &all, &maxlen);
+        ret = addresses_exchange(r, &all, &maxlen, &nodes);
     }
     if (ret == 0) {
         ret = directory_exchange(r);
@@ -381,10 +402,16 @@ int ringk_remote_start(ringk_ctx_t *ctx)
     if (ret == 0) {
         ret = endpoints_connect(r, all, maxlen);
     }
+    if (ret == 0) {
+        net_report_transports(r, nodes);
+    }
     free(all);
+    free(nodes);
     if (ret != 0) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "joining the job as rank %d of %d failed: %s", me,
-                      size, strerror(-ret));
+        why = ctx->job_from_env ? ringk_job_env_why(&ctx->job) : NULL;
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "joining the job as rank %d of %d failed: %s%s%s",
+                      me, size, strerror(-ret), (why != NULL) ? ": " : "",
+                      (why != NULL) ? why : "");
         remote_undo(r);
         return ret;
     }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libringk job bootstrap from the environment: RINGK_ROOT=host:port, RINGK_RANK, RINGK_SIZE give
- * an allgather over TCP; rank 0 listens, the others connect. Everything a peer sends is
- * checked (rank, length) before use. */
+ * an allgather over TCP; rank 0 listens, the others connect, each round within
+ * RINGK_JOIN_TIMEOUT_MS. Everything a peer sends is checked (rank, length) before use; a
+ * round that fails keeps what went wrong (ringk_job_env_why) for the caller's log line. */
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
@@ -20,13 +21,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define JOB_TIMEOUT_MS 60000
+#define JOB_TIMEOUT_MS_DEFAULT 60000   /* RINGK_JOIN_TIMEOUT_MS when unset */
+#define JOB_TIMEOUT_MS_MAX     3600000 /* its largest accepted value */
 
 typedef struct {
+    char     root[300];   /* RINGK_ROOT as given, for messages */
     char     host[256];
     char     port[16];
     int      rank, size;
+    long     timeout_ms;  /* RINGK_JOIN_TIMEOUT_MS: each round's limit */
     int      listen_fd;   /* rank 0, kept across rounds */
+    char     why[640];    /* what the last round that failed met */
 } env_job_t;
 
 static double now_ms(void)
@@ -60,7 +65,7 @@ static int xfer(int fd, void *buf, size_t len, int writing, double deadline)
 
 /* A rank other than 0: connects to the root (which may not listen yet), sends its part and
  * receives everything. */
-static int allgather_leaf(const env_job_t *job, const void *in, void *out, size_t len,
+static int allgather_leaf(env_job_t *job, const void *in, void *out, size_t len,
                           double deadline)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai;
@@ -68,6 +73,8 @@ static int allgather_leaf(const env_job_t *job, const void *in, void *out, size_
     int fd, ret, one = 1;
 
     if (getaddrinfo(job->host, job->port, &hints, &ai) != 0) {
+        snprintf(job->why, sizeof(job->why), "RINGK_ROOT host '%s' cannot be resolved",
+                 job->host);
         return -EHOSTUNREACH;
     }
     for (;;) {
@@ -75,11 +82,16 @@ static int allgather_leaf(const env_job_t *job, const void *in, void *out, size_
         if ((fd >= 0) && (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)) {
             break;
         }
+        ret = errno;
         if (fd >= 0) {
             close(fd);
         }
         if (now_ms() > deadline) {
             freeaddrinfo(ai);
+            snprintf(job->why, sizeof(job->why), "rank %d could not connect to rank 0 at "
+                     "RINGK_ROOT %s within RINGK_JOIN_TIMEOUT_MS %ld ms (last: %s); is rank 0 "
+                     "running, with the same RINGK_ROOT?", job->rank, job->root, job->timeout_ms,
+                     strerror(ret));
             return -ETIMEDOUT;
         }
         usleep(20000);
@@ -93,12 +105,18 @@ static int allgather_leaf(const env_job_t *job, const void *in, void *out, size_
         ret = xfer(fd, out, len * job->size, 0, deadline);
     }
     close(fd);
+    if (ret != 0) {
+        snprintf(job->why, sizeof(job->why), "rank %d, connected to rank 0 at RINGK_ROOT %s, "
+                 "did not get every rank's part within RINGK_JOIN_TIMEOUT_MS %ld ms: %s (rank 0 "
+                 "waits for all %d ranks)", job->rank, job->root, job->timeout_ms,
+                 strerror(-ret), job->size);
+    }
     return ret;
 }
 
 /* The root: accepts every other rank, checks its header (a peer's: rank in range, not seen
  * yet, the agreed length), receives its part, then sends everything to each. */
-static int allgather_root(const env_job_t *job, void *out, size_t len, double deadline)
+static int allgather_root(env_job_t *job, void *out, size_t len, double deadline)
 {
     int *fds = calloc(job->size, sizeof(*fds));
     int fd, i, ret = 0;
@@ -131,6 +149,11 @@ static int allgather_root(const env_job_t *job, void *out, size_t len, double de
             close(fd);
         }
     }
+    if (ret != 0) {
+        snprintf(job->why, sizeof(job->why), "rank 0, listening at RINGK_ROOT %s, heard from %d "
+                 "of the other %d ranks within RINGK_JOIN_TIMEOUT_MS %ld ms: %s", job->root,
+                 i - 1, job->size - 1, job->timeout_ms, strerror(-ret));
+    }
     for (i = 1; i < job->size; i++) {
         if (fds[i] > 0) {
             if (ret == 0) {
@@ -146,7 +169,7 @@ static int allgather_root(const env_job_t *job, void *out, size_t len, double de
 static int env_allgather(void *arg, const void *in, void *out, size_t len)
 {
     env_job_t *job  = arg;
-    double deadline = now_ms() + JOB_TIMEOUT_MS;
+    double deadline = now_ms() + (double)job->timeout_ms;
 
     memcpy((char*)out + (size_t)job->rank * len, in, len);
     if (job->size == 1) {
@@ -173,20 +196,89 @@ static int parse_int(const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+/* RINGK_JOIN_TIMEOUT_MS into @a ej: 0, or -EINVAL with @a err. */
+static int timeout_from_env(env_job_t *ej, char *err, size_t err_len)
+{
+    const char *s = getenv("RINGK_JOIN_TIMEOUT_MS");
+    int v;
+
+    ej->timeout_ms = JOB_TIMEOUT_MS_DEFAULT;
+    if ((s == NULL) || (*s == '\0')) {
+        return 0;
+    }
+    if (parse_int(s, 1, JOB_TIMEOUT_MS_MAX, &v) != 0) {
+        snprintf(err, err_len, "RINGK_JOIN_TIMEOUT_MS '%s' is not a number of milliseconds in "
+                 "1..%d", s, JOB_TIMEOUT_MS_MAX);
+        return -EINVAL;
+    }
+    ej->timeout_ms = v;
+    return 0;
+}
+
+/* Rank 0 of a job of several processes listens on RINGK_ROOT: 0, or -EINVAL with @a err. */
+static int root_listen(env_job_t *ej, char *err, size_t err_len)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE}, *ai;
+    int one = 1;
+
+    if (getaddrinfo(ej->host, ej->port, &hints, &ai) != 0) {
+        snprintf(err, err_len, "RINGK_ROOT host '%s' cannot be resolved", ej->host);
+        return -EINVAL;
+    }
+    ej->listen_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(ej->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if ((ej->listen_fd < 0) || (bind(ej->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0) ||
+        (listen(ej->listen_fd, ej->size) != 0)) {
+        snprintf(err, err_len, "rank 0 cannot listen on RINGK_ROOT %s: %s", ej->root,
+                 strerror(errno));
+        freeaddrinfo(ai);
+        return -EINVAL;
+    }
+    freeaddrinfo(ai);
+    return 0;
+}
+
+/* Which of RINGK_RANK and RINGK_ROOT a job of @a size processes lacks: both are needed for
+ * more than one process. NULL when the set is whole. */
+static const char *job_env_missing(const char *root, const char *rank, int size)
+{
+    if (size == 1) {
+        return NULL; /* RINGK_RANK, if given, must be 0: parse_int says so */
+    }
+    if ((rank == NULL) || (*rank == '\0')) {
+        return "RINGK_RANK";
+    }
+    return ((root == NULL) || (*root == '\0')) ? "RINGK_ROOT" : NULL;
+}
+
+/* The error of an incomplete set, naming what is missing. */
+static void job_env_incomplete(const char *missing, const char *root, const char *rank,
+                               const char *size, char *err, size_t err_len)
+{
+    snprintf(err, err_len, "the job's environment is incomplete: %s is not set (RINGK_ROOT '%s', "
+             "RINGK_RANK '%s', RINGK_SIZE '%s'; a job of several processes needs all three, a "
+             "job of one none or RINGK_SIZE=1)", missing, root ? root : "", rank ? rank : "",
+             size ? size : "");
+}
+
 int ringk_job_from_env(ringk_job_t *job, char *err, size_t err_len)
 {
     const char *root = getenv("RINGK_ROOT"), *rank = getenv("RINGK_RANK"),
-               *size = getenv("RINGK_SIZE"), *colon;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE}, *ai;
+               *size = getenv("RINGK_SIZE"), *colon, *missing;
     env_job_t *ej;
-    int port, one = 1;
+    int port;
 
-    if ((size == NULL) || (*size == '\0')) {
+    if (((root == NULL) || (*root == '\0')) && ((rank == NULL) || (*rank == '\0')) &&
+        ((size == NULL) || (*size == '\0'))) {
         job->rank = 0;
         job->size = 1;
         job->allgather = NULL;
         return 1; /* no job in the environment: one process */
+    }
+    if ((size == NULL) || (*size == '\0')) {
+        job_env_incomplete("RINGK_SIZE", root, rank, size, err, err_len);
+        return -EINVAL;
     }
     ej = calloc(1, sizeof(*ej));
     if (ej == NULL) {
@@ -197,35 +289,31 @@ int ringk_job_from_env(ringk_job_t *job, char *err, size_t err_len)
         snprintf(err, err_len, "RINGK_SIZE '%s' is not a number 1..4096", size);
         goto err;
     }
-    if (parse_int(rank, 0, ej->size - 1, &ej->rank) != 0) {
-        snprintf(err, err_len, "RINGK_RANK '%s' is not a number 0..%d", rank ? rank : "",
-                 ej->size - 1);
+    missing = job_env_missing(root, rank, ej->size);
+    if (missing != NULL) {
+        job_env_incomplete(missing, root, rank, size, err, err_len);
         goto err;
     }
-    colon = (root != NULL) ? strrchr(root, ':') : NULL;
-    if ((colon == NULL) || (colon == root) || ((size_t)(colon - root) >= sizeof(ej->host)) ||
-        (parse_int(colon + 1, 1, 65535, &port) != 0)) {
-        snprintf(err, err_len, "RINGK_ROOT '%s' is not HOST:PORT (port 1..65535)",
-                 root ? root : "");
+    if ((rank != NULL) && (*rank != '\0') && (parse_int(rank, 0, ej->size - 1, &ej->rank) != 0)) {
+        snprintf(err, err_len, "RINGK_RANK '%s' is not a number 0..%d", rank, ej->size - 1);
         goto err;
     }
-    memcpy(ej->host, root, colon - root);
-    snprintf(ej->port, sizeof(ej->port), "%d", port);
-    if ((ej->rank == 0) && (ej->size > 1)) {
-        if (getaddrinfo(ej->host, ej->port, &hints, &ai) != 0) {
-            snprintf(err, err_len, "RINGK_ROOT host '%s' cannot be resolved", ej->host);
+    if (timeout_from_env(ej, err, err_len) != 0) {
+        goto err;
+    }
+    if (ej->size > 1) {
+        colon = strrchr(root, ':');
+        if ((colon == NULL) || (colon == root) || ((size_t)(colon - root) >= sizeof(ej->host)) ||
+            (strlen(root) >= sizeof(ej->root)) || (parse_int(colon + 1, 1, 65535, &port) != 0)) {
+            snprintf(err, err_len, "RINGK_ROOT '%s' is not HOST:PORT (port 1..65535)", root);
             goto err;
         }
-        ej->listen_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        setsockopt(ej->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if ((ej->listen_fd < 0) || (bind(ej->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0) ||
-            (listen(ej->listen_fd, ej->size) != 0)) {
-            snprintf(err, err_len, "rank 0 cannot listen on RINGK_ROOT %s: %s", root,
-                     strerror(errno));
-            freeaddrinfo(ai);
+        strcpy(ej->root, root);
+        memcpy(ej->host, root, colon - root);
+        snprintf(ej->port, sizeof(ej->port), "%d", port);
+        if ((ej->rank == 0) && (root_listen(ej, err, err_len) != 0)) {
             goto err;
         }
-        freeaddrinfo(ai);
     }
     job->rank      = ej->rank;
     job->size      = ej->size;
@@ -239,6 +327,14 @@ err:
     }
     free(ej);
     return -EINVAL;
+}
+
+const char *ringk_job_env_why(const ringk_job_t *job)
+{
+    const env_job_t *ej = job->arg;
+
+    return ((job->allgather == env_allgather) && (ej != NULL) && (ej->why[0] != '\0')) ?
+           ej->why : NULL;
 }
 
 void ringk_job_env_release(ringk_job_t *job)

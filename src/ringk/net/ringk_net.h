@@ -66,11 +66,16 @@ int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void
 /* ---- job bootstrap (ringk_job.c) ---- */
 
 /**
- * Fills @a job from RINGK_ROOT/RINGK_RANK/RINGK_SIZE (rank 0 starts listening here).
+ * Fills @a job from RINGK_ROOT/RINGK_RANK/RINGK_SIZE and RINGK_JOIN_TIMEOUT_MS (rank 0 starts
+ * listening here).
  * @return 0 when the environment describes a job, 1 when it describes none (one process), or
- *         -EINVAL with the bad variable, its value and the limit in @a err.
+ *         -EINVAL with the bad or missing variable, its value and the limit in @a err.
  */
 int ringk_job_from_env(ringk_job_t *job, char *err, size_t err_len);
+
+/** What the last exchange of a job from the environment that failed met (the address, the
+ *  limit, the error), or NULL (no such job, or no failure). */
+const char *ringk_job_env_why(const ringk_job_t *job);
 
 /** Closes what ringk_job_from_env() opened. */
 void ringk_job_env_release(ringk_job_t *job);
