@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # RINGK_CHECK_CUDA: auto-detects the CUDA Toolkit (/usr/local/cuda or --with-cuda=DIR). With it,
-# kernels/ builds with nvcc and the CUDA parts of the core link libcudart; --without-cuda builds
-# the host-only product.
+# kernels/ builds with nvcc and the CUDA parts of the core load the toolkit's libcudart at run
+# time (its soname and directory are defined here), so the libraries load without it;
+# --without-cuda builds the host-only product.
 AC_DEFUN([RINGK_CHECK_CUDA], [
     AC_ARG_WITH([cuda],
         [AS_HELP_STRING([--with-cuda=DIR], [CUDA Toolkit (default: auto-detect /usr/local/cuda)])],
@@ -33,8 +34,12 @@ AC_DEFUN([RINGK_CHECK_CUDA], [
     ])
     AS_IF([test -z "$NVCC_ARCH"],
           [NVCC_ARCH="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"])
-    AS_IF([test "x$have_cuda" = xyes],
-          [AC_DEFINE([HAVE_CUDA], [1], [CUDA Toolkit available])])
+    AS_IF([test "x$have_cuda" = xyes], [
+        AC_DEFINE([HAVE_CUDA], [1], [CUDA Toolkit available])
+        AC_DEFINE_UNQUOTED([RINGK_CUDART_SONAME], ["libcudart.so.${CUDA_VERSION%%.*}"],
+                           [the CUDA runtime the core loads at run time])
+        AC_DEFINE_UNQUOTED([RINGK_CUDART_DIR], ["$CUDA_LIBDIR"],
+                           [where it is looked for when the loader's path lacks it])])
     AM_CONDITIONAL([HAVE_CUDA], [test "x$have_cuda" = xyes])
     AC_SUBST([NVCC])
     AC_SUBST([CUDA_CPPFLAGS])

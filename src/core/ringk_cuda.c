@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ringk CUDA wrappers: device count and the P2P canary. */
+/* ringk CUDA wrappers: device count, pointer queries, IPC handles, copies and the P2P canary,
+ * through the CUDA runtime loaded when first needed (dlopen), so that neither library needs
+ * libcudart to load and a CPU-only program runs where it is absent. */
 #ifdef HAVE_CONFIG_H
 #include "ringk_config.h"
 #endif
@@ -15,7 +17,69 @@
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <unistd.h>
+
+/* The runtime calls made here, resolved by name in the CUDA runtime of the release built
+ * against (RINGK_CUDART_SONAME, found by the loader's path or in RINGK_CUDART_DIR). */
+#define RINGK_CUDART_CALLS(X) \
+    X(cudaGetDevice) X(cudaSetDevice) X(cudaGetDeviceCount) X(cudaDeviceGetPCIBusId) \
+    X(cudaDeviceGetByPCIBusId) X(cudaDeviceCanAccessPeer) X(cudaDeviceEnablePeerAccess) \
+    X(cudaGetErrorString) X(cudaGetLastError) X(cudaPointerGetAttributes) \
+    X(cudaIpcGetMemHandle) X(cudaIpcOpenMemHandle) X(cudaIpcCloseMemHandle) \
+    X(cudaMalloc) X(cudaFree) X(cudaMallocHost) X(cudaFreeHost) X(cudaMemset) X(cudaMemcpy) \
+    X(cudaMemcpyAsync) X(cudaMemcpyPeer) X(cudaStreamSynchronize)
+
+static struct {
+#define RINGK_CUDART_MEMBER(f) __typeof__(&f) f;
+    RINGK_CUDART_CALLS(RINGK_CUDART_MEMBER)
+#undef RINGK_CUDART_MEMBER
+} rt;
+
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+static int            rt_loaded;          /* every call of rt resolved */
+static char           rt_why[256];        /* why not */
+
+static void cudart_open(void)
+{
+    void *lib = dlopen(RINGK_CUDART_SONAME, RTLD_NOW | RTLD_GLOBAL);
+    const char *missing = NULL;
+
+    if (lib == NULL) {
+        lib = dlopen(RINGK_CUDART_DIR "/" RINGK_CUDART_SONAME, RTLD_NOW | RTLD_GLOBAL);
+    }
+    if (lib == NULL) {
+        snprintf(rt_why, sizeof(rt_why), "the CUDA runtime " RINGK_CUDART_SONAME " cannot be "
+                 "loaded (not in the loader's path nor in " RINGK_CUDART_DIR ")");
+        return;
+    }
+#define RINGK_CUDART_RESOLVE(f) \
+    if ((missing == NULL) && ((*(void**)&rt.f = dlsym(lib, #f)) == NULL)) { \
+        missing = #f; \
+    }
+    RINGK_CUDART_CALLS(RINGK_CUDART_RESOLVE)
+#undef RINGK_CUDART_RESOLVE
+    if (missing != NULL) {
+        snprintf(rt_why, sizeof(rt_why), "the CUDA runtime " RINGK_CUDART_SONAME " has no %s",
+                 missing);
+        return; /* the library stays loaded: CUDA unloads badly */
+    }
+    __atomic_store_n(&rt_loaded, 1, __ATOMIC_RELEASE);
+}
+
+/* Loads the CUDA runtime once: 1 when its calls can be made, else 0 with the reason in @a why
+ * (may be NULL). */
+static int cudart(char *why, size_t why_len)
+{
+    pthread_once(&rt_once, cudart_open);
+    if (__atomic_load_n(&rt_loaded, __ATOMIC_ACQUIRE)) {
+        return 1;
+    }
+    if (why != NULL) {
+        snprintf(why, why_len, "%s", rt_why);
+    }
+    return 0;
+}
 
 int ringk_cuda_usable(char *why, size_t why_len)
 {
@@ -34,9 +98,9 @@ int ringk_cuda_current_busid(char *busid, size_t len, char *why, size_t why_len)
     if (!ringk_cuda_usable(why, why_len)) {
         return -ENODEV;
     }
-    if (((err = cudaGetDevice(&dev)) != cudaSuccess) ||
-        ((err = cudaDeviceGetPCIBusId(busid, (int)len, dev)) != cudaSuccess)) {
-        snprintf(why, why_len, "the current CUDA device: %s", cudaGetErrorString(err));
+    if (((err = rt.cudaGetDevice(&dev)) != cudaSuccess) ||
+        ((err = rt.cudaDeviceGetPCIBusId(busid, (int)len, dev)) != cudaSuccess)) {
+        snprintf(why, why_len, "the current CUDA device: %s", rt.cudaGetErrorString(err));
         return -ENODEV;
     }
     snprintf(why, why_len, "the current CUDA device %d", dev);
@@ -64,15 +128,15 @@ int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
     if (!ringk_cuda_usable_cached() || (ptr == NULL)) {
         return 0;
     }
-    if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-        cudaGetLastError(); /* a host pointer the driver never saw */
+    if (rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+        rt.cudaGetLastError(); /* a host pointer the driver never saw */
         return 0;
     }
     if (attr.type != cudaMemoryTypeDevice) {
         return 0;
     }
-    if ((busid != NULL) && (cudaDeviceGetPCIBusId(busid, (int)len, attr.device) != cudaSuccess)) {
-        cudaGetLastError();
+    if ((busid != NULL) && (rt.cudaDeviceGetPCIBusId(busid, (int)len, attr.device) != cudaSuccess)) {
+        rt.cudaGetLastError();
         busid[0] = '\0';
     }
     return 1;
@@ -127,6 +191,9 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
     size_t size;
     int ret, current = -1;
 
+    if (!cudart(why, why_len)) {
+        return -ENODEV;
+    }
     ret = ringk_cuda_range_fn(why, why_len);
     if (ret != 0) {
         return ret;
@@ -134,30 +201,30 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
     /* A runtime call first: it makes a context current on this thread, which the driver call
      * below needs (a thread whose first CUDA call this is has none); and the pointer's device,
      * for the calls that follow, given back after. */
-    if ((cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
+    if ((rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
         (attr.type != cudaMemoryTypeDevice)) {
-        cudaGetLastError();
+        rt.cudaGetLastError();
         snprintf(why, why_len, "%p is not device memory", ptr);
         return -EINVAL;
     }
-    if ((cudaGetDevice(&current) == cudaSuccess) && (current != attr.device) &&
-        (cudaSetDevice(attr.device) != cudaSuccess)) {
-        snprintf(why, why_len, "cudaSetDevice(%d): %s", attr.device,
-                 cudaGetErrorString(cudaGetLastError()));
+    if ((rt.cudaGetDevice(&current) == cudaSuccess) && (current != attr.device) &&
+        (rt.cudaSetDevice(attr.device) != cudaSuccess)) {
+        snprintf(why, why_len, "rt.cudaSetDevice(%d): %s", attr.device,
+                 rt.cudaGetErrorString(rt.cudaGetLastError()));
         return -EIO;
     }
     ret = ringk_cu_range(&base, &size, (unsigned long long)(uintptr_t)ptr);
     if (ret != 0) {
         snprintf(why, why_len, "cuMemGetAddressRange(%p) failed with CUresult %d", ptr, ret);
         ret = -EINVAL;
-    } else if (cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
+    } else if (rt.cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
         /* e.g. memory from cudaMallocAsync pools or cuMemCreate */
-        snprintf(why, why_len, "cudaIpcGetMemHandle(0x%llx): %s", base,
-                 cudaGetErrorString(cudaGetLastError()));
+        snprintf(why, why_len, "rt.cudaIpcGetMemHandle(0x%llx): %s", base,
+                 rt.cudaGetErrorString(rt.cudaGetLastError()));
         ret = -EOPNOTSUPP;
     }
     if ((current >= 0) && (current != attr.device)) {
-        cudaSetDevice(current);
+        rt.cudaSetDevice(current);
     }
     if (ret != 0) {
         return ret;
@@ -182,10 +249,10 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
         return -ENODEV;
     }
     memcpy(&h, handle, RINGK_CUDA_IPC_HANDLE_LEN);
-    err = cudaIpcOpenMemHandle(mapped_p, h, cudaIpcMemLazyEnablePeerAccess);
+    err = rt.cudaIpcOpenMemHandle(mapped_p, h, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
-        cudaGetLastError();
-        snprintf(why, why_len, "cudaIpcOpenMemHandle: %s", cudaGetErrorString(err));
+        rt.cudaGetLastError();
+        snprintf(why, why_len, "cudaIpcOpenMemHandle: %s", rt.cudaGetErrorString(err));
         return -EIO;
     }
     /* the peer's word for the allocation's size is checked against the mapping itself */
@@ -199,7 +266,7 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
         }
     }
     if (ret != 0) {
-        cudaIpcCloseMemHandle(*mapped_p);
+        rt.cudaIpcCloseMemHandle(*mapped_p);
         *mapped_p = NULL;
         return ret;
     }
@@ -208,22 +275,28 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
 
 void ringk_cuda_ipc_close(void *mapped)
 {
-    cudaIpcCloseMemHandle(mapped);
+    if (cudart(NULL, 0)) { /* it was opened: loaded */
+        rt.cudaIpcCloseMemHandle(mapped);
+    }
 }
 
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)
 {
+    cudaError_t err;
+
+    if (!cudart(why, why_len)) {
+        return -EIO;
+    }
     /* cudaMemcpy may return before a device-to-device or pageable host-to-device copy has
      * landed: the copy goes on the calling thread's stream, which is then waited for. */
-    cudaError_t err = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, cudaStreamPerThread);
-
+    err = rt.cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, cudaStreamPerThread);
     if (err == cudaSuccess) {
-        err = cudaStreamSynchronize(cudaStreamPerThread);
+        err = rt.cudaStreamSynchronize(cudaStreamPerThread);
     }
     if (err != cudaSuccess) {
-        cudaGetLastError(); /* not left for the application's next error check */
-        snprintf(why, why_len, "cudaMemcpy(%p <- %p, %zu): %s", dst, src, len,
-                 cudaGetErrorString(err));
+        rt.cudaGetLastError(); /* not left for the application's next error check */
+        snprintf(why, why_len, "rt.cudaMemcpy(%p <- %p, %zu): %s", dst, src, len,
+                 rt.cudaGetErrorString(err));
         return -EIO;
     }
     return 0;
@@ -233,12 +306,14 @@ void *ringk_cuda_host_alloc(size_t len)
 {
     void *ptr;
 
-    return (cudaMallocHost(&ptr, len) == cudaSuccess) ? ptr : NULL;
+    return (cudart(NULL, 0) && (rt.cudaMallocHost(&ptr, len) == cudaSuccess)) ? ptr : NULL;
 }
 
 void ringk_cuda_host_free(void *ptr)
 {
-    cudaFreeHost(ptr);
+    if (cudart(NULL, 0)) { /* it was allocated: loaded */
+        rt.cudaFreeHost(ptr);
+    }
 }
 
 int ringk_cuda_device_count(char *why, size_t why_len)
@@ -246,9 +321,12 @@ int ringk_cuda_device_count(char *why, size_t why_len)
     cudaError_t err;
     int n = 0;
 
-    err = cudaGetDeviceCount(&n);
+    if (!cudart(why, why_len)) {
+        return 0;
+    }
+    err = rt.cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
-        snprintf(why, why_len, "cudaGetDeviceCount: %s", cudaGetErrorString(err));
+        snprintf(why, why_len, "cudaGetDeviceCount: %s", rt.cudaGetErrorString(err));
         return 0;
     }
     if (n == 0) {
@@ -265,27 +343,30 @@ int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, s
     int dev_a, dev_b, can = 0, ret = -EIO, i, caller = 0;
     cudaError_t err;
 
-    cudaGetDevice(&caller); /* the caller's current device is given back at the end */
+    if (!cudart(why, why_len)) {
+        return -ENODEV;
+    }
+    rt.cudaGetDevice(&caller); /* the caller's current device is given back at the end */
 
-    if ((cudaDeviceGetByPCIBusId(&dev_a, busid_a) != cudaSuccess) ||
-        (cudaDeviceGetByPCIBusId(&dev_b, busid_b) != cudaSuccess)) {
+    if ((rt.cudaDeviceGetByPCIBusId(&dev_a, busid_a) != cudaSuccess) ||
+        (rt.cudaDeviceGetByPCIBusId(&dev_b, busid_b) != cudaSuccess)) {
         snprintf(why, why_len, "no CUDA device at %s or %s", busid_a, busid_b);
         return -ENODEV;
     }
     if (dev_a != dev_b) {
-        if ((cudaDeviceCanAccessPeer(&can, dev_a, dev_b) != cudaSuccess) || !can) {
-            snprintf(why, why_len, "cudaDeviceCanAccessPeer(%d, %d) says no", dev_a, dev_b);
+        if ((rt.cudaDeviceCanAccessPeer(&can, dev_a, dev_b) != cudaSuccess) || !can) {
+            snprintf(why, why_len, "rt.cudaDeviceCanAccessPeer(%d, %d) says no", dev_a, dev_b);
             return -EPERM;
         }
-        cudaSetDevice(dev_a);
-        err = cudaDeviceEnablePeerAccess(dev_b, 0);
+        rt.cudaSetDevice(dev_a);
+        err = rt.cudaDeviceEnablePeerAccess(dev_b, 0);
         if ((err != cudaSuccess) && (err != cudaErrorPeerAccessAlreadyEnabled)) {
-            snprintf(why, why_len, "cudaDeviceEnablePeerAccess(%d -> %d): %s", dev_a, dev_b,
-                     cudaGetErrorString(err));
-            cudaSetDevice(caller);
+            snprintf(why, why_len, "rt.cudaDeviceEnablePeerAccess(%d -> %d): %s", dev_a, dev_b,
+                     rt.cudaGetErrorString(err));
+            rt.cudaSetDevice(caller);
             return -EPERM;
         }
-        cudaGetLastError(); /* clear an 'already enabled' */
+        rt.cudaGetLastError(); /* clear an 'already enabled' */
     }
     host = malloc(CANARY_WORDS * sizeof(*host));
     back = malloc(CANARY_WORDS * sizeof(*back));
@@ -298,21 +379,21 @@ int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, s
         host[i] = 0x9e3779b9u * (uint32_t)(i + 1);
     }
     /* pattern into A's memory, A -> B over the peer path, B -> A back, compare */
-    if (((err = cudaSetDevice(dev_b)) != cudaSuccess) ||
-        ((err = cudaMalloc((void**)&mem_b, CANARY_WORDS * sizeof(*mem_b))) != cudaSuccess) ||
-        ((err = cudaMemset(mem_b, 0, CANARY_WORDS * sizeof(*mem_b))) != cudaSuccess) ||
-        ((err = cudaSetDevice(dev_a)) != cudaSuccess) ||
-        ((err = cudaMalloc((void**)&mem_a, CANARY_WORDS * sizeof(*mem_a))) != cudaSuccess) ||
-        ((err = cudaMemcpy(mem_a, host, CANARY_WORDS * sizeof(*host),
+    if (((err = rt.cudaSetDevice(dev_b)) != cudaSuccess) ||
+        ((err = rt.cudaMalloc((void**)&mem_b, CANARY_WORDS * sizeof(*mem_b))) != cudaSuccess) ||
+        ((err = rt.cudaMemset(mem_b, 0, CANARY_WORDS * sizeof(*mem_b))) != cudaSuccess) ||
+        ((err = rt.cudaSetDevice(dev_a)) != cudaSuccess) ||
+        ((err = rt.cudaMalloc((void**)&mem_a, CANARY_WORDS * sizeof(*mem_a))) != cudaSuccess) ||
+        ((err = rt.cudaMemcpy(mem_a, host, CANARY_WORDS * sizeof(*host),
                            cudaMemcpyHostToDevice)) != cudaSuccess) ||
-        ((err = cudaMemcpyPeer(mem_b, dev_b, mem_a, dev_a,
+        ((err = rt.cudaMemcpyPeer(mem_b, dev_b, mem_a, dev_a,
                                CANARY_WORDS * sizeof(*mem_a))) != cudaSuccess) ||
-        ((err = cudaMemset(mem_a, 0, CANARY_WORDS * sizeof(*mem_a))) != cudaSuccess) ||
-        ((err = cudaMemcpyPeer(mem_a, dev_a, mem_b, dev_b,
+        ((err = rt.cudaMemset(mem_a, 0, CANARY_WORDS * sizeof(*mem_a))) != cudaSuccess) ||
+        ((err = rt.cudaMemcpyPeer(mem_a, dev_a, mem_b, dev_b,
                                CANARY_WORDS * sizeof(*mem_b))) != cudaSuccess) ||
-        ((err = cudaMemcpy(back, mem_a, CANARY_WORDS * sizeof(*back),
+        ((err = rt.cudaMemcpy(back, mem_a, CANARY_WORDS * sizeof(*back),
                            cudaMemcpyDeviceToHost)) != cudaSuccess)) {
-        snprintf(why, why_len, "canary %s -> %s: %s", busid_a, busid_b, cudaGetErrorString(err));
+        snprintf(why, why_len, "canary %s -> %s: %s", busid_a, busid_b, rt.cudaGetErrorString(err));
         goto out;
     }
     if (memcmp(host, back, CANARY_WORDS * sizeof(*host)) != 0) {
@@ -324,16 +405,16 @@ int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, s
     ret = 0;
 out:
     if (mem_a != NULL) {
-        cudaSetDevice(dev_a);
-        cudaFree(mem_a);
+        rt.cudaSetDevice(dev_a);
+        rt.cudaFree(mem_a);
     }
     if (mem_b != NULL) {
-        cudaSetDevice(dev_b);
-        cudaFree(mem_b);
+        rt.cudaSetDevice(dev_b);
+        rt.cudaFree(mem_b);
     }
     free(back);
     free(host);
-    cudaSetDevice(caller);
+    rt.cudaSetDevice(caller);
     return ret;
 }
 

@@ -2,6 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The actor examples, as TAP: each must exit 0 and end with a RESULT line (result.sh) whose
 # values show its result verified against a sequential computation (or every value checked).
+# Then some of them again on a machine without the CUDA runtime: in a mount namespace of their
+# own, every directory that holds libcudart (the loader's cache, the toolkit configure found)
+# is covered by an empty tmpfs; libringk loads CUDA only when a device asks for it.
 set -u
 top=${RINGK_TOP_BUILDDIR:?}
 . "$(dirname "$0")/result.sh"
@@ -33,7 +36,7 @@ if ! grep -q '^#define HAVE_CUDA 1' "$top/ringk_config.h"; then
 elif command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU 0'; then
     gpu=0
 fi
-echo "1..11"
+echo "1..16"
 check "pingpong (one process)" "rounds=100000 errors=0" "$top/examples/pingpong" 100000
 check "pipeline producer -> 4 workers -> aggregator" \
     "items=200000 workers=4 sum=sequential match=1" "$top/examples/pipeline" 200000 4
@@ -59,4 +62,46 @@ halo_path=""
 [ "$gpu" -ne -1 ] && halo_path=" direct=400"
 check "device heat stencil: 5 strips on device $gpu (nvcc build)" \
     "device=$gpu strips=5 differ=0 errors=0$halo_path" "$top/examples/gpu/gpu_heat" 128 128 50 5
+
+n=$((n + 1))
+if ! ldd "$top/src/ringk/.libs/libringk.so" "$top/src/uct/ringk/.libs/libuct_ringk.so" |
+     grep -q cudart; then
+    echo "ok $n - libringk and the plugin do not link the CUDA runtime"
+else
+    echo "not ok $n - libringk or the plugin links the CUDA runtime"
+    ldd "$top/src/ringk/.libs/libringk.so" "$top/src/uct/ringk/.libs/libuct_ringk.so" | sed 's/^/# /'
+    fails=$((fails + 1))
+fi
+# the directories to hide, in the environment (check() takes the program from the first word
+# with a '/'); the command that runs the rest of its words with them hidden
+RINGK_TEST_CUDART_DIRS=$( { ldconfig -p | sed -n 's|.*libcudart\.so.* => \(.*\)/libcudart.*|\1|p'
+                          sed -n 's/^#define RINGK_CUDART_DIR "\(.*\)"/\1/p' "$top/ringk_config.h"; } |
+                        xargs -r -n 1 realpath -e 2>/dev/null | sort -u | tr '\n' ' ')
+export RINGK_TEST_CUDART_DIRS
+no_cuda=(unshare -m bash -c 'for d in $RINGK_TEST_CUDART_DIRS; do mount -t tmpfs none "$d" || exit 97; done
+                             exec "$@"' _)
+cudart_dirs=$RINGK_TEST_CUDART_DIRS
+if ! unshare -m true 2>/dev/null; then
+    for name in hello pingpong pipeline gpu_pingpong_emu; do
+        n=$((n + 1))
+        echo "ok $n # SKIP $name without the CUDA runtime: no mount namespace here (needs root)"
+    done
+else
+    n=$((n + 1))
+    out=$("${no_cuda[@]}" timeout 60 "$top/examples/hello" 2>&1)
+    if [ $? -eq 0 ] && [ "$(grep -c '^greeter got "' <<<"$out")" = 3 ]; then
+        echo "ok $n - hello without the CUDA runtime (hidden: ${cudart_dirs:-none found})"
+    else
+        echo "not ok $n - hello without the CUDA runtime (hidden: $cudart_dirs)"
+        sed 's/^/# /' <<<"$out"
+        fails=$((fails + 1))
+    fi
+    check "pingpong without the CUDA runtime" "rounds=20000 errors=0" \
+        "${no_cuda[@]}" "$top/examples/pingpong" 20000
+    check "pipeline without the CUDA runtime" "items=20000 workers=2 sum=sequential match=1" \
+        "${no_cuda[@]}" "$top/examples/pipeline" 20000 2
+    check "device pingpong on the emulated device without the CUDA runtime" \
+        "device=-2 rounds=2000 seen=2000 errors=0" "${no_cuda[@]}" \
+        "$top/examples/gpu/gpu_pingpong_emu" 2000
+fi
 [ $fails -eq 0 ]
