@@ -19,6 +19,7 @@
 #include "test_device_util.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -26,6 +27,17 @@
 #include <unistd.h>
 
 static int ndevices;
+
+/* Whether the driver's library can be loaded (a machine with an NVIDIA driver has it). */
+static int libcuda_loadable(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY);
+
+    if (lib != NULL) {
+        dlclose(lib);
+    }
+    return lib != NULL;
+}
 
 static uint64_t cpu_count;
 
@@ -52,6 +64,11 @@ START_TEST(test_device_gpu_nodev)
     ck_assert_msg((strstr(logbuf, "no CUDA device") != NULL) ||
                   (strstr(logbuf, "no NVIDIA driver") != NULL) ||
                   (strstr(logbuf, "CUDA devices") != NULL), "log: %s", logbuf);
+    if ((access("/proc/driver/nvidia/version", R_OK) != 0) && !libcuda_loadable()) {
+        /* no driver at all: said so, not as CUDA's "driver version is insufficient" */
+        ck_assert_msg((strstr(logbuf, "no NVIDIA driver (libcuda.so.1 not found)") != NULL) &&
+                      (strstr(logbuf, "insufficient") == NULL), "log: %s", logbuf);
+    }
     cpu_count     = 0;
     p.field_mask |= RINGK_KERNEL_PARAM_FIELD_HANDLER;
     p.backends    = RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA;

@@ -28,8 +28,17 @@ RINGK_CUDA_FN int ringk_cuda_device_count(char *why, size_t why_len)
         return -ENODEV;
     }
     if (err == cudaErrorInsufficientDriver) {
-        snprintf(why, why_len, "no NVIDIA driver (or one older than the CUDA runtime): %s",
-                 cudaGetErrorString(err));
+        int driver = 0; /* 0: the runtime found no driver at all */
+
+        cudaGetLastError();
+        cudaDriverGetVersion(&driver);
+        if (driver == 0) {
+            snprintf(why, why_len, "no NVIDIA driver (libcuda.so.1 not found)");
+        } else {
+            snprintf(why, why_len, "the NVIDIA driver supports CUDA %d.%d, older than the CUDA "
+                     "runtime %d.%d this entry was built with", driver / 1000,
+                     (driver % 1000) / 10, CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
+        }
         return -ENODEV;
     }
     return (err == cudaSuccess) ? n : RINGK_DEVICE_CUDA_WHY(err, "cudaGetDeviceCount");
