@@ -13,7 +13,7 @@ fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 20; fails=$((fails + 1)); }
 var() { sed -n "s|^$1=||p" "$top/ringk.pc"; }
-echo "1..6"
+echo "1..7"
 if out=$(make -s -C "$top" install DESTDIR="$dest" 2>&1); then
     ok "make install DESTDIR"
 else
@@ -99,4 +99,15 @@ if out=$(devcc -std=gnu11) && out=$(devcc -std=c11 -D_POSIX_C_SOURCE=200809L) &&
 else
     nok "device code builds as C from the installed headers" "$out${strict:-}"
 fi
+# the installed wrapper finds the plugin installed with it, though not at the configured path
+# (a DESTDIR install here; a relocated one alike): it preloads that file (UCX 1.13) or names
+# its directory in UCX_PLUGIN_PATH (UCX >= 1.22)
+runner=$(find "$dest" -path "*/bin/ringk-run" | head -n 1)
+out=$(env -u RINGK_PLUGIN -u LD_PRELOAD -u UCX_PLUGIN_PATH "$runner" \
+      sh -c 'echo "$LD_PRELOAD$UCX_PLUGIN_PATH"' 2>&1)
+found=${out%%:*}
+case $found in
+    "$dest"/*/libuct_ringk.so | "$dest"/*/ucx) ok "the installed ringk-run finds the plugin installed with it ($found)" ;;
+    *) nok "the installed ringk-run finds the plugin installed with it" "$out" ;;
+esac
 [ $fails -eq 0 ]

@@ -3,7 +3,10 @@
 # Open MPI programs over ringk (pml ucx, UCX_TLS=ringk,self), as TAP: ping-pong 1 B..16 MiB,
 # allreduce/alltoall with 4 ranks (oversubscribed), one-sided put/get/accumulate through osc
 # ucx (fence epochs, 4 ranks; passive target with lock/Rget/Rput/atomics/unlock, 2 and 4
-# ranks). Each test also asserts from UCX's own log that the lanes used are ringk's.
+# ranks). Each test also asserts from UCX's own log that the lanes used are ringk's. Then the
+# one-sided test once more as a user runs it: started through ringk-run with no --mca osc and
+# none in the environment, where Debian's openmpi-mca-params.conf (osc = ^ucx,pt2pt) would put
+# MPI_Put / MPI_Get on osc rdma, off ringk: the wrapper selects osc ucx.
 set -u
 top=${RINGK_TOP_BUILDDIR:?}
 ex=$top/examples/mpi
@@ -32,7 +35,7 @@ check() { # check NAME EXPECTED-OUTPUT LANE-PATTERN CMD...
         fails=$((fails + 1))
     fi
 }
-echo "1..5"
+echo "1..6"
 check "mpi ping-pong 1 B .. 16 MiB over ringk" "0 errors" "tag(ringk/memory)" \
     "${run[@]}" -np 2 "$ex/mpi_pingpong" 2000
 check "mpi allreduce + alltoall, 4 ranks over ringk" "0 errors" "tag(ringk/memory)" \
@@ -43,4 +46,9 @@ for np in 2 4; do
     check "mpi osc ucx passive target (lock/Rget/Rput/atomics/unlock), $np ranks over ringk" \
         "0 errors" "rma(ringk/memory ringk/shm) amo(ringk/shm)" "${run[@]}" -np $np --mca osc ucx "$ex/mpi_osc_passive"
 done
+wrapper=(env -u OMPI_MCA_osc -u OMPI_MCA_opal_common_ucx_tls -u OMPI_MCA_opal_common_ucx_devices
+         "$top/contrib/ringk-run" timeout 120 mpirun --allow-run-as-root --oversubscribe
+         --mca pml ucx -x UCX_TLS=ringk,self -x UCX_LOG_LEVEL=info -x LD_PRELOAD)
+check "mpi one-sided through ringk-run without --mca osc: osc ucx over ringk" "0 errors" \
+    "rma(ringk/memory ringk/shm)" "${wrapper[@]}" -np 2 "$ex/mpi_osc"
 [ $fails -eq 0 ]
