@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The whole test suite on a fresh Debian 12 machine: installs what is needed, builds ringk with
-# CUDA (when the toolkit is there) and without it, runs 'make check' in both, runs
-# 'make distcheck', runs UCX's own gtest suite over ringk (contrib/ucx-gtest.sh) against the
+# CUDA (when the toolkit is there) and without it, runs 'make check' in both, runs the README's
+# demonstration (contrib/demo.sh) and 'make distcheck', runs UCX's own gtest suite over ringk
+# (contrib/ucx-gtest.sh) against the
 # installed UCX and a UCX build tree (contrib/ucx-build.sh), makes the offline bundle and runs
 # it without network (contrib/bundle.sh, contrib/bundle-check.sh), runs the test suite (GPU self-test
 # aside) under ASan+UBSan and the ring and runtime tests under TSan (contrib/sanitize.sh), the
@@ -66,6 +67,18 @@ shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
 
 run_suite "default configuration" _build
 run_suite "host-only configuration (--without-cuda)" _build-nocuda --without-cuda
+
+# the README's first command, as a user runs it (test_readme.sh runs the README's other
+# commands); it builds nothing more: _build is made above
+stage "the README's main command: bash contrib/demo.sh"
+if out=$(timeout 600 bash contrib/demo.sh 2>&1); then
+    echo "PASS: contrib/demo.sh"
+    passed=$((passed + 1))
+else
+    tail -n 40 <<<"$out"
+    echo "FAIL: contrib/demo.sh"
+    failed=$((failed + 1))
+fi
 
 stage "make distcheck"
 if (cd _build && make -j"$(nproc)" distcheck >distcheck.out 2>&1); then

@@ -34,7 +34,9 @@ AC_DEFUN([RINGK_CHECK_CUDA], [
     ])
     AS_IF([test -z "$NVCC_ARCH"],
           [NVCC_ARCH="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90"])
+    RINGK_PC_CUDA_LIBS=
     AS_IF([test "x$have_cuda" = xyes], [
+        RINGK_PC_CUDA_LIBS="-L$CUDA_LIBDIR -Wl,-rpath,$CUDA_LIBDIR -lcudart -lstdc++"
         AC_DEFINE([HAVE_CUDA], [1], [CUDA Toolkit available])
         AC_DEFINE_UNQUOTED([RINGK_CUDART_SONAME], ["libcudart.so.${CUDA_VERSION%%.*}"],
                            [the CUDA runtime the core loads at run time])
@@ -46,4 +48,5 @@ AC_DEFUN([RINGK_CHECK_CUDA], [
     AC_SUBST([CUDA_LDFLAGS])
     AC_SUBST([CUDA_LIBS])
     AC_SUBST([CUDA_VERSION])
+    AC_SUBST([RINGK_PC_CUDA_LIBS])
 ])

@@ -13,7 +13,7 @@ fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 20; fails=$((fails + 1)); }
 var() { sed -n "s|^$1=||p" "$top/ringk.pc"; }
-echo "1..7"
+echo "1..8"
 if out=$(make -s -C "$top" install DESTDIR="$dest" 2>&1); then
     ok "make install DESTDIR"
 else
@@ -98,6 +98,52 @@ if out=$(devcc -std=gnu11) && out=$(devcc -std=c11 -D_POSIX_C_SOURCE=200809L) &&
     ok "device code builds as C from the installed headers (gnu11; c11 + _POSIX_C_SOURCE)"
 else
     nok "device code builds as C from the installed headers" "$out${strict:-}"
+fi
+# the same file built by nvcc and linked as ringk_device(3) says, with nothing but pkg-config's
+# flags and its cuda_libs variable (the toolkit's directory is not in the linker's path); the
+# program runs its CPU | CUDA kernel on the GPU, or on the CPU without one
+nvcc=$(sed -n 's/^NVCC = //p' "$top/Makefile")
+if [ -z "$nvcc" ]; then
+    n=$((n + 1)); echo "ok $n # SKIP built without CUDA: no nvcc build of device code"
+else
+    cat >"$dest/main.c" <<'EOF_C'
+#include <ringk/api/ringk.h>
+#include <stdio.h>
+extern const struct ringk_device_entry add_entry;
+static int add_cpu(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    (void)k; (void)msg; (void)arg;
+    return 0;
+}
+int main(void)
+{
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_BACKENDS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY,
+        .name = "add", .handler = add_cpu, .backends = RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA,
+        .device_entry = &add_entry
+    };
+    ringk_ctx_t *ctx;
+    ringk_kernel_t *k;
+    if ((ringk_ctx_create(NULL, &ctx) != 0) || (ringk_kernel_create(ctx, &p, &k) != 0)) {
+        return 1;
+    }
+    printf("kernel created\n");
+    return ringk_ctx_destroy(ctx);
+}
+EOF_C
+    pc() { PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" pkg-config "$@"; }
+    # shellcheck disable=SC2046 # the flags are words
+    if out=$("$nvcc" -c $(pc --cflags ringk) -o "$dest/dev_gpu.o" "$dest/dev.cu" 2>&1) &&
+       out=$(${CC:-cc} -o "$dest/devprog" "$dest/main.c" "$dest/dev_gpu.o" \
+             $(pc --cflags --libs ringk) $(pc --variable=cuda_libs ringk) 2>&1) &&
+       out=$(LD_LIBRARY_PATH="$dest$libdir" timeout 60 "$dest/devprog" 2>&1) &&
+       grep -q "kernel created" <<<"$out"; then
+        ok "device code built by nvcc links with pkg-config's flags and cuda_libs, and runs"
+    else
+        nok "device code built by nvcc links with pkg-config's flags and cuda_libs, and runs" \
+            "$out"
+    fi
 fi
 # the installed wrapper finds the plugin installed with it, though not at the configured path
 # (a DESTDIR install here; a relocated one alike): it preloads that file (UCX 1.13) or names

@@ -11,7 +11,8 @@ if [ -z "$perftest" ]; then
     exit 0
 fi
 # below the ephemeral range (32768+), where UCX and others bind ports; apart from test_job.sh
-port=$((10000 + ($$ % 5000)))
+# and from ucx_perftest's default 13337, which test_readme.sh's README commands use
+port=$((10000 + ($$ % 3000)))
 n=0
 fails=0
 tests=()
