@@ -130,9 +130,10 @@ void ringk_barrier_deliver(ringk_ctx_t *ctx, const char *name, uint64_t gen, int
 }
 
 /* Under ctx->lock: sleeps until barrier @a b leaves generation @a gen (0), @a timeout_ms passes
- * (-ETIMEDOUT), or, for a barrier across processes (@a global), a process taking part is gone
- * (-EPIPE: it can never complete; looked at every RINGK_BARRIER_POLL_MS); then @a k leaves the
- * barrier. Wakes each RINGK_WAIT_WARN_MS to say who waits and how many have arrived: a barrier
+ * (-ETIMEDOUT), @a k is being terminated (-ECANCELED: a terminate or the context's destroy
+ * waits for it; ringk_barrier_cancel wakes it), or, for a barrier across processes
+ * (@a global), a process taking part is gone (-EPIPE: it can never complete; looked at every
+ * RINGK_BARRIER_POLL_MS); then @a k leaves the barrier. Wakes each RINGK_WAIT_WARN_MS to say who waits and how many have arrived: a barrier
  * that some participant never reaches would otherwise hang without a word. */
 static int barrier_sleep(ringk_kernel_t *k, barrier_t *b, uint64_t gen, int global,
                          int timeout_ms)
@@ -147,6 +148,14 @@ static int barrier_sleep(ringk_kernel_t *k, barrier_t *b, uint64_t gen, int glob
 
     while (b->generation == gen) {
         gone = global ? ringk_remote_barrier_gone(ctx, b->name) : -1;
+        if (ringk_load_i(&k->state) >= RINGK_KERNEL_TERMINATING) {
+            if (b->arrived > 0) {
+                b->arrived--;
+            }
+            ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s' leaves barrier '%s': it is being "
+                          "terminated", k->name, b->name);
+            return -ECANCELED;
+        }
         if ((gone >= 0) || ((timeout_ms >= 0) && (now - start >= timeout))) {
             if (b->arrived > 0) {
                 b->arrived--; /* leave: the others still wait for everyone */
@@ -249,6 +258,13 @@ int ringk_barrier_poll(ringk_kernel_t *k, const char *name, uint64_t gen, int ex
     }
     pthread_mutex_unlock(&ctx->lock);
     return ret;
+}
+
+void ringk_barrier_cancel(ringk_ctx_t *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    pthread_cond_broadcast(&ctx->barrier_cv);
+    pthread_mutex_unlock(&ctx->lock);
 }
 
 int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)

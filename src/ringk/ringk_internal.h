@@ -635,6 +635,9 @@ int ringk_barrier_arrive(ringk_kernel_t *k, const char *name, uint64_t *gen_p);
 /** Whether generation @a gen of barrier @a name has passed: 0; -EAGAIN not yet; -EPIPE a
  *  process taking part is gone, or (@a expired) -ETIMEDOUT: then @a k has left the barrier. */
 int ringk_barrier_poll(ringk_kernel_t *k, const char *name, uint64_t gen, int expired);
+/** Wakes the kernels of @a ctx waiting at barriers to look at their state: one being
+ *  terminated leaves with -ECANCELED. Takes ctx->lock itself. */
+void ringk_barrier_cancel(ringk_ctx_t *ctx);
 /** From the network layer: an arrival at (@a release 0; rank 0 only) or the release of
  *  generation @a gen of barrier @a name. Takes ctx->lock itself. */
 void ringk_barrier_deliver(ringk_ctx_t *ctx, const char *name, uint64_t gen, int release);

@@ -426,6 +426,7 @@ void ringk_kernel_terminating(ringk_kernel_t *k)
         pthread_cond_broadcast(&k->cv);
         pthread_mutex_unlock(&k->mu);
         ringk_wake(k);
+        ringk_barrier_cancel(k->ctx); /* a wait of its handler at a barrier ends */
     }
 }
 

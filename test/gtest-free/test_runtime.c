@@ -1557,6 +1557,52 @@ START_TEST(test_runtime_barrier_warn)
 }
 END_TEST
 
+/* A kernel waiting without a bound at a barrier that the others never reach is terminated (its
+ * own thread, _i 0; a pool thread, _i 1): the wait ends with -ECANCELED and the terminate and the
+ * context's destroy return (both waited for ever before). */
+static int barrier_cancel_ret;
+static uint64_t barrier_cancel_in, barrier_cancel_out;
+
+static int barrier_forever(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_store_n(&barrier_cancel_in, 1, __ATOMIC_RELEASE);
+    barrier_cancel_ret = ringk_barrier_wait(k, "never", RINGK_WAIT_FOREVER);
+    __atomic_store_n(&barrier_cancel_out, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+START_TEST(test_runtime_barrier_cancel)
+{
+    static const char *barriers[] = {"never", NULL};
+    ringk_kernel_params_t p = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
+                      RINGK_KERNEL_PARAM_FIELD_BARRIERS | RINGK_KERNEL_PARAM_FIELD_MODE,
+        .handler = barrier_forever, .barriers = barriers,
+        .mode = (_i == 0) ? RINGK_MODE_PERSISTENT : RINGK_MODE_EVENT_DRIVEN
+    };
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_kernel_t *k, *other;
+    double t0;
+
+    barrier_cancel_in = barrier_cancel_out = 0;
+    barrier_cancel_ret = 1;
+    p.name = "waiter";
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    p.name = "absent"; /* takes part, never arrives */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &other), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "waiter", RINGK_MSG_DATA, NULL, 0, 0), 0);
+    wait_for(&barrier_cancel_in, 1);
+    usleep(50000); /* inside the wait */
+    ck_assert_uint_eq(__atomic_load_n(&barrier_cancel_out, __ATOMIC_ACQUIRE), 0);
+    t0 = now_s();
+    ck_assert_int_eq(ringk_kernel_terminate(k), 0);
+    ck_assert_uint_eq(__atomic_load_n(&barrier_cancel_out, __ATOMIC_ACQUIRE), 1);
+    ck_assert_int_eq(barrier_cancel_ret, -ECANCELED);
+    ck_assert_msg(now_s() - t0 < 5, "terminate took %.1f s", now_s() - t0);
+    ck_assert_int_eq(ringk_ctx_destroy(ctx), 0);
+}
+END_TEST
+
 /* ---- statistics, bad input -------------------------------------------------------------------- */
 
 START_TEST(test_runtime_latency_histogram)
@@ -1958,6 +2004,7 @@ int main(void)
     tcase_add_loop_test(tc, test_runtime_barrier, 0, 2);
     tcase_add_test(tc, test_runtime_pool_send_wait);
     tcase_add_test(tc, test_runtime_barrier_warn);
+    tcase_add_loop_test(tc, test_runtime_barrier_cancel, 0, 2);
     tcase_add_test(tc, test_runtime_latency_histogram);
     suite_add_tcase(s, tc);
 

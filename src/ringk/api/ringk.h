@@ -514,7 +514,8 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic,
  * arrival leaves it at once with -ETIMEDOUT. An event-driven kernel waits on its pool thread;
  * the pool grows meanwhile, so the other participants run whatever pool_threads is.
  * @return 0, -EINVAL (NULL, or a timeout below -1), -ENOENT (kernel does not list the
- * barrier), -ETIMEDOUT (the
+ * barrier), -ECANCELED (the kernel is being terminated or destroyed, its context too: it has
+ * left the barrier), -ETIMEDOUT (the
  * kernel has left the barrier), -EPIPE (a process with kernels that take part has left the job
  * or was lost, so the barrier cannot complete: the kernel has left it; seen within 100 ms). A
  * wait longer than RINGK_WAIT_WARN_MS logs a warning, repeated as long again passes (see
