@@ -179,7 +179,7 @@ int ringk_ctx_create(const ringk_ctx_params_t *params, ringk_ctx_t **ctx_p)
     return 0;
 
 err_free:
-    ringk_log_flush(&ctx->log_state, ctx->log, ctx->log_arg);
+    ringk_log_flush_ctx(ctx);
     pthread_mutex_destroy(&ctx->log_state.mu);
     free(ctx);
     return ret;
@@ -223,7 +223,7 @@ int ringk_ctx_destroy(ringk_ctx_t *ctx)
     pthread_cond_destroy(&ctx->barrier_cv);
     pthread_mutex_destroy(&ctx->pool_mu);
     pthread_cond_destroy(&ctx->pool_cv);
-    ringk_log_flush(&ctx->log_state, ctx->log, ctx->log_arg);
+    ringk_log_flush_ctx(ctx);
     pthread_mutex_destroy(&ctx->log_state.mu);
     free(ctx);
     return 0;

@@ -117,6 +117,17 @@ static void log_va(ringk_ctx_t *ctx, int level, const char *prefix, const char *
     log_line(st, log, arg, level, buf);
 }
 
+void ringk_log_flush_ctx(ringk_ctx_t *ctx)
+{
+    ringk_log_state_t *st;
+    ringk_log_func_t log;
+    void *arg;
+
+    if (log_dest(ctx, &log, &arg, &st)) {
+        ringk_log_flush(st, log, arg);
+    }
+}
+
 void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
 {
     va_list ap;

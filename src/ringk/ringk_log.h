@@ -38,4 +38,7 @@ int ringk_log_bad_arg(ringk_ctx_t *ctx, const char *fn, const char *fmt, ...)
 /** Says the count of lines held back in @a st (see ringk_log_state_t) through @a log. */
 void ringk_log_flush(ringk_log_state_t *st, ringk_log_func_t log, void *arg);
 
+/** Says the count of lines held back where @a ctx's lines go (its hook, or the process's). */
+void ringk_log_flush_ctx(ringk_ctx_t *ctx);
+
 #endif

@@ -314,6 +314,25 @@ START_TEST(test_api_bad_argument_repeats)
 }
 END_TEST
 
+/* With only the process's hook, the count of repeated lines still held back is said when the
+ * context goes (as a context's own hook gets it then). */
+START_TEST(test_api_repeats_said_at_destroy)
+{
+    ringk_ctx_params_t p = {.field_mask = RINGK_CTX_PARAM_FIELD_PIN, .pin = 0};
+    ringk_ctx_t *c;
+    int i;
+
+    ck_assert_int_eq(ringk_ctx_create(&p, &c), 0);
+    for (i = 0; i < 5; i++) {
+        ck_assert_int_eq(ringk_publish(c, NULL, "nope", "x", 1, 0, NULL), -ENOENT);
+    }
+    ck_assert_int_eq(log_lines(), 1);
+    ck_assert_int_eq(ringk_ctx_destroy(c), 0);
+    ck_assert_msg(strstr(logbuf, "(the line before was repeated 4 more times: publish to topic "
+                         "'nope'") != NULL, "log: %s", logbuf);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("api_args");
@@ -322,6 +341,7 @@ int main(void)
     tcase_add_checked_fixture(tc, fixture_setup, fixture_teardown);
     tcase_add_loop_test(tc, test_api_bad_argument, 0, sizeof(rows) / sizeof(rows[0]));
     tcase_add_test(tc, test_api_bad_argument_repeats);
+    tcase_add_test(tc, test_api_repeats_said_at_destroy);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
