@@ -252,7 +252,7 @@ refuse() { # refuse NAME PATTERN ENV...
 refuse "bad RINGK_SIZE" "RINGK_SIZE 'abc' is not a number 1..4096" RINGK_SIZE=abc
 refuse "RINGK_RANK out of range" "RINGK_RANK '5' is not a number 0..1" RINGK_SIZE=2 RINGK_RANK=5 RINGK_ROOT=127.0.0.1:1
 refuse "RINGK_ROOT without a port" "RINGK_ROOT 'localhost' is not HOST:PORT" RINGK_SIZE=2 RINGK_RANK=1 RINGK_ROOT=localhost
-refuse "RINGK_RANK without RINGK_SIZE" "RINGK_SIZE is not set" RINGK_RANK=1
+refuse "RINGK_RANK without RINGK_SIZE" "RINGK_SIZE and RINGK_ROOT are not set" RINGK_RANK=1
 refuse "RINGK_SIZE=2 without RINGK_ROOT" "RINGK_ROOT is not set" RINGK_SIZE=2 RINGK_RANK=1
 refuse "bad RINGK_JOIN_TIMEOUT_MS" "RINGK_JOIN_TIMEOUT_MS 'soon' is not a number of milliseconds in 1..3600000" \
     RINGK_JOIN_TIMEOUT_MS=soon RINGK_SIZE=2 RINGK_RANK=1 RINGK_ROOT=127.0.0.1:1

@@ -239,46 +239,61 @@ static int root_listen(env_job_t *ej, char *err, size_t err_len)
     return 0;
 }
 
-/* Which of RINGK_RANK and RINGK_ROOT a job of @a size processes lacks: both are needed for
- * more than one process. NULL when the set is whole. */
-static const char *job_env_missing(const char *root, const char *rank, int size)
+static int env_set(const char *v)
 {
-    if (size == 1) {
-        return NULL; /* RINGK_RANK, if given, must be 0: parse_int says so */
-    }
-    if ((rank == NULL) || (*rank == '\0')) {
-        return "RINGK_RANK";
-    }
-    return ((root == NULL) || (*root == '\0')) ? "RINGK_ROOT" : NULL;
+    return (v != NULL) && (*v != '\0');
 }
 
-/* The error of an incomplete set, naming what is missing. */
-static void job_env_incomplete(const char *missing, const char *root, const char *rank,
-                               const char *size, char *err, size_t err_len)
+/* The job variables a partial set lacks, for a job of @a size processes (0: RINGK_SIZE is not
+ * set), as "RINGK_SIZE and RINGK_ROOT" in @a buf: RINGK_SIZE always, RINGK_RANK and RINGK_ROOT
+ * unless it is 1. 0 when the set is whole, else -EINVAL with @a err naming them. */
+static int job_env_missing(const char *root, const char *rank, const char *size, int nprocs,
+                           char *err, size_t err_len)
 {
-    snprintf(err, err_len, "the job's environment is incomplete: %s is not set (RINGK_ROOT '%s', "
+    const char *missing[3];
+    char list[64] = "";
+    unsigned n = 0, i;
+
+    if (!env_set(size)) {
+        missing[n++] = "RINGK_SIZE";
+    }
+    if (nprocs != 1) {
+        if (!env_set(rank)) {
+            missing[n++] = "RINGK_RANK";
+        }
+        if (!env_set(root)) {
+            missing[n++] = "RINGK_ROOT";
+        }
+    }
+    if (n == 0) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                 (i == 0) ? "" : (i + 1 == n) ? " and " : ", ", missing[i]);
+    }
+    snprintf(err, err_len, "the job's environment is incomplete: %s %s not set (RINGK_ROOT '%s', "
              "RINGK_RANK '%s', RINGK_SIZE '%s'; a job of several processes needs all three, a "
-             "job of one none or RINGK_SIZE=1)", missing, root ? root : "", rank ? rank : "",
-             size ? size : "");
+             "job of one none or RINGK_SIZE=1)", list, (n == 1) ? "is" : "are",
+             root ? root : "", rank ? rank : "", size ? size : "");
+    return -EINVAL;
 }
 
 int ringk_job_from_env(ringk_job_t *job, char *err, size_t err_len)
 {
     const char *root = getenv("RINGK_ROOT"), *rank = getenv("RINGK_RANK"),
-               *size = getenv("RINGK_SIZE"), *colon, *missing;
+               *size = getenv("RINGK_SIZE"), *colon;
     env_job_t *ej;
     int port;
 
-    if (((root == NULL) || (*root == '\0')) && ((rank == NULL) || (*rank == '\0')) &&
-        ((size == NULL) || (*size == '\0'))) {
+    if (!env_set(root) && !env_set(rank) && !env_set(size)) {
         job->rank = 0;
         job->size = 1;
         job->allgather = NULL;
         return 1; /* no job in the environment: one process */
     }
-    if ((size == NULL) || (*size == '\0')) {
-        job_env_incomplete("RINGK_SIZE", root, rank, size, err, err_len);
-        return -EINVAL;
+    if (!env_set(size)) {
+        return job_env_missing(root, rank, size, 0, err, err_len); /* -EINVAL, naming them */
     }
     ej = calloc(1, sizeof(*ej));
     if (ej == NULL) {
@@ -289,12 +304,10 @@ int ringk_job_from_env(ringk_job_t *job, char *err, size_t err_len)
         snprintf(err, err_len, "RINGK_SIZE '%s' is not a number 1..4096", size);
         goto err;
     }
-    missing = job_env_missing(root, rank, ej->size);
-    if (missing != NULL) {
-        job_env_incomplete(missing, root, rank, size, err, err_len);
+    if (job_env_missing(root, rank, size, ej->size, err, err_len) != 0) {
         goto err;
     }
-    if ((rank != NULL) && (*rank != '\0') && (parse_int(rank, 0, ej->size - 1, &ej->rank) != 0)) {
+    if (env_set(rank) && (parse_int(rank, 0, ej->size - 1, &ej->rank) != 0)) {
         snprintf(err, err_len, "RINGK_RANK '%s' is not a number 0..%d", rank, ej->size - 1);
         goto err;
     }
