@@ -96,7 +96,10 @@ static int kernel_params_identity(ringk_ctx_t *ctx, const ringk_kernel_params_t 
         return 0;
     }
     if (!(f & RINGK_KERNEL_PARAM_FIELD_HANDLER) || (p->handler == NULL)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' needs a handler", k->name);
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' needs a handler%s", k->name,
+                      ((f & RINGK_KERNEL_PARAM_FIELD_BACKENDS) &&
+                       (p->backends & RINGK_BACKEND_CUDA)) ? " (CPU | CUDA: the one it runs on "
+                      "the CPU when no device is there; a device kernel alone needs none)" : "");
         return -EINVAL;
     }
     k->handler = p->handler;
@@ -355,9 +358,9 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
         __atomic_store_n(&k->state, RINGK_KERNEL_TERMINATED, __ATOMIC_RELEASE);
         return ret;
     }
-    ringk_log_msg(ctx, RINGK_LOG_DEBUG, "kernel '%s' (id %u) launched: %s, %s, inbox %u cells of "
-                  "%u bytes", k->name, k->id, k->exec->name, (k->mode == RINGK_MODE_PERSISTENT) ?
-                  "persistent" : "event-driven", k->inbox.ncells, RINGK_CELL);
+    ringk_log_msg(ctx, RINGK_LOG_DEBUG, "kernel '%s' (id %u) launched: %s, mode %d, inbox_size %u "
+                  "(%u cells of %u bytes: two messages of max_in %u fit)", k->name, k->id,
+                  k->exec->name, (int)k->mode, k->inbox_size, k->inbox.ncells, RINGK_CELL, k->max_in);
     *kernel_p = k;
     return 0;
 
