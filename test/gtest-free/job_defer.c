@@ -38,9 +38,12 @@ typedef struct {
 
 static uint64_t n, stops;
 
+/* tail's lines only: on a loaded machine another kernel's timed call in the callback may take
+ * more than the limit too, and is then rightly handled from its loop as well */
 static void count_stops(void *arg, int level, const char *message)
 {
-    if (strstr(message, "handled from its loop from now on") != NULL) {
+    if ((strstr(message, "kernel 'tail': ") != NULL) &&
+        (strstr(message, "handled from its loop from now on") != NULL)) {
         __atomic_add_fetch(&stops, 1, __ATOMIC_RELAXED);
     }
 }
