@@ -7,7 +7,9 @@
 # its two-process tests fork children that leave through _exit() with UCX objects still open, which
 # valgrind would count as leaks (ASan's leak checker covers test_uct in contrib/sanitize.sh).
 # CK_FORK=no so that valgrind follows the tests themselves; children a test forks are not
-# checked (--child-silent-after-fork: test_topo's child crashes hwloc on purpose). Exits
+# checked (--child-silent-after-fork: test_topo's child crashes hwloc on purpose). The tests
+# run as many at once as there are cores (RINGK_VALGRIND_JOBS): valgrind runs a process's
+# threads one at a time, so each takes a core of its own; the TAP lines keep their order. Exits
 # non-zero on any error.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,15 +23,26 @@ export RINGK_TOP_BUILDDIR=$build RINGK_TOP_SRCDIR=$top CK_FORK=no
 vg=(valgrind --error-exitcode=9 --quiet --suppressions="$top/contrib/valgrind.supp"
     --track-origins=no --child-silent-after-fork=yes)
 tests="test_ring:full test_runtime:full test_kernel_api:full test_device:full test_topo:full test_uct:no"
+jobs=${RINGK_VALGRIND_JOBS:-$(nproc)}
 echo "1..$(wc -w <<<"$tests")"
+# run: every test in the background, at most $jobs at once; each leaves its exit status in
+# $t.valgrind.rc beside its log
+for spec in $tests; do
+    t=${spec%%:*} leaks=${spec#*:}
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+        wait -n
+    done
+    (cd "$build" && ./libtool --mode=execute contrib/ringk-run "${vg[@]}" \
+        --leak-check=$leaks --errors-for-leak-kinds=definite "test/gtest-free/$t" \
+        >"test/gtest-free/$t.valgrind.log" 2>&1; echo $? >"test/gtest-free/$t.valgrind.rc") &
+done
+wait
 n=0 fails=0
 for spec in $tests; do
     t=${spec%%:*} leaks=${spec#*:}
     n=$((n + 1))
     log=$build/test/gtest-free/$t.valgrind.log
-    (cd "$build" && ./libtool --mode=execute contrib/ringk-run "${vg[@]}" \
-        --leak-check=$leaks --errors-for-leak-kinds=definite "test/gtest-free/$t") >"$log" 2>&1
-    rc=$?
+    rc=$(cat "$build/test/gtest-free/$t.valgrind.rc" 2>/dev/null || echo 99)
     passed=$(grep -c '^ok ' "$log") failed_tests=$(grep -c '^not ok ' "$log")
     errors=$(grep -c '^==[0-9]*== [A-Z]' "$log")
     if [ $rc -eq 0 ] && [ "$failed_tests" = 0 ]; then
