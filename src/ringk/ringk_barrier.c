@@ -280,9 +280,8 @@ int ringk_barrier_wait(ringk_kernel_t *k, const char *name, int timeout_ms)
                                  (k == NULL) ? "kernel" : "barrier");
     }
     ctx = k->ctx;
-    if (timeout_ms < RINGK_WAIT_FOREVER) {
-        return ringk_log_bad_arg(ctx, __func__, "timeout_ms %d is not RINGK_WAIT_FOREVER (-1), "
-                                 "RINGK_WAIT_NONE (0) or milliseconds", timeout_ms);
+    if (ringk_log_check_timeout(ctx, __func__, timeout_ms) != 0) {
+        return -EINVAL;
     }
     if (!ringk_list_has(&k->barriers, name)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not take part in barrier '%s'",

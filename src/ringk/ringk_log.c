@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libringk logging: the process's log hook (for calls that have no context, and contexts made
- * without a hook of their own), a context's hook, and the collapse of a line repeated many
- * times (a send that fails in a loop) into one line and a count. */
+ * without a hook of their own), a context's hook, the collapse of a line repeated many times
+ * (a send that fails in a loop) into one line and a count, and the refusal of bad arguments. */
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
@@ -147,4 +147,22 @@ int ringk_log_bad_arg(ringk_ctx_t *ctx, const char *fn, const char *fmt, ...)
     log_va(ctx, RINGK_LOG_ERROR, prefix, fmt, ap);
     va_end(ap);
     return -EINVAL;
+}
+
+int ringk_log_check_timeout(ringk_ctx_t *ctx, const char *fn, int timeout_ms)
+{
+    if (timeout_ms < RINGK_WAIT_FOREVER) {
+        return ringk_log_bad_arg(ctx, fn, "timeout_ms %d is not RINGK_WAIT_FOREVER (-1), "
+                                 "RINGK_WAIT_NONE (0) or milliseconds", timeout_ms);
+    }
+    return 0;
+}
+
+int ringk_log_check_payload(ringk_ctx_t *ctx, const char *fn, const void *payload,
+                            size_t length)
+{
+    if ((payload == NULL) && (length > 0)) {
+        return ringk_log_bad_arg(ctx, fn, "payload is NULL and length %zu", length);
+    }
+    return 0;
 }

@@ -8,6 +8,7 @@
 #include <ringk/api/ringk.h>
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define RINGK_LOG_LINE       512   /* bytes of one message, the rest cut */
@@ -34,6 +35,13 @@ void ringk_log_msg(ringk_ctx_t *ctx, int level, const char *fmt, ...)
  *  argument of public call @a fn. */
 int ringk_log_bad_arg(ringk_ctx_t *ctx, const char *fn, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/** The checks of arguments several calls share, of public call @a fn: 0, or -EINVAL logged as
+ *  ringk_log_bad_arg() does. A timeout is RINGK_WAIT_FOREVER, RINGK_WAIT_NONE or milliseconds;
+ *  a payload is not NULL unless it is empty. */
+int ringk_log_check_timeout(ringk_ctx_t *ctx, const char *fn, int timeout_ms);
+int ringk_log_check_payload(ringk_ctx_t *ctx, const char *fn, const void *payload,
+                            size_t length);
 
 /** Says the count of lines held back in @a st (see ringk_log_state_t) through @a log. */
 void ringk_log_flush(ringk_log_state_t *st, ringk_log_func_t log, void *arg);

@@ -324,18 +324,14 @@ static int send_args_check(const char *fn, ringk_ctx_t *ctx, const ringk_kernel_
     if ((from != NULL) && (from->ctx != ctx)) {
         return ringk_log_bad_arg(ctx, fn, "kernel '%s' belongs to another context", from->name);
     }
-    if ((payload == NULL) && (length > 0)) {
-        return ringk_log_bad_arg(ctx, fn, "payload is NULL and length %zu", length);
-    }
     if ((unsigned)type > RINGK_MSG_TERMINATE) {
         return ringk_log_bad_arg(ctx, fn, "type %d is not data (0), control (1) or terminate "
                                  "(2)", (int)type);
     }
-    if (timeout_ms < RINGK_WAIT_FOREVER) {
-        return ringk_log_bad_arg(ctx, fn, "timeout_ms %d is not RINGK_WAIT_FOREVER (-1), "
-                                 "RINGK_WAIT_NONE (0) or milliseconds", timeout_ms);
+    if (ringk_log_check_payload(ctx, fn, payload, length) != 0) {
+        return -EINVAL;
     }
-    return 0;
+    return ringk_log_check_timeout(ctx, fn, timeout_ms);
 }
 
 static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,

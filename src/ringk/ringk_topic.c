@@ -109,12 +109,9 @@ static int publish_check(ringk_ctx_t *ctx, const ringk_kernel_t *from, const cha
         return ringk_log_bad_arg(ctx, "ringk_publish", "kernel '%s' belongs to another context",
                                  from->name);
     }
-    if ((payload == NULL) && (length > 0)) {
-        return ringk_log_bad_arg(ctx, "ringk_publish", "payload is NULL and length %zu", length);
-    }
-    if (timeout_ms < RINGK_WAIT_FOREVER) {
-        return ringk_log_bad_arg(ctx, "ringk_publish", "timeout_ms %d is not RINGK_WAIT_FOREVER "
-                                 "(-1), RINGK_WAIT_NONE (0) or milliseconds", timeout_ms);
+    if ((ringk_log_check_payload(ctx, "ringk_publish", payload, length) != 0) ||
+        (ringk_log_check_timeout(ctx, "ringk_publish", timeout_ms) != 0)) {
+        return -EINVAL;
     }
     if ((from != NULL) && !ringk_list_has(&from->topics_pub, topic)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not publish to topic '%s' "

@@ -47,11 +47,9 @@ static void ep_transports(ucp_ep_h ep, char *am, size_t am_len, char *lanes, siz
         if (dot != NULL) {
             *dot = '\0';
         }
-        if (strstr(line, " am") != NULL) {
-            for (at = strstr(line, " am"); at != NULL; at = strstr(at + 1, " am")) {
-                if ((at[3] == '\0') || (at[3] == ' ')) { /* " am", not " am_bw#0" */
-                    snprintf(am, am_len, "%s", tl);
-                }
+        for (at = strstr(line, " am"); at != NULL; at = strstr(at + 1, " am")) {
+            if ((at[3] == '\0') || (at[3] == ' ')) { /* " am", not " am_bw#0" */
+                snprintf(am, am_len, "%s", tl);
             }
         }
         if ((strstr(lanes, tl) == NULL) && (used + strlen(tl) + 2 < lanes_len)) {
