@@ -36,7 +36,7 @@ log=$report/run.log
 steps=()     # "name<TAB>status<TAB>seconds<TAB>detail"
 tests=()     # "STATUS<TAB>name"
 failed=0
-# Resident kernels share the GPU's hardware queues with every other stream (GPU-NOTES.md): set
+# Resident kernels share the GPU's hardware queues with every other stream (docs/gpu.md): set
 # before any CUDA context exists, which libringk itself cannot ensure.
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 

@@ -722,7 +722,7 @@ int ringk_policy_apply(const ringk_policy_t *pol, const ringk_topo_pair_t *pair,
 
 /* The canaries this process ran, by pair of bus ids: each pair's first endpoint runs it, the
  * later ones take its outcome. The canary allocates, sets and frees GPU memory, calls that can
- * wait for every kernel running on the device (GPU-NOTES.md, "implicit synchronization"), so
+ * wait for every kernel running on the device (docs/gpu.md, "Implicit synchronization"), so
  * it runs once per pair, at the first endpoint (a job of libringk makes its endpoints before it
  * launches device kernels). A full table runs the canary again. */
 #define CANARY_CACHE 64

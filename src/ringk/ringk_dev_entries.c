@@ -15,7 +15,7 @@
 /* The CUDA entries of the process (ringk_device_entry_register), and per CUDA device which of
  * them are loaded there, what stack they need, and how many device kernels of the process
  * (every context) it has. Loading a kernel and raising the stack limit wait for every kernel
- * that runs on the device (lazy loading and local memory, GPU-NOTES.md), so both happen while
+ * that runs on the device (docs/gpu.md, "Loading kernels and their stack"), so both happen while
  * the device has no kernel of the process: for every entry known then. */
 static struct {
     pthread_mutex_t             mu;

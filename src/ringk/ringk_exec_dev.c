@@ -63,7 +63,7 @@ static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
         return -EINVAL;
     }
     if ((slot->cuda_index < 0) && (__atomic_load_n(&proc_devs.running, __ATOMIC_ACQUIRE) > 0)) {
-        /* the rule (GPU-NOTES.md): on a GPU this allocation would synchronize with the
+        /* docs/gpu.md, "Implicit synchronization": on a GPU this allocation would wait for the
          * kernels that run; the emulated device's tests look for this line */
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "device memory allocated while %u device kernel "
                       "launches run", __atomic_load_n(&proc_devs.running, __ATOMIC_ACQUIRE));
@@ -511,8 +511,8 @@ static int dev_start(ringk_kernel_t *k)
     pthread_mutex_unlock(&k->ctx->lock);
     /* In a job of several processes whose ringk_ctx_start has not run yet, the launch waits
      * for it: starting the network layer makes UCP open its transports and connect, and a
-     * transport may then make CUDA calls that can wait for resident kernels (GPU-NOTES.md,
-     * "implicit synchronization"), such as a peer-path check between two GPUs. Its inboxes
+     * transport may then make CUDA calls that can wait for resident kernels (docs/gpu.md,
+     * "Implicit synchronization"), such as a peer-path check between two GPUs. Its inboxes
      * take messages meanwhile. */
     if ((k->ctx->job.size > 1) && (ringk_remote_of(k->ctx) == NULL)) {
         k->dev->deferred = 1;

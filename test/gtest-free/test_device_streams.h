@@ -23,7 +23,7 @@
  *   a launch of a kernel that needs more grows; the test kernels need 512 bytes, 2 KiB for
  *   ringk_dev_test_recv (a handler with a larger frame).
  * What would block or deadlock on a GPU is counted in tds_violations and logged on stderr:
- * allocating or freeing device or mapped memory while a launch runs (GPU-NOTES.md, "implicit
+ * allocating or freeing device or mapped memory while a launch runs (docs/gpu.md, "Implicit
  * synchronization"), copying on a stream whose launch runs, destroying a stream with a launch
  * that does not return, loading a kernel or growing the stack limit while a launch runs. */
 #ifndef RINGK_TEST_DEVICE_STREAMS_H

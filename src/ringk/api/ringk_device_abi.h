@@ -77,7 +77,7 @@ RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
     cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
 }
 /* %globaltimer: nanoseconds since the Unix epoch as the driver keeps it (its update step is
- * coarse on some GPUs: GPU-NOTES.md, "Timestamps") */
+ * coarse on some GPUs: docs/gpu.md, "Timestamps") */
 RINGK_DEV_FN uint64_t ringk_dev_now_ns(void)
 {
     uint64_t t;

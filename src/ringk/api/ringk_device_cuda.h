@@ -120,7 +120,7 @@ RINGK_CUDA_FN int ringk_cuda_stream_create(int device, void **stream, char *why,
     if (ret != 0) {
         return ret;
     }
-    /* non-blocking: it never synchronizes with the legacy NULL stream (GPU-NOTES.md) */
+    /* non-blocking: it never synchronizes with the legacy NULL stream (docs/gpu.md) */
     err = cudaStreamCreateWithFlags((cudaStream_t*)stream, cudaStreamNonBlocking);
     ringk_cuda_leave(device, current);
     return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaStreamCreateWithFlags");
@@ -157,8 +157,8 @@ RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
 {
     cudaStreamDestroy((cudaStream_t)stream);
 }
-/* cudaFuncGetAttributes loads the kernel @a fn where CUDA loads kernels lazily (GPU-NOTES.md,
- * "A kernel that never returns"); localSizeBytes is the local memory, stack included, that
+/* cudaFuncGetAttributes loads the kernel @a fn where CUDA loads kernels lazily (docs/gpu.md,
+ * "Loading kernels and their stack"); localSizeBytes is the local memory, stack included, that
  * each of its threads needs. */
 RINGK_CUDA_FN int ringk_cuda_load(const void *fn, int device, size_t *stack_need, char *why,
                                   size_t why_len)
