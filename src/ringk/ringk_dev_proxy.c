@@ -173,20 +173,30 @@ static void proxy_terminated(ringk_kernel_t *k)
 }
 
 /* A CUDA kernel whose launch failed (a fault in its loop or handler) never sets 'done': its
- * stream is looked at every millisecond, and on an error the kernel is logged and marked
- * terminated, so that a terminate or the context's destroy does not wait for it forever. Its
- * device inbox is never closed, but a fault in a kernel is sticky for the device's context: no
- * kernel of the device is left to send to it directly (host senders read its state). */
+ * stream is looked at every millisecond, and on a sticky error (one that ends the device's
+ * context) the kernel is logged and marked terminated, so that a terminate or the context's
+ * destroy does not wait for it forever. Its device inbox is never closed, but no kernel of the
+ * device is left to send to it directly (host senders read its state). Any other error of the
+ * query says nothing of the launch, which may run on (a query the program's stream capture
+ * refused, say): logged once, and the kernel stays as it is. */
 static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
 {
     ringk_dev_host_t *d = k->dev;
     char why[160] = "";
+    int st;
 
     if ((d->stream == NULL) || d->faulted || (now < d->fault_check_ns)) {
         return 0;
     }
     d->fault_check_ns = now + 1000000u;
-    if (d->entry->cuda->stream_status(d->stream, why, sizeof(why)) >= 0) {
+    st = ringk_dev_stream_status(d, why, sizeof(why));
+    if ((st == -EAGAIN) && !d->status_warned) {
+        d->status_warned = 1;
+        ringk_log_msg(k->ctx, RINGK_LOG_WARN, "kernel '%s': CUDA could not say whether its "
+                      "launch on CUDA device %d runs (%s): not taken for a fault", k->name,
+                      d->slot->cuda_index, why);
+    }
+    if (st != -EIO) {
         return 0;
     }
     d->faulted = 1;

@@ -13,152 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The devices of the process (see ringk_dev_slot_t). Lock order: after a device kernel's
- * d->mu (dev_join), before cuda_entries.mu (ringk_dev_entries.c); the log callback is called
- * under it. A kernel's setup copy is made under it too, so a copy that waits (a stream sharing
- * a hardware queue with a resident kernel, which the queue limit in ringk_exec_dev_select()
- * is there to avoid) would hold every context's creates. */
-static struct {
-    pthread_mutex_t  mu;
-    ringk_dev_slot_t slot[RINGK_DEV_SLOTS];
-    unsigned         running;  /* emulated launches that have not returned, atomic */
-} proc_devs = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-/* A slab size in MiB from environment variable @a var (default @a def): the value, or -1
- * (logged) when it is not a number in 1..RINGK_DEV_SLAB_MB_MAX. */
-static long slab_mb(ringk_ctx_t *ctx, const char *var, long def)
-{
-    const char *s = getenv(var);
-    char *end;
-    long v;
-
-    if ((s == NULL) || (*s == '\0')) {
-        return def;
-    }
-    v = strtol(s, &end, 10);
-    if ((*end != '\0') || (v < 1) || (v > RINGK_DEV_SLAB_MB_MAX)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s='%s' is not a size in MiB in 1..%d", var, s,
-                      RINGK_DEV_SLAB_MB_MAX);
-        return -1;
-    }
-    return v;
-}
-
-/* A launch gets the kernel by value: CUDA takes at most 4 KiB of kernel arguments (before
- * CUDA 12.1 and on every GPU). */
-_Static_assert(sizeof(ringk_dev_kernel_t) <= 4096, "ringk_dev_kernel_t is a kernel argument");
-
-/* Under proc_devs.mu: allocates the slabs of @a slot, before any kernel of it runs: 0, -EINVAL,
- * -ENOMEM or -EIO. */
-static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
-{
-    long mapped_mb = slab_mb(ctx, "RINGK_DEVICE_MAPPED_MB", RINGK_DEV_MAPPED_MB_DEFAULT);
-    long mem_mb    = slab_mb(ctx, "RINGK_DEVICE_MEM_MB", RINGK_DEV_MEM_MB_DEFAULT);
-    const ringk_device_cuda_ops_t *ops = slot->ops;
-    char why[160] = "";
-    void *host = NULL, *dev = NULL;
-    int ret;
-
-    if ((mapped_mb < 0) || (mem_mb < 0)) {
-        return -EINVAL;
-    }
-    if ((slot->cuda_index < 0) && (__atomic_load_n(&proc_devs.running, __ATOMIC_ACQUIRE) > 0)) {
-        /* docs/gpu.md, "Implicit synchronization": on a GPU this allocation would wait for the
-         * kernels that run; the emulated device's tests look for this line */
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "device memory allocated while %u device kernel "
-                      "launches run", __atomic_load_n(&proc_devs.running, __ATOMIC_ACQUIRE));
-    }
-    slot->mapped.size = (size_t)mapped_mb << 20;
-    slot->mem.size    = (size_t)mem_mb << 20;
-    if (slot->cuda_index < 0) {
-        if ((posix_memalign(&host, 4096, slot->mapped.size) != 0) ||
-            (posix_memalign(&dev, 4096, slot->mem.size) != 0)) {
-            free(host);
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "emulated device: cannot allocate %ld + %ld MiB",
-                          mapped_mb, mem_mb);
-            return -ENOMEM;
-        }
-        slot->mapped.host = slot->mapped.dev = host;
-        slot->mem.host    = slot->mem.dev    = dev;
-        return 0;
-    }
-    if (((ret = ops->stream_create(slot->cuda_index, &slot->stream, why, sizeof(why))) != 0) ||
-        ((ret = ops->alloc_mapped(slot->cuda_index, &host, &dev, slot->mapped.size, why,
-                                  sizeof(why))) != 0)) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
-        if (slot->stream != NULL) {
-            ops->stream_destroy(slot->stream);
-            slot->stream = NULL;
-        }
-        return ret;
-    }
-    slot->mapped.host = host;
-    slot->mapped.dev  = dev;
-    if ((ret = ops->alloc_device(slot->cuda_index, &dev, slot->mem.size, why, sizeof(why))) != 0)
-    {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
-        ops->free_mapped(slot->mapped.host);
-        ops->stream_destroy(slot->stream);
-        slot->mapped.host = NULL;
-        slot->stream      = NULL;
-        return ret;
-    }
-    slot->mem.dev = dev; /* the host has no address for it */
-    return 0;
-}
-
-/* Under proc_devs.mu: the device slot for @a entry with placement @a placement, set up on
- * first use and counted as used by @a ctx: 0 with it in *slot_p, or a negative errno; -ENODEV
- * with the reason in @a why. */
-static int slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int placement,
-                    ringk_dev_slot_t **slot_p, char *why, size_t why_len)
-{
-    ringk_dev_slot_t *slot;
-    int n, idx = (placement < 0) ? 0 : placement, ret = 0;
-
-    if (entry->kind == RINGK_DEVICE_ENTRY_EMULATED) {
-        slot = &proc_devs.slot[0];
-        if (!slot->used) { /* set once: the proxy thread reads it */
-            slot->cuda_index = -1;
-        }
-    } else {
-        n = entry->cuda->device_count(why, why_len);
-        if (n <= 0) {
-            return (n < 0) ? n : -ENODEV;
-        }
-        if ((idx >= n) || (idx >= RINGK_DEV_SLOTS - 1)) {
-            snprintf(why, why_len, "placement %d: this process sees %d CUDA devices (at most "
-                     "%d used)", placement, n, RINGK_DEV_SLOTS - 1);
-            return -ENODEV;
-        }
-        slot = &proc_devs.slot[1 + idx];
-        if (!slot->used) { /* set once: the proxy thread reads it */
-            const char *bad;
-
-            slot->cuda_index = idx;
-            slot->queues     = ringk_dev_queues(idx, &slot->queues_before, &bad);
-            if (bad != NULL) {
-                ringk_log_msg(ctx, RINGK_LOG_WARN, "CUDA_DEVICE_MAX_CONNECTIONS='%s' is not a "
-                              "number of queues in 1..32: CUDA's default of 8 assumed", bad);
-            }
-        }
-        slot->ops = ringk_dev_ops_live(slot->ops);
-        if (slot->ops == NULL) { /* its entry is not registered (the table was full) */
-            slot->ops = entry->cuda;
-        }
-    }
-    if (!slot->used) {
-        ret = slot_init(ctx, slot);
-        slot->used = (ret == 0);
-    }
-    if ((ret == 0) && !ctx->devs->holds[slot - proc_devs.slot]) {
-        ctx->devs->holds[slot - proc_devs.slot] = 1;
-        slot->users++;
-    }
-    *slot_p = slot;
-    return ret;
-}
-
 /* Lays out the memory of device kernel @a k on its slot: the control block, routes, the name
  * tables (the source of the device's copy), host ingress ring and outbox in mapped memory; the
  * device inbox, the staging buffer and the name tables in device memory. */
@@ -170,7 +24,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL), out_bytes;
     uint64_t stage     = RINGK_DEV_STAGE_BYTES(k->max_in, RINGK_CELL);
     size_t names = sizeof(ringk_dev_ctl_t) + RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t);
-    size_t head  = names + RINGK_DEV_NAMES_BYTES;
+    size_t vsrc  = names + RINGK_DEV_NAMES_BYTES; /* the kernel as launches copy it */
+    size_t head  = vsrc + sizeof(ringk_dev_kernel_t);
+    size_t state = (in_bytes + stage + RINGK_DEV_NAMES_BYTES + 7) & ~(size_t)7;
     uint8_t *h, *dv, *mh, *md;
     ringk_ring_t tmp;
     char why[160];
@@ -181,9 +37,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     }
     out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
     head = (head + RINGK_DEV_SLAB_ALIGN - 1) & ~(size_t)(RINGK_DEV_SLAB_ALIGN - 1);
-    /* device memory: the inbox, the staging buffer, the name tables */
+    /* device memory: the inbox, the staging buffer, the name tables, where launches run */
     if (ringk_dev_region_take(slot, head + 2 * in_bytes + out_bytes,
-                              in_bytes + stage + RINGK_DEV_NAMES_BYTES, &d->region, why,
+                              state + sizeof(ringk_dev_kernel_t), &d->region, why,
                               sizeof(why)) != 0) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
         return -ENOMEM;
@@ -198,6 +54,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     d->view.ctl    = (ringk_dev_ctl_t*)dv;
     d->view.routes = (ringk_dev_route_t*)(dv + sizeof(ringk_dev_ctl_t));
     d->names              = (char (*)[RINGK_DEV_NAME_MAX])(h + names);
+    d->src_host           = (ringk_dev_kernel_t*)(h + vsrc);
+    d->src_dev            = (ringk_dev_kernel_t*)(dv + vsrc);
+    d->state_dev          = (ringk_dev_kernel_t*)(md + state);
     d->view.route_names   = (char (*)[RINGK_DEV_NAME_MAX])(md + in_bytes + stage);
     d->view.topics        = d->view.route_names + RINGK_DEV_ROUTES_MAX;
     d->view.barriers      = d->view.topics + RINGK_DEV_TOPICS_MAX;
@@ -224,8 +83,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     }
     {
         char why[160];
-        ret = slot->ops->copy_to_device(slot->cuda_index, md, h + head + in_bytes + out_bytes,
-                                        in_bytes, slot->stream, why, sizeof(why));
+        ret = ringk_dev_slot_copy(slot, md, h + head + in_bytes + out_bytes, in_bytes, why, sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
         }
@@ -278,8 +136,8 @@ static int dev_names_init(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t 
         memcpy(d->view.route_names, d->names, RINGK_DEV_NAMES_BYTES);
         return 0;
     }
-    ret = slot->ops->copy_to_device(slot->cuda_index, d->view.route_names, d->names,
-                                    RINGK_DEV_NAMES_BYTES, slot->stream, why, sizeof(why));
+    ret = ringk_dev_slot_copy(slot, d->view.route_names, d->names, RINGK_DEV_NAMES_BYTES, why,
+                    sizeof(why));
     if (ret != 0) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
     }
@@ -341,26 +199,40 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
         return ret;
     }
     d->view.arg = k->arg;
+    *d->src_host = d->view; /* mapped: the device reads it at each launch */
     pthread_mutex_init(&d->mu, NULL);
     if (d->slot->cuda_index >= 0) {
-        char why[160];
-
         ret = ringk_dev_entry_ready(ctx, k, d->entry, d->slot->ops, d->slot->cuda_index);
         if (ret != 0) {
             return ret;
         }
         d->counted = 1;
-        ret = d->entry->cuda->stream_create(d->slot->cuda_index, &d->stream, why, sizeof(why));
-        if (ret != 0) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
-            return ret;
-        }
+        d->stream  = d->slot->streams[d->stream_at]; /* free: ringk_exec_dev_select found it */
+        d->slot->stream_used[d->stream_at] = 1;
         d->slot->kernels++;
     }
     k->dev        = d;
     k->exec       = &ringk_exec_dev;
     k->sleep_word = &d->ctl->idle;
     return ringk_dev_proxy_start(ctx);
+}
+
+/* Whether CUDA launches return only once the kernel finished (CUDA_LAUNCH_BLOCKING=1): a
+ * persistent kernel's launch would then never return, and an event-driven kernel's relaunch
+ * would hold the proxy thread that serves the kernel's sends (docs/gpu.md, "Launches that
+ * block"). 1 with the reason in @a why, or 0. */
+static int launches_block(char *why, size_t why_len)
+{
+    const char *v = getenv("CUDA_LAUNCH_BLOCKING");
+
+    if ((v == NULL) || (strcmp(v, "1") != 0)) {
+        return 0;
+    }
+    snprintf(why, why_len, "CUDA_LAUNCH_BLOCKING=1 makes a launch return only once its kernel "
+             "finished, and a device kernel's launch does not finish while it serves messages "
+             "(unset it; tools that serialize launches, such as Nsight Compute and cuda-gdb, do "
+             "the same)");
+    return 1;
 }
 
 int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k)
@@ -371,7 +243,7 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
                                     p->device_entry : NULL;
     ringk_dev_host_t *d;
     char why[320] = "";
-    int ret;
+    int ret, blocking, fallback;
 
     if (!(backends & RINGK_BACKEND_CUDA)) {
         return 0;
@@ -390,20 +262,16 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     if (e->kind == RINGK_DEVICE_ENTRY_CUDA) {
         ringk_dev_queues_ask(); /* before the first CUDA call, under no lock */
     }
-    pthread_mutex_lock(&proc_devs.mu);
-    ret = slot_get(ctx, e, k->placement, &d->slot, why, sizeof(why));
-    /* Streams share the device's hardware queues: a launch or copy on a stream that shares one
-     * with a resident kernel waits behind it for ever. A queue for each kernel's stream, this
-     * one's included, one for the setup copies and one for the process's other streams (the
-     * transport's copies, the program's own). */
-    if ((ret == 0) && (d->slot->cuda_index >= 0) && (d->slot->kernels + 1 + 2 > d->slot->queues)) {
-        snprintf(why, sizeof(why), "CUDA device %d has %u device kernels, the most its %u "
-                 "hardware queues take (CUDA_DEVICE_MAX_CONNECTIONS - 2%s)", d->slot->cuda_index,
-                 d->slot->kernels, d->slot->queues, d->slot->queues_before ? "; its context was "
-                 "made before libringk could set it, with CUDA's 8: set it to 32 before the "
-                 "program's first CUDA call" : "");
-        ret = -ENOSPC;
-    } else if ((ret == 0) && (d->slot->cuda_index >= 0) && (k->arg != NULL)) {
+    pthread_mutex_lock(&ringk_dev_proc.mu);
+    blocking = (e->kind == RINGK_DEVICE_ENTRY_CUDA) && launches_block(why, sizeof(why));
+    ret      = blocking ? -EDEADLK :
+               ringk_dev_slot_get(ctx, e, k->placement, &d->slot, why, sizeof(why));
+    /* a stream of its own: one of the device's, made before any kernel ran (-ENOSPC when each
+     * has a kernel) */
+    if ((ret == 0) && (d->slot->cuda_index >= 0)) {
+        ret = ringk_dev_slot_stream(d->slot, &d->stream_at, why, sizeof(why));
+    }
+    if ((ret == 0) && (d->slot->cuda_index >= 0) && (k->arg != NULL)) {
         /* -EFAULT is logged below (and may move the kernel to the CPU); -EIO here */
         ret = e->cuda->reaches(d->slot->cuda_index, k->arg, why, sizeof(why));
         if (ret == -EIO) {
@@ -414,13 +282,13 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         ret = dev_setup(ctx, k, d);
     }
     if ((ret != 0) && (d->stream != NULL)) { /* nothing was launched on it */
-        d->entry->cuda->stream_destroy(d->stream);
+        d->slot->stream_used[d->stream_at] = 0;
         d->slot->kernels--;
     }
     if ((ret != 0) && (d->region != NULL)) {
         ringk_dev_region_put(d->slot, d->region);
     }
-    pthread_mutex_unlock(&proc_devs.mu);
+    pthread_mutex_unlock(&ringk_dev_proc.mu);
     if (ret == 0) {
         return 1;
     }
@@ -430,15 +298,15 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     k->dev = NULL;
     k->exec = &ringk_exec_cpu;
     free(d);
-    /* no device, no room on it, or an arg it cannot read (the program's mistake: a warning):
-     * the CPU when the kernel may run there */
-    if (((ret == -ENODEV) || (ret == -ENOSPC) || (ret == -EFAULT)) &&
-        (backends & RINGK_BACKEND_CPU) && (k->handler != NULL)) {
-        ringk_log_msg(ctx, (ret == -EFAULT) ? RINGK_LOG_WARN : RINGK_LOG_INFO,
+    /* no device, no room on it, launches that block, or an arg it cannot read (the last two
+     * the program's doing: a warning): the CPU when the kernel may run there */
+    fallback = (ret == -ENODEV) || (ret == -ENOSPC) || (ret == -EFAULT) || blocking;
+    if (fallback && (backends & RINGK_BACKEND_CPU) && (k->handler != NULL)) {
+        ringk_log_msg(ctx, ((ret == -EFAULT) || blocking) ? RINGK_LOG_WARN : RINGK_LOG_INFO,
                       "kernel '%s' runs on the CPU: %s", k->name, why);
         return 0;
     }
-    if ((ret == -ENODEV) || (ret == -ENOSPC) || (ret == -EFAULT)) {
+    if (fallback) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' (CUDA backend only): %s", k->name, why);
     }
     return ret;
@@ -448,10 +316,9 @@ static void *emu_main(void *arg)
 {
     ringk_kernel_t *k   = arg;
     ringk_dev_host_t *d = k->dev;
-    ringk_dev_kernel_t view = d->view; /* a kernel argument: the launch's own copy */
 
-    d->entry->emu_run(&view);
-    __atomic_sub_fetch(&proc_devs.running, 1, __ATOMIC_RELEASE);
+    d->entry->emu_run(d->src_dev, d->state_dev);
+    __atomic_sub_fetch(&ringk_dev_proc.running, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -472,14 +339,16 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
     }
     /* counted before the launch runs: what it handles is seen after the count */
     __atomic_add_fetch(&d->launches, 1, __ATOMIC_RELEASE);
+    /* the device clock's offset: read by the launch when it starts (the launch orders it) */
+    __atomic_store_n(&d->ctl->launch_ns, ringk_wall_ns(), __ATOMIC_RELAXED);
     if (d->slot->cuda_index < 0) {
         if (d->has_thread) {
             pthread_join(d->thread, NULL); /* the last launch has returned, or is returning */
         }
-        __atomic_add_fetch(&proc_devs.running, 1, __ATOMIC_ACQ_REL);
+        __atomic_add_fetch(&ringk_dev_proc.running, 1, __ATOMIC_ACQ_REL);
         d->has_thread = (pthread_create(&d->thread, NULL, emu_main, k) == 0);
         if (!d->has_thread) {
-            __atomic_sub_fetch(&proc_devs.running, 1, __ATOMIC_RELEASE);
+            __atomic_sub_fetch(&ringk_dev_proc.running, 1, __ATOMIC_RELEASE);
             snprintf(why, sizeof(why), "cannot start a thread for the emulated device");
             ret = -EAGAIN;
         }
@@ -487,8 +356,8 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
         /* stream-ordered: a relaunch queues behind a launch that is still returning. The
          * launch is the kernel's own entry's (its __global__ runs its handler); the slot's ops
          * are the first entry's, used only for the calls every entry shares. */
-        ret = d->entry->cuda->launch(&d->view, d->slot->cuda_index, d->stream, why,
-                                     sizeof(why));
+        ret = d->entry->cuda->launch(d->src_dev, d->state_dev, d->slot->cuda_index, d->stream,
+                                     why, sizeof(why));
     }
     if (ret != 0) {
         __atomic_sub_fetch(&d->launches, 1, __ATOMIC_RELAXED);
@@ -592,19 +461,25 @@ static void dev_join(ringk_kernel_t *k)
     }
     /* a CUDA launch: the loop set 'done', so the launch is returning; bounded (10 s) */
     until = ringk_now_ns() + RINGK_DEV_JOIN_NS;
-    while ((d->stream != NULL) && !d->stuck &&
-           ((running = (d->entry->cuda->stream_status(d->stream, why, sizeof(why)) == 0))) &&
-           (ringk_now_ns() < until)) {
+    while ((d->stream != NULL) && !d->stuck) {
         struct timespec ts = {0, 1000000};
+        int st = ringk_dev_stream_status(d, why, sizeof(why));
+
+        /* 0 runs; -EAGAIN: CUDA could not say, which proves nothing (it may run on); 1 returned;
+         * -EIO: it faulted, and the device's context with it, so nothing of it runs */
+        running = (st == 0) || (st == -EAGAIN);
+        if (!running || (ringk_now_ns() >= until)) {
+            break;
+        }
         nanosleep(&ts, NULL);
     }
     if ((d->stream != NULL) && !d->stuck && running) {
         /* still running: freeing its stream or the slot's memory would wait for it (cudaFree
          * waits for the whole device), so both are left to the process's exit */
         d->stuck = 1;
-        pthread_mutex_lock(&proc_devs.mu);
+        pthread_mutex_lock(&ringk_dev_proc.mu);
         d->slot->stuck++;
-        pthread_mutex_unlock(&proc_devs.mu);
+        pthread_mutex_unlock(&ringk_dev_proc.mu);
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
                       "runs 10 s after it finished: its stream and the device's memory are not "
                       "freed", k->name, d->slot->cuda_index);
@@ -702,10 +577,11 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
     unsigned j;
 
     if (k->dev != NULL) {
-        if ((k->dev->stream != NULL) && !k->dev->stuck) {
-            k->dev->entry->cuda->stream_destroy(k->dev->stream);
+        pthread_mutex_lock(&ringk_dev_proc.mu);
+        if (k->dev->stream != NULL) {
+            /* its launches returned: the next kernel takes the stream; a stuck one keeps it */
+            k->dev->slot->stream_used[k->dev->stream_at] = k->dev->stuck ? 2 : 0;
         }
-        pthread_mutex_lock(&proc_devs.mu);
         if (!k->dev->stuck) {
             /* its launches have returned, so none holds a copy of a direct route's target
              * any more; a stuck one may still touch its memory and its targets' */
@@ -719,7 +595,7 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
                 ringk_dev_region_put(k->dev->slot, k->dev->region);
             }
         }
-        pthread_mutex_unlock(&proc_devs.mu);
+        pthread_mutex_unlock(&ringk_dev_proc.mu);
         if (k->dev->counted && !k->dev->stuck) { /* a stuck launch may still run there */
             ringk_dev_entry_gone(k->dev->slot->cuda_index);
         }
@@ -736,61 +612,4 @@ void ringk_exec_dev_stop(ringk_ctx_t *ctx)
         pthread_join(ctx->devs->proxy, NULL);
         ctx->devs->proxy_started = 0;
     }
-}
-
-void ringk_exec_dev_release(ringk_ctx_t *ctx)
-{
-    ringk_dev_slot_t *slot;
-    unsigned i;
-
-    if (ctx->devs == NULL) {
-        return;
-    }
-    pthread_mutex_lock(&proc_devs.mu);
-    for (i = 0; i < RINGK_DEV_SLOTS; i++) {
-        slot = &proc_devs.slot[i];
-        if (!ctx->devs->holds[i] || (--slot->users > 0)) {
-            continue; /* another context's kernels may run there */
-        }
-        if (slot->stuck > 0) {
-            /* kept for the next context (an allocation would wait for the stuck launch),
-             * which takes all but the stuck kernels' regions again */
-            if (!slot->kept) {
-                ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches still run: "
-                              "its %zu + %zu bytes of memory are not freed", slot->cuda_index,
-                              slot->stuck, slot->mapped.size, slot->mem.size);
-            }
-            slot->kept = 1;
-            continue;
-        }
-        if (slot->cuda_index >= 0) {
-            slot->ops = ringk_dev_ops_live(slot->ops);
-        }
-        if (slot->cuda_index < 0) {
-            free(slot->mapped.host);
-            free(slot->mem.host);
-        } else if (slot->ops != NULL) { /* NULL: no entry left to make the calls with */
-            slot->ops->free_device(slot->cuda_index, slot->mem.dev);
-            slot->ops->free_mapped(slot->mapped.host);
-            slot->ops->stream_destroy(slot->stream);
-        }
-        slot->used = 0; /* allocated again at the next use; cuda_index stays */
-        slot->ops  = NULL; /* the next first entry's: this one's library may be unloaded */
-        memset(&slot->mapped, 0, sizeof(slot->mapped));
-        memset(&slot->mem, 0, sizeof(slot->mem));
-        if (slot->regions != NULL) { /* every kernel was freed, none stuck: a hold leaked */
-            char name[32] = "the emulated device";
-
-            if (slot->cuda_index >= 0) {
-                snprintf(name, sizeof(name), "CUDA device %d", slot->cuda_index);
-            }
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s: regions still held when its slabs are "
-                          "freed", name);
-            ringk_dev_regions_clear(slot);
-        }
-        slot->stream = NULL;
-    }
-    pthread_mutex_unlock(&proc_devs.mu);
-    free(ctx->devs);
-    ctx->devs = NULL;
 }

@@ -21,6 +21,7 @@
 #define RINGK_DEV_SLAB_MB_MAX       4096
 
 #define RINGK_DEV_SLAB_ALIGN 256u
+#define RINGK_DEV_QUEUES_MAX 32        /* CUDA_DEVICE_MAX_CONNECTIONS at most */
 
 /* One allocation made before any kernel of its device runs, which the device's kernels take
  * their memory from (ringk_dev_region_t): memory a resident kernel may touch is never freed
@@ -56,6 +57,13 @@ typedef struct {
                                                     slot's own (slabs, setup stream); another
                                                     entry's once its library is unloaded */
     void                          *stream;       /* for setup copies */
+    /* the streams of its kernels, made with the slabs (before any kernel of the process runs
+     * there) and reused: a stream made while kernels run could be given a hardware queue that
+     * a resident kernel holds, and wait behind it for ever */
+    void                          *streams[RINGK_DEV_QUEUES_MAX];
+    uint8_t                        stream_used[RINGK_DEV_QUEUES_MAX]; /* 2: its kernel's launch
+                                                    did not return: never given out again */
+    unsigned                       nstreams;
     ringk_dev_slab_t               mapped, mem;
     ringk_dev_region_t            *regions;      /* the memory its kernels hold */
     unsigned                       kernels;      /* its kernels: a stream each */
@@ -67,6 +75,19 @@ typedef struct {
                                                     regions */
     int                            kept;         /* the slabs were kept for them (logged) */
 } ringk_dev_slot_t;
+
+/* The devices of the process (ringk_dev_slot.c). Lock order (mu): after a device kernel's d->mu
+ * (dev_join), before cuda_entries.mu (ringk_dev_entries.c); the log callback is called under
+ * it. A kernel's setup copy is made under it too, so a copy that waited (a stream sharing a
+ * hardware queue with a resident kernel, which the slot's streams are there to avoid) would
+ * hold every context's creates. */
+typedef struct {
+    pthread_mutex_t  mu;
+    ringk_dev_slot_t slot[RINGK_DEV_SLOTS];
+    unsigned         running;  /* emulated launches that have not returned, atomic */
+} ringk_dev_proc_t;
+
+extern ringk_dev_proc_t ringk_dev_proc;
 
 /* A context's use of the process's devices, and the proxy thread that serves its device
  * kernels. */
@@ -98,7 +119,12 @@ typedef struct ringk_dev_host {
     uint32_t           bar_index;
     uint64_t           bar_gen, bar_deadline_ns; /* deadline 0: none */
     uint64_t           bar_answered;  /* waits answered, as ctl->barrier_done */
-    void              *stream;        /* CUDA: its launches, in order */
+    void              *stream;        /* CUDA: its launches, in order (the slot's streams[stream_at]) */
+    unsigned           stream_at;
+    ringk_dev_kernel_t *src_host, *src_dev; /* the kernel as a launch copies it (view): mapped
+                                         memory, at the host's and the device's address */
+    ringk_dev_kernel_t *state_dev;    /* where a launch runs: the kernel's device memory */
+    int                status_warned; /* CUDA could not say whether its launch runs (logged) */
     pthread_mutex_t    mu;            /* launches */
     pthread_t          thread;        /* emulated: the last launch */
     int                has_thread;
@@ -169,12 +195,35 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx);
 /** After the job's network layer started (ringk_ctx_start): launches the device kernels
  *  created before it. */
 void ringk_exec_dev_start_deferred(ringk_ctx_t *ctx);
+/** The state of CUDA device kernel @a d's stream, as the entry's stream_status op says (1
+ *  returned, 0 runs, -EIO faulted, -EAGAIN CUDA could not say), asked in relaxed stream
+ *  capture mode. */
+int ringk_dev_stream_status(ringk_dev_host_t *d, char *why, size_t why_len);
 /** Launches the loop of @a k (again): 0 or a negative errno (logged). */
 int ringk_exec_dev_launch(ringk_kernel_t *k);
 /** The statistics of a device kernel, from its control block. */
 void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s);
 /** Makes @a k terminating as ringk_kernel_terminate() does, without waiting. */
 void ringk_kernel_terminating(ringk_kernel_t *k);
+
+/* ---- ringk_dev_slot.c ---- */
+
+/** Under ringk_dev_proc.mu: the device slot for @a entry with placement @a placement, set up on
+ *  first use (slabs and streams) and counted as used by @a ctx: 0 with it in *@a slot_p, or a
+ *  negative errno; -ENODEV with the reason in @a why. */
+int ringk_dev_slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int placement,
+                       ringk_dev_slot_t **slot_p, char *why, size_t why_len);
+/** Under ringk_dev_proc.mu: the index of a stream of @a slot no kernel has in *@a at, or
+ *  -ENOSPC with the reason in @a why. */
+int ringk_dev_slot_stream(ringk_dev_slot_t *slot, unsigned *at, char *why, size_t why_len);
+/** Under ringk_dev_proc.mu: a setup copy of @a len bytes to @a slot's device memory, on its
+ *  setup stream: 0 or a CUDA error (in @a why). */
+int ringk_dev_slot_copy(ringk_dev_slot_t *slot, void *dst, const void *src, size_t len,
+                        char *why, size_t why_len);
+/** Puts the calling thread in relaxed stream capture mode for calls of @a ops; returns the mode
+ *  it had, for ringk_dev_relax_end(). */
+int ringk_dev_relax_begin(const ringk_device_cuda_ops_t *ops);
+void ringk_dev_relax_end(const ringk_device_cuda_ops_t *ops, int mode);
 
 /* ---- ringk_dev_proxy.c ---- */
 

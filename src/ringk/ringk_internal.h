@@ -417,6 +417,15 @@ static inline uint64_t ringk_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
 }
 
+/* The wall clock: nanoseconds since the epoch. */
+static inline uint64_t ringk_wall_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
 /* @a ts: CLOCK_REALTIME @a ms from now, for pthread_cond_timedwait. */
 static inline void ringk_timespec_in_ms(struct timespec *ts, long ms)
 {

@@ -1078,6 +1078,134 @@ static void streams_teardown(void)
     ck_assert_uint_eq(__atomic_load_n(&tds_live, __ATOMIC_RELAXED), live_kept);
 }
 
+/* The kernels' streams are made with the device's slabs, before any kernel runs, and reused: a
+ * stream made while a kernel is resident could share its hardware queue (a violation, which the
+ * teardown looks for). */
+START_TEST(test_device_streams_pool)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t[2];
+    ringk_kernel_params_t p;
+    ringk_kernel_t *a, *b;
+    unsigned long made;
+    uint32_t i;
+
+    memset(t, 0, sizeof(t));
+    p = dev_params("a", &ringk_dev_test_count, &t[0]);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &a), 0);
+    ck_assert_int_eq(host_send(ctx, "a", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&t[0].count, 1, 30);
+    made = __atomic_load_n(&tds_streams_made, __ATOMIC_RELAXED);
+    for (i = 0; i < 5; i++) { /* "a" is resident all along */
+        p = dev_params("b", &ringk_dev_test_count, &t[1]);
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &b), 0);
+        ck_assert_int_eq(host_send(ctx, "b", 0, i, RINGK_WAIT_FOREVER), 0);
+        test_wait_u64(&t[1].count, i + 1, 30);
+        ck_assert_int_eq(ringk_kernel_destroy(b), 0);
+    }
+    ck_assert_uint_eq(__atomic_load_n(&tds_streams_made, __ATOMIC_RELAXED), made);
+    ck_assert_uint_eq(t[1].out_of_order, 0);
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
+/* While the program captures a stream (global mode) in another thread, kernels are made, take
+ * messages and are destroyed: libringk's queries and setup copies are made in relaxed mode,
+ * which the capture does not forbid (a forbidden call would fail, invalidate the capture and,
+ * taken for a fault, mark the kernel terminated while its launch runs on). */
+START_TEST(test_device_streams_capture)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    uint32_t i;
+
+    __atomic_store_n(&tds_capture, 1, __ATOMIC_RELEASE);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 100; i++) {
+        ck_assert_int_eq(host_send(ctx, "count", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&t.count, 100, 30);
+    usleep(50000); /* the proxy looks at the kernel's stream every millisecond */
+    ck_assert_int_eq(stats_of(k).state, RINGK_KERNEL_ACTIVE);
+    ck_assert_int_eq(ringk_kernel_destroy(k), 0);
+    ringk_ctx_destroy(ctx);
+    __atomic_store_n(&tds_capture, 0, __ATOMIC_RELEASE);
+    ck_assert_uint_eq(t.out_of_order, 0);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
+/* A query of a kernel's stream that fails with an error that does not end the context says
+ * nothing of the launch: logged once, and the kernel goes on (only a sticky error is a fault). */
+START_TEST(test_device_streams_status_error)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    uint32_t i;
+
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(host_send(ctx, "count", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&t.count, 1, 30);
+    __atomic_store_n(&tds_status_errors, 20, __ATOMIC_RELEASE);
+    for (i = 0; (i < 10000) && (__atomic_load_n(&tds_status_errors, __ATOMIC_ACQUIRE) > 0); i++) {
+        usleep(1000);
+    }
+    ck_assert_uint_eq(__atomic_load_n(&tds_status_errors, __ATOMIC_ACQUIRE), 0);
+    ck_assert_int_eq(stats_of(k).state, RINGK_KERNEL_ACTIVE);
+    for (i = 1; i < 100; i++) {
+        ck_assert_int_eq(host_send(ctx, "count", 0, i, RINGK_WAIT_FOREVER), 0);
+    }
+    test_wait_u64(&t.count, 100, 30);
+    ck_assert_msg(strstr(logbuf, "kernel 'count': CUDA could not say whether its launch on CUDA "
+                         "device 0 runs (the device kernel's stream: stand-in error that is not "
+                         "sticky): not taken for a fault") != NULL, "log: %s", logbuf);
+    ck_assert_ptr_null(strstr(strstr(logbuf, "not taken for a fault") + 1,
+                              "not taken for a fault")); /* once */
+    ck_assert_ptr_null(strstr(logbuf, "failed on CUDA device"));
+    ck_assert_int_eq(ringk_kernel_destroy(k), 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* With CUDA_LAUNCH_BLOCKING=1 a launch returns only once its kernel did: device kernels are
+ * refused with the reason (a create would hang), or run on the CPU where they may. */
+START_TEST(test_device_streams_launch_blocking)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t), cpu;
+    ringk_kernel_t *k;
+
+    setenv("CUDA_LAUNCH_BLOCKING", "1", 1);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -EDEADLK);
+    ck_assert_msg(strstr(logbuf, "kernel 'count' (CUDA backend only): CUDA_LAUNCH_BLOCKING=1 "
+                         "makes a launch return only once its kernel finished") != NULL,
+                  "log: %s", logbuf);
+    logbuf[0] = '\0';
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_MODE;
+    p.mode        = RINGK_MODE_EVENT_DRIVEN;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -EDEADLK);
+    cpu = cpu_sink_params;
+    cpu.field_mask  |= RINGK_KERNEL_PARAM_FIELD_BACKENDS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY;
+    cpu.backends     = RINGK_BACKEND_CPU | RINGK_BACKEND_CUDA;
+    cpu.device_entry = &ringk_dev_test_count;
+    cpu_sink_count   = 0;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &cpu, &k), 0);
+    ck_assert_int_eq(stats_of(k).device, RINGK_DEVICE_NONE);
+    ck_assert_msg(strstr(logbuf, "kernel 'sink' runs on the CPU: CUDA_LAUNCH_BLOCKING=1") != NULL,
+                  "log: %s", logbuf);
+    ck_assert_int_eq(host_send(ctx, "sink", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&cpu_sink_count, 1, 30);
+    unsetenv("CUDA_LAUNCH_BLOCKING");
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A create that fails once the kernel's memory is laid out (-EDEADLK here: an entry libringk
  * did not know, asked for while a device kernel runs) gives that memory back: 40 such failures
  * in slabs of 1 MiB (about 12 small kernels), then 8 kernels more fit. */
@@ -1184,6 +1312,7 @@ START_TEST(test_device_streams_stuck)
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t t = {0};
     ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    unsigned long queues;
     ringk_kernel_t *k;
     int i;
 
@@ -1212,10 +1341,12 @@ START_TEST(test_device_streams_stuck)
         usleep(1000); /* the launch returns: later tests of this process start clean */
     }
     ck_assert_uint_eq(__atomic_load_n(&tds_running, __ATOMIC_ACQUIRE), 0);
-    /* left: the device memory and mapped memory of the slot, its setup stream, the stream of
-     * the kernel */
-    ck_assert_uint_eq(__atomic_load_n(&tds_live, __ATOMIC_RELAXED), live_kept + 4);
-    live_kept += 4;
+    /* left: the device memory and mapped memory of the slot, its setup stream and the streams
+     * of its kernels (one per hardware queue but two) */
+    ck_assert_ptr_nonnull(getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
+    queues = (unsigned long)atoi(getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
+    ck_assert_uint_eq(__atomic_load_n(&tds_live, __ATOMIC_RELAXED), live_kept + 3 + queues - 2);
+    live_kept += 3 + queues - 2;
 }
 END_TEST
 
@@ -1441,6 +1572,10 @@ int main(void)
     tcase_add_test(tc, test_device_streams_fault);
     tcase_add_test(tc, test_device_streams_dead_target);
     tcase_add_test(tc, test_device_streams_failed_create_memory);
+    tcase_add_test(tc, test_device_streams_pool);
+    tcase_add_test(tc, test_device_streams_capture);
+    tcase_add_test(tc, test_device_streams_status_error);
+    tcase_add_test(tc, test_device_streams_launch_blocking);
 #endif
     tcase_add_test(tc, test_device_runs_emulated);
     tcase_add_loop_test(tc, test_device_multi_producer, 0, 2);

@@ -22,10 +22,19 @@
  * - each thread's stack is a device-wide limit (1 KiB at first) that a load reports against and
  *   a launch of a kernel that needs more grows; the test kernels need 512 bytes, 2 KiB for
  *   ringk_dev_test_recv (a handler with a larger frame).
- * What would block or deadlock on a GPU is counted in tds_violations and logged on stderr:
- * allocating or freeing device or mapped memory while a launch runs (docs/gpu.md, "Implicit
- * synchronization"), copying on a stream whose launch runs, destroying a stream with a launch
- * that does not return, loading a kernel or growing the stack limit while a launch runs. */
+ * - a launch copies the kernel from the mapped memory the host wrote into the kernel's device
+ *   memory and runs there (the CUDA entry's launch);
+ * - with CUDA_LAUNCH_BLOCKING=1, a launch returns only once its kernel did;
+ * - while tds_capture is set, the program captures a stream in global mode: a query or a
+ *   synchronizing call from a thread whose capture mode is not relaxed fails (-EAGAIN, as CUDA's
+ *   cudaErrorStreamCaptureImplicit) and would invalidate the program's capture.
+ * What would block, deadlock or break the program's capture on a GPU is counted in
+ * tds_violations and logged on stderr: allocating or freeing device or mapped memory while a
+ * launch runs (docs/gpu.md, "Implicit synchronization"), copying on a stream whose launch runs,
+ * destroying a stream with a launch that does not return, making a stream while a launch runs
+ * (it may be given the hardware queue of a resident kernel), loading a kernel or growing the
+ * stack limit while a launch runs, a launch that did not return within 3 s under
+ * CUDA_LAUNCH_BLOCKING=1, a call that a global capture forbids. */
 #ifndef RINGK_TEST_DEVICE_STREAMS_H
 #define RINGK_TEST_DEVICE_STREAMS_H
 
@@ -60,6 +69,13 @@ int tds_is_loaded(const char *name);
 /** Set to 0 for a device without pageable memory access: a kernel's arg must then point into
  * device memory or at the device's address of mapped memory (op reaches). */
 extern int tds_pageable;
+/** Set while the program captures a stream in global mode (see above). */
+extern int tds_capture;
+/** Set to make this many stream queries fail with an error that says nothing of the launch
+ * (-EAGAIN). */
+extern unsigned tds_status_errors;
+/** Streams made, in all. */
+extern unsigned long tds_streams_made;
 
 #ifdef TEST_DEVICE_STREAMS_IMPL
 #include <pthread.h>
@@ -81,6 +97,10 @@ size_t tds_stack_limit = 1024;
 size_t tds_stack_need_next;
 const char *tds_load_fails;
 int tds_pageable = 1;
+int tds_capture;
+unsigned tds_status_errors;
+unsigned long tds_streams_made;
+static __thread int tds_mode; /* the thread's capture mode: 0 global (CUDA's default) */
 
 /* what the device reads at its own addresses: device memory, mapped memory's device side */
 static struct {
@@ -104,8 +124,9 @@ typedef struct tds_stream {
 typedef struct tds_launch {
     tds_stream_t       *s;
     uint64_t            seq;
-    void              (*run)(ringk_dev_kernel_t *k);
-    ringk_dev_kernel_t  view;  /* the kernel argument, by value */
+    void              (*run)(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state);
+    const ringk_dev_kernel_t *src;
+    ringk_dev_kernel_t *state;
     int                 fault;
     unsigned            hang_ms;
 } tds_launch_t;
@@ -215,7 +236,7 @@ static void *tds_launch_main(void *arg)
     }
     pthread_mutex_unlock(&s->mu);
     if (!l->fault) {
-        l->run(&l->view);
+        l->run(l->src, l->state);
     }
     if (l->hang_ms > 0) {
         usleep(l->hang_ms * 1000u);
@@ -232,13 +253,37 @@ static void *tds_launch_main(void *arg)
 
 /* One entry's launch: the run function of the entry it was made for (loaded first, and the
  * stack grown to its need, as CUDA would). */
-static int tds_launch(const char *name, void (*run)(ringk_dev_kernel_t *k),
-                      const ringk_dev_kernel_t *k, int device, void *stream, char *why,
-                      size_t why_len)
+/* A call that a global-mode capture of the program's forbids on a thread not in relaxed mode:
+ * 1 (a violation) when it would be refused. */
+static int tds_captured(const char *what)
+{
+    if (!__atomic_load_n(&tds_capture, __ATOMIC_ACQUIRE) ||
+        (tds_mode == RINGK_DEV_CAPTURE_RELAXED)) {
+        return 0;
+    }
+    __atomic_add_fetch(&tds_violations, 1, __ATOMIC_RELAXED);
+    fprintf(stderr, "test_device_streams: %s while the program captures a stream (global "
+            "mode): refused, and the capture invalidated\n", what);
+    return 1;
+}
+
+static void tds_capture_mode(int *mode)
+{
+    int old = tds_mode;
+
+    tds_mode = *mode;
+    *mode    = old;
+}
+
+static int tds_launch(const char *name,
+                      void (*run)(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state),
+                      const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state, int device,
+                      void *stream, char *why, size_t why_len)
 {
     tds_stream_t *s = stream;
     tds_launch_t *l = calloc(1, sizeof(*l));
     pthread_attr_t attr;
+    uint64_t l_seq;
     pthread_t th;
     int ret;
 
@@ -251,11 +296,12 @@ static int tds_launch(const char *name, void (*run)(ringk_dev_kernel_t *k),
     tds_stack_grow(tds_stack_need_of(name), "a launch grew the stack limit");
     l->s     = s;
     l->run   = run;
-    l->view  = *k;
+    l->src   = src;
+    l->state = state;
     l->fault   = __atomic_exchange_n(&tds_fault_next, 0, __ATOMIC_ACQ_REL);
     l->hang_ms = __atomic_exchange_n(&tds_hang_next_ms, 0, __ATOMIC_ACQ_REL);
     pthread_mutex_lock(&s->mu);
-    l->seq = ++s->queued;
+    l->seq = l_seq = ++s->queued;
     pthread_mutex_unlock(&s->mu);
     __atomic_add_fetch(&tds_running, 1, __ATOMIC_ACQ_REL);
     __atomic_add_fetch(&tds_launches, 1, __ATOMIC_RELAXED);
@@ -273,6 +319,24 @@ static int tds_launch(const char *name, void (*run)(ringk_dev_kernel_t *k),
         free(l);
         snprintf(why, why_len, "stand-in launch: no thread");
         return -EAGAIN;
+    }
+    if ((getenv("CUDA_LAUNCH_BLOCKING") != NULL) &&
+        (strcmp(getenv("CUDA_LAUNCH_BLOCKING"), "1") == 0)) {
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 3;
+        pthread_mutex_lock(&s->mu);
+        while ((s->finished < l_seq) &&
+               (pthread_cond_timedwait(&s->cond, &s->mu, &until) == 0)) {
+        }
+        ret = (s->finished < l_seq);
+        pthread_mutex_unlock(&s->mu);
+        if (ret) {
+            __atomic_add_fetch(&tds_violations, 1, __ATOMIC_RELAXED);
+            fprintf(stderr, "test_device_streams: a launch under CUDA_LAUNCH_BLOCKING=1 did "
+                    "not return in 3 s (on a GPU it would not return)\n");
+        }
     }
     return 0;
 }
@@ -427,6 +491,10 @@ static int tds_copy_to_device(int device, void *dst, const void *src, size_t byt
     if (tds_no_device(device, why, why_len) != 0) {
         return -ENODEV;
     }
+    if (tds_captured("a copy synchronized its stream")) {
+        snprintf(why, why_len, "stand-in: operation not permitted when stream is capturing");
+        return -EIO;
+    }
     pthread_mutex_lock(&s->mu);
     if (s->finished != s->queued) {
         pthread_mutex_unlock(&s->mu);
@@ -446,6 +514,8 @@ static int tds_stream_create(int device, void **stream, char *why, size_t why_le
     if (tds_no_device(device, why, why_len) != 0) {
         return -ENODEV;
     }
+    tds_check_idle("a stream made");
+    __atomic_add_fetch(&tds_streams_made, 1, __ATOMIC_RELAXED);
     s = tds_map(sizeof(*s)); /* zeroed */
     if (s == NULL) {
         snprintf(why, why_len, "stand-in: no memory for a stream");
@@ -460,8 +530,20 @@ static int tds_stream_create(int device, void **stream, char *why, size_t why_le
 static int tds_stream_status(void *stream, char *why, size_t why_len)
 {
     tds_stream_t *s = stream;
+    unsigned errs   = __atomic_load_n(&tds_status_errors, __ATOMIC_ACQUIRE);
     int ret;
 
+    if (tds_captured("a stream queried")) {
+        snprintf(why, why_len, "the device kernel's stream: operation not permitted when stream "
+                 "is capturing");
+        return -EAGAIN;
+    }
+    if ((errs > 0) &&
+        __atomic_compare_exchange_n(&tds_status_errors, &errs, errs - 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+        snprintf(why, why_len, "the device kernel's stream: stand-in error that is not sticky");
+        return -EAGAIN;
+    }
     pthread_mutex_lock(&s->mu);
     ret = s->fault ? -EIO : (s->finished == s->queued);
     pthread_mutex_unlock(&s->mu);
@@ -521,14 +603,14 @@ static void tds_stream_destroy(void *stream)
 /* An entry as nvcc would make it (RINGK_DEVICE_ENTRY in ringk_device_cuda.h), with the launch
  * of its own loop on a stand-in stream. */
 #define RINGK_DEVICE_ENTRY(sym, handler) \
-    static void sym##_ringk_run(ringk_dev_kernel_t *k) \
+    static void sym##_ringk_run(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k) \
     { \
-        ringk_dev_run(k, handler); \
+        ringk_dev_launch_run(src, k, handler); \
     } \
-    static int sym##_ringk_launch(const ringk_dev_kernel_t *k, int device, void *stream, \
-                                  char *why, size_t why_len) \
+    static int sym##_ringk_launch(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k, \
+                                  int device, void *stream, char *why, size_t why_len) \
     { \
-        return tds_launch(#sym, sym##_ringk_run, k, device, stream, why, why_len); \
+        return tds_launch(#sym, sym##_ringk_run, src, k, device, stream, why, why_len); \
     } \
     static int sym##_ringk_load(int device, size_t *stack_need, char *why, size_t why_len) \
     { \
@@ -538,7 +620,7 @@ static void tds_stream_destroy(void *stream)
         tds_device_count, tds_alloc_device, tds_alloc_mapped, \
         tds_copy_to_device, tds_stream_create, sym##_ringk_launch, tds_stream_status, \
         tds_free_device, tds_free_mapped, tds_stream_destroy, sym##_ringk_load, \
-        tds_stack_raise, tds_reaches \
+        tds_stack_raise, tds_reaches, tds_capture_mode \
     }; \
     const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \

@@ -66,7 +66,7 @@ RINGK_DEV_FN const void *ringk_dev_msg_payload(const ringk_msg_t *msg)
  *  since the epoch above 16 bits of logical counter. Only the kernel's loop writes it. */
 RINGK_DEV_FN uint64_t ringk_dev_hlc_tick(ringk_dev_kernel_t *k)
 {
-    uint64_t now  = (ringk_dev_now_ns() / 1000000u) << 16;
+    uint64_t now  = ((ringk_dev_now_ns() + k->clock_off) / 1000000u) << 16;
     uint64_t last = k->own.hlc;
     uint64_t t    = (now > last) ? now : last + 1;
 
@@ -92,11 +92,17 @@ RINGK_DEV_FN uint64_t ringk_dev_hlc_now(const ringk_dev_kernel_t *k)
     return k->own.hlc;
 }
 
+/* Nanoseconds from @a t0 to @a now, 0 when the clock stepped back past @a t0. */
+RINGK_DEV_FN uint64_t ringk_dev_elapsed_ns(uint64_t t0, uint64_t now)
+{
+    return (now > t0) ? now - t0 : 0;
+}
+
 /* Whether a wait begun at @a t0 with @a timeout_ms is over (RINGK_WAIT_FOREVER: never). */
 RINGK_DEV_FN int ringk_dev_wait_over(uint64_t t0, int timeout_ms)
 {
     return (timeout_ms != RINGK_WAIT_FOREVER) &&
-           (ringk_dev_now_ns() - t0 >= (uint64_t)timeout_ms * 1000000u);
+           (ringk_dev_elapsed_ns(t0, ringk_dev_now_ns()) >= (uint64_t)timeout_ms * 1000000u);
 }
 
 /* One step of a wait of kernel @a k for room or a message that @a timeout_ms bounds: -EAGAIN

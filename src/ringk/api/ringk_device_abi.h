@@ -76,8 +76,9 @@ RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
 {
     cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
 }
-/* %globaltimer: nanoseconds since the Unix epoch as the driver keeps it (its update step is
- * coarse on some GPUs: docs/gpu.md, "Timestamps") */
+/* %globaltimer: nanoseconds as the driver keeps them. Neither its origin nor its rate is the
+ * host's wall clock, and it may step: waits take differences clamped at 0, and the clock adds
+ * the host's offset taken at each launch (docs/gpu.md, "Timestamps") */
 RINGK_DEV_FN uint64_t ringk_dev_now_ns(void)
 {
     uint64_t t;
@@ -149,7 +150,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        13u
+#define RINGK_DEV_ABI        14u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -214,6 +215,8 @@ typedef struct ringk_dev_ctl {
     int32_t  state __attribute__((aligned(64))); /**< ringk_kernel_state_t, as the host set it */
     int32_t  barrier_result;     /**< the answer to the last barrier wait: 0 or -errno */
     uint64_t barrier_done;       /**< barrier waits answered (release, after barrier_result) */
+    uint64_t launch_ns;          /**< the host's wall clock (ns since the epoch) just before
+                                      the latest launch: the device clock's offset */
     /* written by the device: lines of their own */
     int32_t  done __attribute__((aligned(64)));  /**< the loop finished terminating */
     int32_t  idle;               /**< event-driven: no launch runs the loop (senders wake it) */
@@ -236,8 +239,11 @@ typedef struct ringk_dev_own {
     uint64_t barrier_req;
 } ringk_dev_own_t;
 
-/* What each launch of the loop gets (a kernel argument, by value): addresses valid on the
- * device, and the user's argument. */
+/* The kernel as its loop sees it: addresses valid on the device, the user's argument, and the
+ * loop's own state. The host writes it once, before the first launch, into mapped memory; each
+ * launch copies it into the kernel's own device memory and runs there (a launch gets the two
+ * addresses: a kernel parameter whose address is taken would be copied to every thread's
+ * stack, and each field the loop reads would then be a local-memory access). */
 typedef struct ringk_dev_kernel {
     ringk_dev_ctl_t   *ctl;
     ringk_ring_t       ingress;   /**< from the host: pinned mapped memory */
@@ -276,6 +282,9 @@ typedef struct ringk_dev_kernel {
                                                               as this sender last read it */
     uint32_t           targets_copied;  /**< bit r: targets[r] holds route r's target */
     ringk_dev_target_t targets[RINGK_DEV_ROUTES_MAX];
+    uint64_t           clock_off;  /**< added to ringk_dev_now_ns() for the wall clock: the
+                                        host's launch_ns less the device's time at the
+                                        launch's start (modulo 2^64) */
 } ringk_dev_kernel_t;
 
 /* Outbox record: what follows the cell header of an outbox message. */
@@ -308,11 +317,15 @@ typedef struct ringk_device_cuda_ops {
     int (*copy_to_device)(int device, void *dst, const void *src, size_t bytes, void *stream,
                           char *why, size_t why_len);
     int (*stream_create)(int device, void **stream, char *why, size_t why_len);
-    /** launches the loop on @a device */
-    int (*launch)(const ringk_dev_kernel_t *k, int device, void *stream, char *why,
-                  size_t why_len);
-    /** 1 when the stream's work finished, 0 while it runs, -EIO (with the CUDA error in
-     *  @a why) when a launch on it failed: the kernel faulted */
+    /** launches the loop on @a device: the launch copies the kernel from @a src (mapped memory
+     *  the host wrote) into @a state (the kernel's device memory) and runs there */
+    int (*launch)(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state, int device,
+                  void *stream, char *why, size_t why_len);
+    /** 1 when the stream's work finished, 0 while it runs; -EIO (with the CUDA error in
+     *  @a why) when a launch on it failed with an error that ends the device's context (a
+     *  sticky one: the kernel faulted); -EAGAIN (the error in @a why) when CUDA answered with
+     *  another error, which says nothing of the launch (a query refused while the program
+     *  captures a stream, say) */
     int (*stream_status)(void *stream, char *why, size_t why_len);
     void (*free_device)(int device, void *p);
     void (*free_mapped)(void *host);
@@ -329,7 +342,15 @@ typedef struct ringk_device_cuda_ops {
      *  pageable memory access, or no memory of the process at all (an integer); -EFAULT (why
      *  in @a why) when it cannot, -EIO when CUDA could not say */
     int (*reaches)(int device, const void *p, char *why, size_t why_len);
+    /** exchanges the calling thread's stream capture mode with *@a mode (a
+     *  cudaStreamCaptureMode, as cudaThreadExchangeStreamCaptureMode does): libringk makes its
+     *  calls in RINGK_DEV_CAPTURE_RELAXED, which a stream capture of the program's, in another
+     *  thread, does not forbid them in */
+    void (*capture_mode)(int *mode);
 } ringk_device_cuda_ops_t;
+
+/** cudaStreamCaptureModeRelaxed */
+#define RINGK_DEV_CAPTURE_RELAXED 2
 
 /** What RINGK_DEVICE_ENTRY() defines and a kernel's parameters name (device_entry). */
 typedef struct ringk_device_entry {
@@ -337,8 +358,9 @@ typedef struct ringk_device_entry {
     uint32_t    abi;        /**< RINGK_DEV_ABI */
     uint32_t    kind;       /**< RINGK_DEVICE_ENTRY_EMULATED or _CUDA */
     const char *name;
-    /** emulated: runs the loop on the calling thread until the launch returns */
-    void      (*emu_run)(ringk_dev_kernel_t *k);
+    /** emulated: runs a launch on the calling thread until it returns (as the CUDA launch
+     *  does: copies the kernel from @a src into @a state and runs there) */
+    void      (*emu_run)(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state);
     /** CUDA: the runtime calls */
     const ringk_device_cuda_ops_t *cuda;
 } ringk_device_entry_t;

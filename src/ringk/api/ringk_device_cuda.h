@@ -125,6 +125,28 @@ RINGK_CUDA_FN int ringk_cuda_stream_create(int device, void **stream, char *why,
     ringk_cuda_leave(device, current);
     return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "cudaStreamCreateWithFlags");
 }
+/* Whether @a err ends the context: an error of a kernel that faulted, after which every call of
+ * the process on the device fails the same way (docs/gpu.md, "Faults and stream capture"). */
+RINGK_CUDA_FN int ringk_cuda_sticky(cudaError_t err)
+{
+    switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorNvlinkUncorrectable:
+        return 1;
+    default:
+        return 0;
+    }
+}
 RINGK_CUDA_FN int ringk_cuda_stream_status(void *stream, char *why, size_t why_len)
 {
     cudaError_t err = cudaStreamQuery((cudaStream_t)stream);
@@ -134,10 +156,17 @@ RINGK_CUDA_FN int ringk_cuda_stream_status(void *stream, char *why, size_t why_l
         return 0;
     }
     if (err != cudaSuccess) {
-        cudaGetLastError();
-        return RINGK_DEVICE_CUDA_WHY(err, "the device kernel");
+        RINGK_DEVICE_CUDA_WHY(err, "the device kernel's stream");
+        return ringk_cuda_sticky(err) ? -EIO : -EAGAIN;
     }
     return 1;
+}
+RINGK_CUDA_FN void ringk_cuda_capture_mode(int *mode)
+{
+    enum cudaStreamCaptureMode m = (enum cudaStreamCaptureMode)*mode;
+
+    cudaThreadExchangeStreamCaptureMode(&m);
+    *mode = (int)m;
 }
 RINGK_CUDA_FN void ringk_cuda_free_device(int device, void *p)
 {
@@ -275,12 +304,12 @@ RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_
     return ringk_cuda_judge(device, p, &a, pageable, host_ptr, why, why_len) ? 0 : -EFAULT;
 }
 #  define RINGK_DEVICE_ENTRY(sym, handler) \
-    __global__ void sym##_ringk_global(ringk_dev_kernel_t k) \
+    __global__ void sym##_ringk_global(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k) \
     { \
-        ringk_dev_run(&k, handler); \
+        ringk_dev_launch_run(src, k, handler); \
     } \
-    static int sym##_ringk_launch(const ringk_dev_kernel_t *k, int device, void *stream, \
-                                  char *why, size_t why_len) \
+    static int sym##_ringk_launch(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k, \
+                                  int device, void *stream, char *why, size_t why_len) \
     { \
         cudaError_t err; \
         int current, ret = ringk_cuda_enter(device, &current, why, why_len); \
@@ -288,7 +317,7 @@ RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_
             return ret; \
         } \
         cudaGetLastError(); /* the launch's own error only, below */ \
-        sym##_ringk_global<<<1, 32, 0, (cudaStream_t)stream>>>(*k); \
+        sym##_ringk_global<<<1, 32, 0, (cudaStream_t)stream>>>(src, k); \
         err = cudaGetLastError(); \
         ringk_cuda_leave(device, current); \
         return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "kernel launch"); \
@@ -303,7 +332,7 @@ RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_
         ringk_cuda_alloc_mapped, ringk_cuda_copy_to_device, ringk_cuda_stream_create, \
         sym##_ringk_launch, ringk_cuda_stream_status, ringk_cuda_free_device, \
         ringk_cuda_free_mapped, ringk_cuda_stream_destroy, sym##_ringk_load, \
-        ringk_cuda_stack_raise, ringk_cuda_reaches \
+        ringk_cuda_stack_raise, ringk_cuda_reaches, ringk_cuda_capture_mode \
     }; \
     extern "C" const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
@@ -327,9 +356,9 @@ RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_
  * CUDA kernel of one block; compiled as host C, the same source runs on the emulated device.
  */
 #  define RINGK_DEVICE_ENTRY(sym, handler) \
-    static void sym##_ringk_run(ringk_dev_kernel_t *k) \
+    static void sym##_ringk_run(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k) \
     { \
-        ringk_dev_run(k, handler); \
+        ringk_dev_launch_run(src, k, handler); \
     } \
     const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_EMULATED, #sym, \

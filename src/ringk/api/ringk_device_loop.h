@@ -456,6 +456,32 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
     }
 }
 
+/**
+ * A launch of a device kernel: copies the kernel from @a src (mapped memory the host wrote before
+ * the first launch) into @a k (the kernel's device memory; the threads of the block share the
+ * copy), takes the clock's offset from the host's launch time, and runs the loop on @a k.
+ */
+RINGK_DEV_FN void ringk_dev_launch_run(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k,
+                                       ringk_dev_handler_t h)
+{
+#if defined(__CUDA_ARCH__)
+    const uint64_t *from = (const uint64_t*)src;
+    uint64_t *to         = (uint64_t*)k;
+    unsigned i;
+
+    for (i = threadIdx.x; i < sizeof(*k) / sizeof(uint64_t); i += blockDim.x) {
+        to[i] = from[i]; /* the bus's latency once per launch, not once per word */
+    }
+    __syncthreads();
+#else
+    *k = *src;
+#endif
+    if (ringk_dev_leader()) {
+        k->clock_off = ringk_dev_load_rlx_sys_u64(&k->ctl->launch_ns) - ringk_dev_now_ns();
+    }
+    ringk_dev_run(k, h);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk: the devices of the process, as the device executor uses them: each one's slabs and
+ * streams, made when the first context places a kernel there (before any kernel of the process
+ * runs on it) and freed when the last context that did is destroyed; and the calls libringk
+ * makes on a device in relaxed stream capture mode. */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "ringk_exec_dev.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The devices of the process (see ringk_dev_slot_t). Lock order: after a device kernel's
+ * d->mu (dev_join), before cuda_entries.mu (ringk_dev_entries.c); the log callback is called
+ * under it. A kernel's setup copy is made under it too, so a copy that waits (a stream sharing
+ * a hardware queue with a resident kernel, which the queue limit in ringk_exec_dev_select()
+ * is there to avoid) would hold every context's creates. */
+ringk_dev_proc_t ringk_dev_proc = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* A slab size in MiB from environment variable @a var (default @a def): the value, or -1
+ * (logged) when it is not a number in 1..RINGK_DEV_SLAB_MB_MAX. */
+static long slab_mb(ringk_ctx_t *ctx, const char *var, long def)
+{
+    const char *s = getenv(var);
+    char *end;
+    long v;
+
+    if ((s == NULL) || (*s == '\0')) {
+        return def;
+    }
+    v = strtol(s, &end, 10);
+    if ((*end != '\0') || (v < 1) || (v > RINGK_DEV_SLAB_MB_MAX)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s='%s' is not a size in MiB in 1..%d", var, s,
+                      RINGK_DEV_SLAB_MB_MAX);
+        return -1;
+    }
+    return v;
+}
+
+/* A launch copies the kernel a word at a time */
+_Static_assert(sizeof(ringk_dev_kernel_t) % sizeof(uint64_t) == 0, "ringk_dev_kernel_t in words");
+
+/* libringk's own CUDA calls for device kernels are made in relaxed stream capture mode: a
+ * capture of the program's in another thread (global mode, the default) would otherwise refuse
+ * them and be invalidated by them (docs/gpu.md, "Faults and stream capture"). Returns the
+ * thread's mode before, for ringk_dev_relax_end(). */
+int ringk_dev_relax_begin(const ringk_device_cuda_ops_t *ops)
+{
+    int mode = RINGK_DEV_CAPTURE_RELAXED;
+
+    if (ops->capture_mode != NULL) {
+        ops->capture_mode(&mode);
+    }
+    return mode;
+}
+
+void ringk_dev_relax_end(const ringk_device_cuda_ops_t *ops, int mode)
+{
+    if (ops->capture_mode != NULL) {
+        ops->capture_mode(&mode);
+    }
+}
+
+int ringk_dev_stream_status(ringk_dev_host_t *d, char *why, size_t why_len)
+{
+    const ringk_device_cuda_ops_t *ops = d->entry->cuda;
+    int mode = ringk_dev_relax_begin(ops), ret = ops->stream_status(d->stream, why, why_len);
+
+    ringk_dev_relax_end(ops, mode);
+    return ret;
+}
+
+/* Under ringk_dev_proc.mu, with no kernel of the process on @a slot's device: its setup stream and
+ * the streams its kernels will take (one per hardware queue but the setup stream's and one for
+ * the process's other streams), all made now (see ringk_dev_slot_t.streams). */
+static int slot_streams(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
+{
+    const ringk_device_cuda_ops_t *ops = slot->ops;
+    unsigned n = (slot->queues > 2) ? slot->queues - 2 : 0;
+    char why[160] = "";
+    int ret = ops->stream_create(slot->cuda_index, &slot->stream, why, sizeof(why));
+
+    slot->nstreams = 0;
+    while ((ret == 0) && (slot->nstreams < n) && (slot->nstreams < RINGK_DEV_QUEUES_MAX)) {
+        ret = ops->stream_create(slot->cuda_index, &slot->streams[slot->nstreams], why,
+                                 sizeof(why));
+        slot->stream_used[slot->nstreams] = 0;
+        slot->nstreams += (ret == 0);
+    }
+    if (ret != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
+    }
+    return ret;
+}
+
+/* Under ringk_dev_proc.mu: destroys @a slot's streams (none of its kernels' launches runs). */
+static void slot_streams_destroy(ringk_dev_slot_t *slot)
+{
+    while (slot->nstreams > 0) {
+        slot->nstreams--;
+        slot->ops->stream_destroy(slot->streams[slot->nstreams]);
+    }
+    if (slot->stream != NULL) {
+        slot->ops->stream_destroy(slot->stream);
+        slot->stream = NULL;
+    }
+}
+
+/* Under ringk_dev_proc.mu: allocates the slabs of @a slot, before any kernel of it runs: 0, -EINVAL,
+ * -ENOMEM or -EIO. */
+static int slot_init(ringk_ctx_t *ctx, ringk_dev_slot_t *slot)
+{
+    long mapped_mb = slab_mb(ctx, "RINGK_DEVICE_MAPPED_MB", RINGK_DEV_MAPPED_MB_DEFAULT);
+    long mem_mb    = slab_mb(ctx, "RINGK_DEVICE_MEM_MB", RINGK_DEV_MEM_MB_DEFAULT);
+    const ringk_device_cuda_ops_t *ops = slot->ops;
+    char why[160] = "";
+    void *host = NULL, *dev = NULL;
+    int ret, mode;
+
+    if ((mapped_mb < 0) || (mem_mb < 0)) {
+        return -EINVAL;
+    }
+    if ((slot->cuda_index < 0) && (__atomic_load_n(&ringk_dev_proc.running, __ATOMIC_ACQUIRE) > 0)) {
+        /* docs/gpu.md, "Implicit synchronization": on a GPU this allocation would wait for the
+         * kernels that run; the emulated device's tests look for this line */
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "device memory allocated while %u device kernel "
+                      "launches run", __atomic_load_n(&ringk_dev_proc.running, __ATOMIC_ACQUIRE));
+    }
+    slot->mapped.size = (size_t)mapped_mb << 20;
+    slot->mem.size    = (size_t)mem_mb << 20;
+    if (slot->cuda_index < 0) {
+        if ((posix_memalign(&host, 4096, slot->mapped.size) != 0) ||
+            (posix_memalign(&dev, 4096, slot->mem.size) != 0)) {
+            free(host);
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "emulated device: cannot allocate %ld + %ld MiB",
+                          mapped_mb, mem_mb);
+            return -ENOMEM;
+        }
+        slot->mapped.host = slot->mapped.dev = host;
+        slot->mem.host    = slot->mem.dev    = dev;
+        return 0;
+    }
+    mode = ringk_dev_relax_begin(ops);
+    if ((ret = slot_streams(ctx, slot)) != 0) {
+        slot_streams_destroy(slot);
+        ringk_dev_relax_end(ops, mode);
+        return ret;
+    }
+    if ((ret = ops->alloc_mapped(slot->cuda_index, &host, &dev, slot->mapped.size, why,
+                                 sizeof(why))) != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
+        slot_streams_destroy(slot);
+        ringk_dev_relax_end(ops, mode);
+        return ret;
+    }
+    slot->mapped.host = host;
+    slot->mapped.dev  = dev;
+    if ((ret = ops->alloc_device(slot->cuda_index, &dev, slot->mem.size, why, sizeof(why))) != 0)
+    {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", slot->cuda_index, why);
+        ops->free_mapped(slot->mapped.host);
+        slot_streams_destroy(slot);
+        slot->mapped.host = NULL;
+        ringk_dev_relax_end(ops, mode);
+        return ret;
+    }
+    ringk_dev_relax_end(ops, mode);
+    slot->mem.dev = dev; /* the host has no address for it */
+    return 0;
+}
+
+/* Under ringk_dev_proc.mu: the device slot for @a entry with placement @a placement, set up on
+ * first use and counted as used by @a ctx: 0 with it in *slot_p, or a negative errno; -ENODEV
+ * with the reason in @a why. */
+int ringk_dev_slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int placement,
+                    ringk_dev_slot_t **slot_p, char *why, size_t why_len)
+{
+    ringk_dev_slot_t *slot;
+    int n, idx = (placement < 0) ? 0 : placement, ret = 0;
+
+    if (entry->kind == RINGK_DEVICE_ENTRY_EMULATED) {
+        slot = &ringk_dev_proc.slot[0];
+        if (!slot->used) { /* set once: the proxy thread reads it */
+            slot->cuda_index = -1;
+        }
+    } else {
+        n = entry->cuda->device_count(why, why_len);
+        if (n <= 0) {
+            return (n < 0) ? n : -ENODEV;
+        }
+        if ((idx >= n) || (idx >= RINGK_DEV_SLOTS - 1)) {
+            snprintf(why, why_len, "placement %d: this process sees %d CUDA devices (at most "
+                     "%d used)", placement, n, RINGK_DEV_SLOTS - 1);
+            return -ENODEV;
+        }
+        slot = &ringk_dev_proc.slot[1 + idx];
+        if (!slot->used) { /* set once: the proxy thread reads it */
+            const char *bad;
+
+            slot->cuda_index = idx;
+            slot->queues     = ringk_dev_queues(idx, &slot->queues_before, &bad);
+            if (bad != NULL) {
+                ringk_log_msg(ctx, RINGK_LOG_WARN, "CUDA_DEVICE_MAX_CONNECTIONS='%s' is not a "
+                              "number of queues in 1..32: CUDA's default of 8 assumed", bad);
+            }
+        }
+        slot->ops = ringk_dev_ops_live(slot->ops);
+        if (slot->ops == NULL) { /* its entry is not registered (the table was full) */
+            slot->ops = entry->cuda;
+        }
+    }
+    if (!slot->used) {
+        ret = slot_init(ctx, slot);
+        slot->used = (ret == 0);
+    }
+    if ((ret == 0) && !ctx->devs->holds[slot - ringk_dev_proc.slot]) {
+        ctx->devs->holds[slot - ringk_dev_proc.slot] = 1;
+        slot->users++;
+    }
+    *slot_p = slot;
+    return ret;
+}
+
+int ringk_dev_slot_stream(ringk_dev_slot_t *slot, unsigned *at, char *why, size_t why_len)
+{
+    for (*at = 0; *at < slot->nstreams; (*at)++) {
+        if (!slot->stream_used[*at]) {
+            return 0;
+        }
+    }
+    snprintf(why, why_len, "CUDA device %d has %u device kernels, the most its %u hardware "
+             "queues take (CUDA_DEVICE_MAX_CONNECTIONS - 2%s)", slot->cuda_index, slot->nstreams,
+             slot->queues, slot->queues_before ? "; its context was made before libringk could "
+             "set it, with CUDA's 8: set it to 32 before the program's first CUDA call" : "");
+    return -ENOSPC;
+}
+
+/* Under ringk_dev_proc.mu: a setup copy of @a len bytes to @a slot's device memory, on its setup
+ * stream. */
+int ringk_dev_slot_copy(ringk_dev_slot_t *slot, void *dst, const void *src, size_t len, char *why,
+                     size_t why_len)
+{
+    int mode = ringk_dev_relax_begin(slot->ops);
+    int ret  = slot->ops->copy_to_device(slot->cuda_index, dst, src, len, slot->stream, why,
+                                         why_len);
+
+    ringk_dev_relax_end(slot->ops, mode);
+    return ret;
+}
+
+void ringk_exec_dev_release(ringk_ctx_t *ctx)
+{
+    ringk_dev_slot_t *slot;
+    unsigned i;
+
+    if (ctx->devs == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&ringk_dev_proc.mu);
+    for (i = 0; i < RINGK_DEV_SLOTS; i++) {
+        slot = &ringk_dev_proc.slot[i];
+        if (!ctx->devs->holds[i] || (--slot->users > 0)) {
+            continue; /* another context's kernels may run there */
+        }
+        if (slot->stuck > 0) {
+            /* kept for the next context (an allocation would wait for the stuck launch),
+             * which takes all but the stuck kernels' regions again */
+            if (!slot->kept) {
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches still run: "
+                              "its %zu + %zu bytes of memory are not freed", slot->cuda_index,
+                              slot->stuck, slot->mapped.size, slot->mem.size);
+            }
+            slot->kept = 1;
+            continue;
+        }
+        if (slot->cuda_index >= 0) {
+            slot->ops = ringk_dev_ops_live(slot->ops);
+        }
+        if (slot->cuda_index < 0) {
+            free(slot->mapped.host);
+            free(slot->mem.host);
+        } else if (slot->ops != NULL) { /* NULL: no entry left to make the calls with */
+            int mode = ringk_dev_relax_begin(slot->ops);
+
+            slot->ops->free_device(slot->cuda_index, slot->mem.dev);
+            slot->ops->free_mapped(slot->mapped.host);
+            slot_streams_destroy(slot);
+            ringk_dev_relax_end(slot->ops, mode);
+        }
+        slot->nstreams = 0;
+        slot->used = 0; /* allocated again at the next use; cuda_index stays */
+        slot->ops  = NULL; /* the next first entry's: this one's library may be unloaded */
+        memset(&slot->mapped, 0, sizeof(slot->mapped));
+        memset(&slot->mem, 0, sizeof(slot->mem));
+        if (slot->regions != NULL) { /* every kernel was freed, none stuck: a hold leaked */
+            char name[32] = "the emulated device";
+
+            if (slot->cuda_index >= 0) {
+                snprintf(name, sizeof(name), "CUDA device %d", slot->cuda_index);
+            }
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s: regions still held when its slabs are "
+                          "freed", name);
+            ringk_dev_regions_clear(slot);
+        }
+        slot->stream = NULL;
+    }
+    pthread_mutex_unlock(&ringk_dev_proc.mu);
+    free(ctx->devs);
+    ctx->devs = NULL;
+}
