@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@
     X(cudaGetErrorString) X(cudaGetLastError) X(cudaPointerGetAttributes) \
     X(cudaIpcGetMemHandle) X(cudaIpcOpenMemHandle) X(cudaIpcCloseMemHandle) \
     X(cudaMalloc) X(cudaFree) X(cudaMallocHost) X(cudaFreeHost) X(cudaMemset) X(cudaMemcpy) \
-    X(cudaMemcpyAsync) X(cudaMemcpyPeer) X(cudaStreamSynchronize)
+    X(cudaMemcpyAsync) X(cudaMemcpyPeer) X(cudaStreamSynchronize) X(cudaStreamCreateWithFlags) \
+    X(cudaThreadExchangeStreamCaptureMode)
 
 static struct {
 #define RINGK_CUDART_MEMBER(f) __typeof__(&f) f;
@@ -280,19 +282,74 @@ void ringk_cuda_ipc_close(void *mapped)
     }
 }
 
+/* The process's copy streams, one per device, made at the first copy on it and kept: a stream
+ * per thread (cudaStreamPerThread) would make a stream for each new thread, and a stream made
+ * while device kernels are resident may be given the hardware queue one of them holds, behind
+ * which it waits for ever (docs/gpu.md, "Hardware queues and streams"). */
+#define RINGK_CUDA_COPY_STREAMS 16
+static struct {
+    pthread_mutex_t mu;
+    cudaStream_t    s[RINGK_CUDA_COPY_STREAMS];
+} copy_streams = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The copy stream of the calling thread's current device: 0 with it in *@a s, or the error. */
+static cudaError_t copy_stream(cudaStream_t *s)
+{
+    cudaError_t err;
+    int dev = 0;
+
+    if ((err = rt.cudaGetDevice(&dev)) != cudaSuccess) {
+        return err;
+    }
+    if ((dev < 0) || (dev >= RINGK_CUDA_COPY_STREAMS)) {
+        *s = cudaStreamPerThread; /* a device past those of any machine ringk knows */
+        return cudaSuccess;
+    }
+    pthread_mutex_lock(&copy_streams.mu);
+    if (copy_streams.s[dev] == NULL) {
+        err = rt.cudaStreamCreateWithFlags(&copy_streams.s[dev], cudaStreamNonBlocking);
+    }
+    *s = copy_streams.s[dev];
+    pthread_mutex_unlock(&copy_streams.mu);
+    return err;
+}
+
+/* The calling thread in relaxed stream capture mode: a capture the program makes in another
+ * thread (global mode, the default) neither forbids ringk's calls nor is invalidated by them.
+ * Returns the mode before, for capture_end(). */
+static enum cudaStreamCaptureMode capture_relax(void)
+{
+    enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+
+    rt.cudaThreadExchangeStreamCaptureMode(&mode);
+    return mode;
+}
+
+static void capture_end(enum cudaStreamCaptureMode mode)
+{
+    rt.cudaThreadExchangeStreamCaptureMode(&mode);
+}
+
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)
 {
+    enum cudaStreamCaptureMode mode;
+    cudaStream_t s = NULL;
     cudaError_t err;
 
     if (!cudart(why, why_len)) {
         return -EIO;
     }
     /* cudaMemcpy may return before a device-to-device or pageable host-to-device copy has
-     * landed: the copy goes on the calling thread's stream, which is then waited for. */
-    err = rt.cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, cudaStreamPerThread);
+     * landed: the copy goes on the device's copy stream, which is then waited for. */
+    mode = capture_relax();
+    err  = copy_stream(&s);
     if (err == cudaSuccess) {
-        err = rt.cudaStreamSynchronize(cudaStreamPerThread);
+        err = rt.cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, s);
     }
+    if (err == cudaSuccess) {
+        err = rt.cudaStreamSynchronize(s);
+    }
+    capture_end(mode);
     if (err != cudaSuccess) {
         rt.cudaGetLastError(); /* not left for the application's next error check */
         snprintf(why, why_len, "rt.cudaMemcpy(%p <- %p, %zu): %s", dst, src, len,
@@ -304,15 +361,28 @@ int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t wh
 
 void *ringk_cuda_host_alloc(size_t len)
 {
-    void *ptr;
+    enum cudaStreamCaptureMode mode;
+    void *ptr = NULL;
 
-    return (cudart(NULL, 0) && (rt.cudaMallocHost(&ptr, len) == cudaSuccess)) ? ptr : NULL;
+    if (cudart(NULL, 0)) {
+        mode = capture_relax();
+        if (rt.cudaMallocHost(&ptr, len) != cudaSuccess) {
+            rt.cudaGetLastError();
+            ptr = NULL;
+        }
+        capture_end(mode);
+    }
+    return ptr;
 }
 
 void ringk_cuda_host_free(void *ptr)
 {
+    enum cudaStreamCaptureMode mode;
+
     if (cudart(NULL, 0)) { /* it was allocated: loaded */
+        mode = capture_relax();
         rt.cudaFreeHost(ptr);
+        capture_end(mode);
     }
 }
 
@@ -340,9 +410,14 @@ int ringk_cuda_device_count(char *why, size_t why_len)
 int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, size_t why_len)
 {
     uint32_t *host = NULL, *back = NULL, *mem_b = NULL, *mem_a = NULL;
-    int dev_a, dev_b, can = 0, ret = -EIO, i, caller = 0;
+    int dev_a, dev_b, can = 0, ret = -EIO, i, caller = 0, n;
     cudaError_t err;
 
+    if ((n = ringk_cuda_resident(-1)) > 0) {
+        snprintf(why, why_len, "this process has %d ringk device kernels on its GPUs: the "
+                 "canary's allocations would wait for them", n);
+        return -EBUSY;
+    }
     if (!cudart(why, why_len)) {
         return -ENODEV;
     }
@@ -492,7 +567,96 @@ int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, s
 
 #endif
 
+/* libringk's count of its device kernels, where the process has libringk (a weak reference: the
+ * transport is loaded into programs without it). */
+extern int ringk_device_kernels(int device) __attribute__((weak, visibility("default")));
+
+int ringk_cuda_resident(int dev)
+{
+    int d, n = 0;
+
+    if (ringk_device_kernels == NULL) {
+        return 0;
+    }
+    if (dev >= 0) {
+        return ringk_device_kernels(dev);
+    }
+    for (d = 0; d < RINGK_CUDA_DEVICES_MAX; d++) {
+        n += ringk_device_kernels(d);
+    }
+    return n;
+}
+
+/* Pinned staging buffers given back while device kernels were resident, for the next taker. */
+#define RINGK_CUDA_STAGE_SPARES 8
+static struct {
+    pthread_mutex_t mu;
+    void           *p[RINGK_CUDA_STAGE_SPARES];
+    size_t          len[RINGK_CUDA_STAGE_SPARES];
+} stage_spares = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void *ringk_cuda_stage_get(size_t len, int *pinned_p)
+{
+    void *p = NULL;
+    unsigned i;
+
+    pthread_mutex_lock(&stage_spares.mu);
+    for (i = 0; (i < RINGK_CUDA_STAGE_SPARES) && (p == NULL); i++) {
+        if ((stage_spares.p[i] != NULL) && (stage_spares.len[i] >= len)) {
+            p                 = stage_spares.p[i];
+            stage_spares.p[i] = NULL;
+        }
+    }
+    pthread_mutex_unlock(&stage_spares.mu);
+    if ((p == NULL) && (ringk_cuda_resident(-1) == 0)) {
+        p = ringk_cuda_host_alloc(len);
+    }
+    *pinned_p = (p != NULL);
+    return (p != NULL) ? p : malloc(len);
+}
+
+void ringk_cuda_stage_put(void *p, size_t len, int pinned)
+{
+    unsigned i;
+
+    if (!pinned || (p == NULL)) {
+        free(p);
+        return;
+    }
+    if (ringk_cuda_resident(-1) == 0) {
+        ringk_cuda_host_free(p);
+        return;
+    }
+    pthread_mutex_lock(&stage_spares.mu);
+    for (i = 0; (i < RINGK_CUDA_STAGE_SPARES) && (p != NULL); i++) {
+        if (stage_spares.p[i] == NULL) {
+            stage_spares.p[i]   = p;
+            stage_spares.len[i] = len;
+            p                   = NULL;
+        }
+    }
+    pthread_mutex_unlock(&stage_spares.mu);
+    /* more spares than places: kept until the process exits (a free would wait) */
+}
+
 #define RINGK_CU_ERROR_NOT_INITIALIZED 3 /* CUDA_ERROR_NOT_INITIALIZED: no cuInit yet */
+
+int ringk_cuda_driver_initialized(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    int (*count)(int *n);
+    int n, ret = 1;
+
+    if (lib == NULL) {
+        return 0;
+    }
+    *(void**)&count = dlsym(lib, "cuDeviceGetCount");
+    if ((count != NULL) && (count(&n) == RINGK_CU_ERROR_NOT_INITIALIZED)) {
+        ret = 0;
+    }
+    dlclose(lib);
+    return ret;
+}
 
 int ringk_cuda_ctx_exists(int dev)
 {

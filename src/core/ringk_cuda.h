@@ -70,9 +70,32 @@ void ringk_cuda_ipc_close(void *mapped);
  *  stream) and returns once the data has landed. */
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len);
 
-/** Pinned host memory for staging; NULL on failure. */
+/** Pinned host memory; NULL on failure. Waits for every kernel on the device: see
+ *  ringk_cuda_stage_get() for staging. */
 void *ringk_cuda_host_alloc(size_t len);
 void ringk_cuda_host_free(void *ptr);
+
+/** CUDA devices ringk_cuda_resident(-1) looks at. */
+#define RINGK_CUDA_DEVICES_MAX 8
+
+/**
+ * The ringk device kernels of this process on CUDA device @a dev (libringk's count, where the
+ * process has libringk; else 0), or on any of its first RINGK_CUDA_DEVICES_MAX devices for
+ * @a dev -1. While there is one, no call that waits for the whole device may be made.
+ */
+int ringk_cuda_resident(int dev);
+
+/**
+ * A staging buffer of @a len bytes for GPU copies: pinned (*@a pinned_p 1) where that can be
+ * had without waiting for a device, that is from a spare pinned buffer, or newly allocated
+ * while the process has no ringk device kernel; else pageable memory (*@a pinned_p 0: slower
+ * copies, which never wait for the device). NULL when out of memory.
+ */
+void *ringk_cuda_stage_get(size_t len, int *pinned_p);
+
+/** Gives back what ringk_cuda_stage_get() gave: a pinned buffer is freed while the process has no
+ *  ringk device kernel, else kept as a spare (a free would wait for them). */
+void ringk_cuda_stage_put(void *p, size_t len, int pinned);
 
 /**
  * Whether CUDA device @a dev's primary context exists in this process: 1, 0, or -1 when it
@@ -81,5 +104,13 @@ void ringk_cuda_host_free(void *ptr);
  * Also in a build without CUDA (the program may use CUDA itself).
  */
 int ringk_cuda_ctx_exists(int dev);
+
+/**
+ * Whether the CUDA driver the process has loaded (libcuda.so.1) was initialized (cuInit), asked
+ * without loading or initializing it: 0 when it is not loaded or not initialized, 1 when it is
+ * or when it cannot be told. The driver reads CUDA_DEVICE_MAX_CONNECTIONS when it is
+ * initialized.
+ */
+int ringk_cuda_driver_initialized(void);
 
 #endif

@@ -724,7 +724,9 @@ int ringk_policy_apply(const ringk_policy_t *pol, const ringk_topo_pair_t *pair,
  * later ones take its outcome. The canary allocates, sets and frees GPU memory, calls that can
  * wait for every kernel running on the device (docs/gpu.md, "Implicit synchronization"), so
  * it runs once per pair, at the first endpoint (a job of libringk makes its endpoints before it
- * launches device kernels). A full table runs the canary again. */
+ * launches device kernels), and not at all while the process has ringk device kernels (the
+ * path is then reported unverified, and the next endpoint of the pair tries again). A full
+ * table runs the canary again. */
 #define CANARY_CACHE 64
 static struct {
     pthread_mutex_t mu;
@@ -756,7 +758,7 @@ static int canary_once(const char *a, const char *b, char *why, size_t why_len, 
     /* under the lock: two endpoints of one pair made at once run it once */
     ret     = ringk_cuda_p2p_canary(a, b, why, why_len);
     *cached = 0;
-    if (canaries.n < CANARY_CACHE) {
+    if ((ret != -EBUSY) && (canaries.n < CANARY_CACHE)) { /* busy: run at a later endpoint */
         snprintf(canaries.e[canaries.n].a, sizeof(canaries.e[0].a), "%s", a);
         snprintf(canaries.e[canaries.n].b, sizeof(canaries.e[0].b), "%s", b);
         snprintf(canaries.e[canaries.n].why, sizeof(canaries.e[0].why), "%s", why);
@@ -772,7 +774,7 @@ int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int
     size_t len = strlen(reason);
     const char *when;
     char why[256];
-    int cached;
+    int cached, ret;
 
     if ((path != RINGK_PATH_P2P_NVLINK) && (path != RINGK_PATH_P2P_PCIE)) {
         return path;
@@ -784,7 +786,12 @@ int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int
     if ((a >= topo->ngpus) || (b >= topo->ngpus)) {
         return RINGK_PATH_HOST_STAGED;
     }
-    if (canary_once(topo->gpus[a].busid, topo->gpus[b].busid, why, sizeof(why), &cached) != 0) {
+    ret = canary_once(topo->gpus[a].busid, topo->gpus[b].busid, why, sizeof(why), &cached);
+    if (ret == -EBUSY) {
+        snprintf(reason + len, reason_len - len, "; unverified (%s)", why);
+        return path;
+    }
+    if (ret != 0) {
         when = cached ? ", at this process's first endpoint of the pair" : "";
         snprintf(reason + len, reason_len - len, "; %s failed its canary (%s%s): falling back "
                  "to HOST_STAGED", ringk_path_name((ringk_path_t)path), why, when);

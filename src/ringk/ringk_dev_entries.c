@@ -27,8 +27,8 @@ static struct {
     unsigned                    kernels[RINGK_DEV_SLOTS];
     int                         asked;  /* ringk_dev_queues_ask() ran */
     int                         set;    /* it set CUDA_DEVICE_MAX_CONNECTIONS */
-    int8_t                      ctx_before[RINGK_DEV_SLOTS]; /* 1: the device's context existed
-                                           (or could not be told of) when it was set */
+    int                         init_before; /* 1: the CUDA driver was initialized (or it
+                                           could not be told) when it was set */
 } cuda_entries = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Under cuda_entries.mu: the index of @a e, added when new (in a place an unregistered entry
@@ -117,27 +117,25 @@ const ringk_device_cuda_ops_t *ringk_dev_ops_live(const ringk_device_cuda_ops_t 
 
 void ringk_dev_queues_ask(void)
 {
-    int8_t before[RINGK_DEV_SLOTS] = {0};
-    int dev, set = 0;
+    int before = 0, set = 0;
 
     if (__atomic_load_n(&cuda_entries.asked, __ATOMIC_ACQUIRE)) {
         return;
     }
-    /* the contexts that exist already (the program's, the transport's) keep the queues they
-     * were made with; asked without a lock (a driver query may load nothing, but dlopen takes
-     * the loader's lock, which a library's destructor holds when it unregisters its entry) */
+    /* CUDA reads the variable when the driver is initialized (the program's first CUDA call,
+     * or the transport's): after that, every context has the queues of that time. Asked without
+     * a lock (a driver query may load nothing, but dlopen takes the loader's lock, which a
+     * library's destructor holds when it unregisters its entry). */
     if (getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL) {
-        for (dev = 0; dev < RINGK_DEV_SLOTS - 1; dev++) {
-            before[1 + dev] = (ringk_cuda_ctx_exists(dev) != 0);
-        }
-        set = 1;
+        before = (ringk_cuda_driver_initialized() != 0);
+        set    = 1;
     }
     pthread_mutex_lock(&cuda_entries.mu);
     if (!cuda_entries.asked) {
         if (set && (getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL)) {
             setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
-            memcpy(cuda_entries.ctx_before, before, sizeof(before));
-            cuda_entries.set = 1;
+            cuda_entries.init_before = before;
+            cuda_entries.set         = 1;
         }
         __atomic_store_n(&cuda_entries.asked, 1, __ATOMIC_RELEASE);
     }
@@ -151,7 +149,7 @@ unsigned ringk_dev_queues(int dev, int *before, const char **bad)
     long queues = 8;
 
     pthread_mutex_lock(&cuda_entries.mu);
-    *before = cuda_entries.set && (cuda_entries.ctx_before[1 + dev] > 0);
+    *before = cuda_entries.set && cuda_entries.init_before;
     conn    = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
     *bad    = NULL;
     if ((conn != NULL) && !*before) {
@@ -252,7 +250,22 @@ int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk
     return ret;
 }
 
-/* A device kernel counted by cuda_kernel_ready() whose launches all returned. */
+int ringk_device_kernels(int device)
+{
+    int n = 0;
+
+    if (device < 0) {
+        return ringk_log_bad_arg(NULL, __func__, "device %d is negative", device);
+    }
+    if (device < RINGK_DEV_SLOTS - 1) {
+        pthread_mutex_lock(&cuda_entries.mu);
+        n = (int)cuda_entries.kernels[1 + device];
+        pthread_mutex_unlock(&cuda_entries.mu);
+    }
+    return n;
+}
+
+/* A device kernel counted by ringk_dev_entry_ready() whose launches all returned. */
 void ringk_dev_entry_gone(int dev)
 {
     pthread_mutex_lock(&cuda_entries.mu);

@@ -232,8 +232,9 @@ int ringk_dev_slot_stream(ringk_dev_slot_t *slot, unsigned *at, char *why, size_
     }
     snprintf(why, why_len, "CUDA device %d has %u device kernels, the most its %u hardware "
              "queues take (CUDA_DEVICE_MAX_CONNECTIONS - 2%s)", slot->cuda_index, slot->nstreams,
-             slot->queues, slot->queues_before ? "; its context was made before libringk could "
-             "set it, with CUDA's 8: set it to 32 before the program's first CUDA call" : "");
+             slot->queues, slot->queues_before ? "; CUDA was initialized before libringk could "
+             "set it, so it has CUDA's 8: set it to 32 before the program's first CUDA call" :
+             "");
     return -ENOSPC;
 }
 

@@ -68,7 +68,7 @@ typedef struct {
     ringk_dev_region_t            *regions;      /* the memory its kernels hold */
     unsigned                       kernels;      /* its kernels: a stream each */
     unsigned                       queues;       /* its hardware queues (ringk_dev_queues) */
-    int                            queues_before; /* its context was made before libringk
+    int                            queues_before; /* CUDA was initialized before libringk
                                                     could ask for more queues */
     unsigned                       stuck;        /* kernels whose launch did not return: the
                                                     slabs are never freed then, nor their
@@ -159,15 +159,15 @@ const ringk_device_cuda_ops_t *ringk_dev_ops_live(const ringk_device_cuda_ops_t 
 /** A device kernel counted by ringk_dev_entry_ready() whose launches all returned. */
 void ringk_dev_entry_gone(int dev);
 /** Once, before libringk's first CUDA call for device kernels and under no lock: asks CUDA
- *  for 32 hardware queues per device (CUDA_DEVICE_MAX_CONNECTIONS, which CUDA reads when it
- *  makes a device's context) unless the environment already says, noting the devices whose
- *  context exists already. */
+ *  for 32 hardware queues per device (CUDA_DEVICE_MAX_CONNECTIONS, which CUDA reads when the
+ *  driver is initialized) unless the environment already says, noting whether the driver was
+ *  initialized already. */
 void ringk_dev_queues_ask(void);
 /** The hardware queues CUDA device @a dev's context has, as far as the process can tell:
- *  CUDA_DEVICE_MAX_CONNECTIONS when the program set it or the context was made after
- *  ringk_dev_queues_ask() set it, else CUDA's default of 8 (*@a before is 1 when the context
- *  existed before libringk set it; *@a bad is the variable's value when it is not a number in
- *  1..32). */
+ *  CUDA_DEVICE_MAX_CONNECTIONS when the program set it or the driver was initialized after
+ *  ringk_dev_queues_ask() set it, else CUDA's default of 8 (*@a before is 1 when the driver
+ *  was initialized before libringk set it; *@a bad is the variable's value when it is not a
+ *  number in 1..32). */
 unsigned ringk_dev_queues(int dev, int *before, const char **bad);
 
 /** Under the process's device lock: a region of @a mapped bytes of @a slot's mapped slab and

@@ -171,6 +171,7 @@ ROW(q_stats_null, ringk_p2pq_stats_query(NULL, &qstats))
 ROW(q_stats_out, ringk_p2pq_stats_query(queue, NULL))
 ROW(dev_register_null, ringk_device_entry_register(NULL))
 ROW_VOID(dev_unregister_null, ringk_device_entry_unregister(NULL))
+ROW(dev_kernels_neg, ringk_device_kernels(-1))
 
 static const struct {
     const char *call;     /* the public function (test_abi.sh reads these names) */
@@ -262,6 +263,8 @@ static const struct {
     {"ringk_p2pq_stats_query", q_stats_out, -EINVAL, "ringk_p2pq_stats_query: stats_p is NULL"},
     {"ringk_device_entry_register", dev_register_null, -EINVAL,
      "ringk_device_entry_register: entry is NULL"},
+    {"ringk_device_kernels", dev_kernels_neg, -EINVAL, "ringk_device_kernels: device -1 is "
+     "negative"},
     {"ringk_device_entry_unregister", dev_unregister_null, 0,
      "ringk_device_entry_unregister: entry is NULL"},
 };

@@ -14,6 +14,7 @@
 #include "test_device_util.h"
 #ifdef TEST_DEVICE_STREAMS
 #include "test_device_streams.h"
+#include "core/ringk_cuda.h"
 #define TEST_DEVICE_INDEX 0 /* ringk_kernel_stats_t.device: the stand-in's CUDA device 0 */
 #else
 #define TEST_DEVICE_INDEX RINGK_DEVICE_EMULATED
@@ -1110,6 +1111,44 @@ START_TEST(test_device_streams_pool)
 }
 END_TEST
 
+/* While device kernels are resident, ringk_device_kernels() counts them, and the transport's
+ * calls that would wait for the device are not made: the P2P canary is refused (the path is
+ * left unverified) and GPU staging takes pageable memory instead of pinning it. */
+START_TEST(test_device_streams_resident)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    char why[256] = "";
+    int pinned = 1;
+    void *stage;
+
+    ck_assert_int_eq(ringk_device_kernels(0), 0);
+    ck_assert_int_eq(ringk_cuda_resident(-1), 0);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    ck_assert_int_eq(host_send(ctx, "count", 0, 0, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&t.count, 1, 30);
+    ck_assert_int_eq(ringk_device_kernels(0), 1);
+    ck_assert_int_eq(ringk_device_kernels(1), 0);
+    ck_assert_int_eq(ringk_device_kernels(1000), 0);
+    ck_assert_int_eq(ringk_cuda_resident(0), 1);
+    ck_assert_int_eq(ringk_cuda_resident(-1), 1);
+    ck_assert_int_eq(ringk_cuda_p2p_canary("0000:07:00.0", "0000:08:00.0", why, sizeof(why)),
+                     -EBUSY);
+    ck_assert_str_eq(why, "this process has 1 ringk device kernels on its GPUs: the canary's "
+                          "allocations would wait for them");
+    stage = ringk_cuda_stage_get(1 << 20, &pinned);
+    ck_assert_ptr_nonnull(stage);
+    ck_assert_int_eq(pinned, 0);
+    memset(stage, 1, 1 << 20);
+    ringk_cuda_stage_put(stage, 1 << 20, pinned);
+    ck_assert_int_eq(ringk_kernel_destroy(k), 0);
+    ck_assert_int_eq(ringk_device_kernels(0), 0);
+    ringk_ctx_destroy(ctx);
+}
+END_TEST
+
 /* While the program captures a stream (global mode) in another thread, kernels are made, take
  * messages and are destroyed: libringk's queries and setup copies are made in relaxed mode,
  * which the capture does not forbid (a forbidden call would fail, invalidate the capture and,
@@ -1573,6 +1612,7 @@ int main(void)
     tcase_add_test(tc, test_device_streams_dead_target);
     tcase_add_test(tc, test_device_streams_failed_create_memory);
     tcase_add_test(tc, test_device_streams_pool);
+    tcase_add_test(tc, test_device_streams_resident);
     tcase_add_test(tc, test_device_streams_capture);
     tcase_add_test(tc, test_device_streams_status_error);
     tcase_add_test(tc, test_device_streams_launch_blocking);

@@ -389,6 +389,17 @@ void ringk_device_entry_unregister(const ringk_device_entry_t *entry);
 
 #define RINGK_DEVICE_ENTRIES_MAX 256
 
+/**
+ * The device kernels of this process (of every context) on CUDA device @a device: those made
+ * and not yet destroyed, and those whose launch never returned. While there is one, a CUDA call
+ * that waits for the whole device (cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost,
+ * cudaMemset, cudaDeviceSynchronize, a copy on the legacy default stream, ...) can wait for
+ * ever: a program makes such calls before its first device kernel or after its last. ringk's
+ * transport asks it before such calls of its own.
+ * @return the count; -EINVAL (logged) for a negative @a device.
+ */
+int ringk_device_kernels(int device);
+
 #ifdef __cplusplus
 }
 #endif

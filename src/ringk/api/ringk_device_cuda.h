@@ -186,8 +186,50 @@ RINGK_CUDA_FN void ringk_cuda_stream_destroy(void *stream)
 {
     cudaStreamDestroy((cudaStream_t)stream);
 }
-/* cudaFuncGetAttributes loads the kernel @a fn where CUDA loads kernels lazily (docs/gpu.md,
- * "Loading kernels and their stack"); localSizeBytes is the local memory, stack included, that
+/* Makes sure kernel @a fn is loaded in the current device's context (docs/gpu.md, "Loading
+ * kernels and their stack"): cudaFuncGetAttributes may answer from the module's image without
+ * loading the kernel, so where the driver can tell (cuFuncIsLoaded, CUDA 12.4) the kernel is
+ * loaded with cuFuncLoad and its state checked. 0, or -EIO with the reason. */
+RINGK_CUDA_FN int ringk_cuda_load_verify(const void *fn, char *why, size_t why_len)
+{
+#if CUDART_VERSION >= 12050
+    typedef int (*is_loaded_t)(int *state, cudaFunction_t f);
+    typedef int (*load_t)(cudaFunction_t f);
+    enum cudaDriverEntryPointQueryResult found;
+    is_loaded_t is_loaded = NULL;
+    load_t load           = NULL;
+    cudaFunction_t f;
+    cudaError_t err;
+    int state = 0, res;
+
+    if ((cudaGetDriverEntryPointByVersion("cuFuncIsLoaded", (void**)&is_loaded, 12040,
+                                          cudaEnableDefault, &found) != cudaSuccess) ||
+        (found != cudaDriverEntryPointSuccess) ||
+        (cudaGetDriverEntryPointByVersion("cuFuncLoad", (void**)&load, 12040, cudaEnableDefault,
+                                          &found) != cudaSuccess) ||
+        (found != cudaDriverEntryPointSuccess)) {
+        cudaGetLastError(); /* a driver before 12.4: it loads at cudaFuncGetAttributes */
+        return 0;
+    }
+    if ((err = cudaGetFuncBySymbol(&f, fn)) != cudaSuccess) {
+        return RINGK_DEVICE_CUDA_WHY(err, "cudaGetFuncBySymbol");
+    }
+    if (((res = is_loaded(&state, f)) == 0) && (state != 1)) {
+        if ((res = load(f)) == 0) {
+            res = is_loaded(&state, f);
+        }
+    }
+    if ((res != 0) || (state != 1)) {
+        snprintf(why, why_len, "the kernel is not loaded on the device (cuFuncLoad: CUresult %d, "
+                 "loading state %d)", res, state);
+        return -EIO;
+    }
+#else
+    (void)fn; (void)why; (void)why_len; /* before 12.5 the runtime loads at the query */
+#endif
+    return 0;
+}
+/* Loads kernel @a fn on @a device; localSizeBytes is the local memory, stack included, that
  * each of its threads needs. */
 RINGK_CUDA_FN int ringk_cuda_load(const void *fn, int device, size_t *stack_need, char *why,
                                   size_t why_len)
@@ -200,12 +242,15 @@ RINGK_CUDA_FN int ringk_cuda_load(const void *fn, int device, size_t *stack_need
         return ret;
     }
     err = cudaFuncGetAttributes(&attr, fn);
+    if (err == cudaSuccess) {
+        ret = ringk_cuda_load_verify(fn, why, why_len);
+    }
     ringk_cuda_leave(device, current);
     if (err != cudaSuccess) {
         return RINGK_DEVICE_CUDA_WHY(err, "cudaFuncGetAttributes");
     }
     *stack_need = attr.localSizeBytes;
-    return 0;
+    return ret;
 }
 RINGK_CUDA_FN int ringk_cuda_stack_raise(int device, size_t need, size_t *limit, char *why,
                                          size_t why_len)

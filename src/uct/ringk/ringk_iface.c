@@ -289,7 +289,11 @@ const ringk_topo_t *uct_ringk_iface_topo(uct_ringk_iface_t *iface)
 void *uct_ringk_iface_gpu_bounce(uct_ringk_iface_t *iface)
 {
     if (iface->gpu_bounce == NULL) {
-        iface->gpu_bounce = ringk_cuda_host_alloc(UCT_RINGK_GPU_BOUNCE_SIZE);
+        iface->gpu_bounce = ringk_cuda_stage_get(UCT_RINGK_GPU_BOUNCE_SIZE,
+                                                 &iface->gpu_bounce_pinned);
+        ucs_debug("ringk iface %p: GPU staging buffer %p, %s", iface, iface->gpu_bounce,
+                  iface->gpu_bounce_pinned ? "pinned" : "pageable (ringk device kernels are "
+                  "resident: pinning memory would wait for them)");
     }
     return iface->gpu_bounce;
 }
@@ -866,9 +870,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_ringk_iface_t)
     ucs_free(self->rx_buf);
     ucs_free(self->topo);
     ucs_free(self->topo_file);
-    if (self->gpu_bounce != NULL) {
-        ringk_cuda_host_free(self->gpu_bounce);
-    }
+    ringk_cuda_stage_put(self->gpu_bounce, UCT_RINGK_GPU_BOUNCE_SIZE, self->gpu_bounce_pinned);
 }
 
 UCS_CLASS_DEFINE(uct_ringk_iface_t, uct_base_iface_t);

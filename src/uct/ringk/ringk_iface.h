@@ -119,7 +119,10 @@ typedef struct uct_ringk_iface {
     char                     gpu_why[160]; /**< where @a gpu came from */
     ringk_topo_t            *topo;        /**< loaded for the first endpoint between GPUs */
     char                     topo_err[256]; /**< why @a topo could not be loaded */
-    void                    *gpu_bounce;  /**< pinned staging buffer for GPU memory */
+    void                    *gpu_bounce;  /**< staging buffer for GPU memory, made at the
+                                               first staged copy */
+    int                      gpu_bounce_pinned; /**< 1 pinned; 0 pageable (ringk device
+                                               kernels were resident: ringk_cuda_stage_get) */
     unsigned                 neps;        /**< endpoints created on this iface */
     unsigned                 nerr_scheduled; /**< failures found, not yet reported */
     ucs_list_link_t          eps;         /**< the endpoints, for the liveness check */
