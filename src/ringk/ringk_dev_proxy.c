@@ -75,6 +75,7 @@ static int proxy_send(ringk_ctx_t *ctx, ringk_kernel_t *k, uint8_t op,
                       const ringk_dev_out_t *rec)
 {
     const void *payload = rec + 1;
+    unsigned delivered  = 0;
     int ret;
 
     if (rec->msg.timestamp != 0) {
@@ -88,7 +89,9 @@ static int proxy_send(ringk_ctx_t *ctx, ringk_kernel_t *k, uint8_t op,
     }
     /* a publish that reached some subscribers cannot be given back: it waits (bounded) */
     ret = ringk_publish(ctx, k, k->topics_pub.names[rec->op_arg], payload, rec->msg.length,
-                        PROXY_PUBLISH_MS, NULL);
+                        PROXY_PUBLISH_MS, &delivered);
+    /* the kernel's msgs_out counts a publish once per subscriber reached, as a CPU kernel's */
+    __atomic_add_fetch(&k->dev->published, delivered, __ATOMIC_RELAXED);
     return (ret < 0) ? ((ret == -EAGAIN) ? -ETIMEDOUT : ret) : 0;
 }
 

@@ -551,7 +551,8 @@ void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
         s->msgs_in = __atomic_load_n(&c->msgs_in, __ATOMIC_RELAXED);
     }
     if (m & RINGK_KERNEL_STATS_FIELD_MSGS_OUT) {
-        s->msgs_out = __atomic_load_n(&c->msgs_out, __ATOMIC_RELAXED);
+        s->msgs_out = __atomic_load_n(&c->msgs_out, __ATOMIC_RELAXED) +
+                      __atomic_load_n(&k->dev->published, __ATOMIC_RELAXED);
     }
     if (m & RINGK_KERNEL_STATS_FIELD_HANDLER_ERRORS) {
         s->handler_errors = __atomic_load_n(&c->handler_errors, __ATOMIC_RELAXED);

@@ -114,6 +114,7 @@ typedef struct ringk_dev_host {
                                          memory, held until this kernel is freed */
     uint64_t           out_head;
     uint64_t           send_failed;   /* the proxy's failed sends and publishes */
+    uint64_t           published;     /* subscribers the proxy's publishes reached (atomic) */
     /* the barrier wait the proxy makes for it (the device waits for the answer) */
     int                bar_pending;   /* 1: waiting for generation bar_gen of bar_index */
     uint32_t           bar_index;
