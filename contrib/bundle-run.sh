@@ -4,7 +4,9 @@
 # the bundle alone -- no network, nothing installed system-wide -- and runs its tests, then writes
 # REPORTDIR/report.txt and REPORTDIR/report.json. Needs an x86-64 Linux with glibc >= 2.36, a C
 # compiler and make; with a CUDA toolkit (nvcc on PATH, CUDA_HOME, or /usr/local/cuda) and an
-# NVIDIA driver the GPU parts are built and tested too. Exits 1 when a step failed.
+# NVIDIA driver the GPU parts are built and tested too. Exits 1 when a step failed -- also when
+# the driver shows a GPU (nvidia-smi -L, /proc/driver/nvidia/gpus) and the GPU tests did not run
+# on it: the build has no CUDA, CUDA cannot use the GPU, or no GPU test case was executed.
 #
 # Made for a lent GPU machine whose commands are killed after a fixed time: the whole run keeps
 # within a deadline (each step gets what is left of it), the report is rewritten after every
@@ -14,12 +16,14 @@
 #   RINGK_BUNDLE_STAGES    what to run, in this order (default: build gpu bench sanitizer check)
 #                          build: unpack, configure, make, and the test programs (skipped when
 #                          the work directory has a build and 'build' is not named); gpu: the
-#                          GPU tests (test_kernels, test_device_gpu, and test_examples.sh with
-#                          the nvcc-built examples), one at a time; bench: bench/device_bench and
+#                          GPU tests (test_kernels, test_device_gpu, test_device_gpu's
+#                          scenarios again without CUDA_DEVICE_MAX_CONNECTIONS, and
+#                          test_examples.sh with the nvcc-built examples), one at a time, and
+#                          the count of GPU test cases executed; bench: bench/device_bench and
 #                          bench/gpu_rma; sanitizer: compute-sanitizer on the GPU ping-pong;
 #                          check: the other tests of 'make check' (last: they need no GPU)
 #   RINGK_BUNDLE_DEADLINE  seconds this run may take in all (default 570)
-#   RINGK_BUNDLE_SANITIZERS  compute-sanitizer tools (default: memcheck racecheck synccheck)
+#   RINGK_BUNDLE_SANITIZERS  compute-sanitizer tools (default: memcheck initcheck synccheck)
 #   RINGK_BUNDLE_TESTS     the tests of the check stage (default: all but the GPU tests)
 #   RINGK_BUNDLE_WORK      where to unpack and build (default: ${TMPDIR:-/tmp}/ringk-bundle-work)
 set -uo pipefail
@@ -33,9 +37,10 @@ deadline=${RINGK_BUNDLE_DEADLINE:-570}
 prefix=$work/prefix
 log=$report/run.log
 : >"$log"
-steps=()     # "name<TAB>status<TAB>seconds<TAB>detail"
+steps=()     # "name<TAB>status<TAB>seconds<TAB>detail<TAB>stage"
 tests=()     # "STATUS<TAB>name"
 failed=0
+cur_stage=build # the stage the steps recorded now belong to
 # Resident kernels share the GPU's hardware queues with every other stream (docs/gpu.md): set
 # before any CUDA context exists, which libringk itself cannot ensure.
 export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
@@ -63,7 +68,7 @@ step() {
         *) st=fail ;;
     esac
     [ "$st" = fail ] && failed=$((failed + 1))
-    steps+=("$name"$'\t'"$st"$'\t'"$((SECONDS - t0))"$'\t'"exit $rc")
+    steps+=("$name"$'\t'"$st"$'\t'"$((SECONDS - t0))"$'\t'"exit $rc"$'\t'"$cur_stage")
     say "   $st ($((SECONDS - t0)) s)"
     write_report
     [ "$st" != fail ]
@@ -71,9 +76,69 @@ step() {
 
 # skipped NAME REASON: records a step that was not run.
 skipped() {
-    steps+=("$1"$'\t'skip$'\t'0$'\t'"$2")
-    say "== $1: skipped ($2)"
+    record "$1" skip "$2"
+}
+
+# record NAME STATUS DETAIL: records a step that is a verdict on what ran before it (no command).
+record() {
+    [ "$2" = fail ] && failed=$((failed + 1))
+    steps+=("$1"$'\t'"$2"$'\t'0$'\t'"$3"$'\t'"$cur_stage")
+    say "== $1: $2 ($3)"
     write_report
+}
+
+# The GPUs the NVIDIA driver shows, asked without CUDA: the lines of 'nvidia-smi -L' that name
+# one, or else the entries of /proc/driver/nvidia/gpus (one per GPU the driver holds).
+gpus_listed() {
+    local l d
+    l=$(timeout 20 nvidia-smi -L 2>/dev/null | grep '^GPU ')
+    if [ -z "$l" ]; then
+        for d in /proc/driver/nvidia/gpus/*; do
+            [ -e "$d" ] && l+="${l:+$'\n'}$d"
+        done
+    fi
+    printf '%s' "$l"
+}
+
+# The gpu stage's last step, a verdict on the GPU test cases of its logs: where the driver shows
+# a GPU, at least one executed, all passed and no GPU test skipped -- a run that finds no usable
+# GPU must not pass by running nothing; where it shows none, a skip unless some ran.
+gpu_verdict() {
+    local executed passed skips name="GPU test cases executed"
+    read -r executed passed <<<"$(gpu_cases)"
+    skips=$(cat "$build"/test/gtest-free/test_kernels.log \
+                "$build"/test/gtest-free/test_device_gpu*.log 2>/dev/null | grep '^SKIP: ' |
+            tr '\n' ' ')
+    if [ "$passed" -lt "$executed" ]; then
+        record "$name" fail "$executed executed, $passed passed"
+    elif [ -z "$listed" ]; then
+        if [ "$executed" -gt 0 ]; then
+            record "$name" pass "$executed executed, $passed passed"
+        else
+            record "$name" skip \
+                "none: the driver shows no GPU (nvidia-smi -L, /proc/driver/nvidia/gpus)"
+        fi
+    elif [ "$executed" -eq 0 ]; then
+        record "$name" fail \
+            "none executed, but the driver shows $(head -n1 <<<"$listed")${skips:+; $skips}"
+    elif [ -n "$skips" ]; then
+        record "$name" fail "$executed executed, $passed passed, but skipped with a GPU: $skips"
+    else
+        record "$name" pass "$executed executed, $passed passed on $(head -n1 <<<"$listed")"
+    fi
+}
+
+# The GPU test cases the test logs name, as "EXECUTED PASSED": every case of test_kernels (it
+# runs only on a GPU) and test_device_gpu's cases of TCase "gpu" (both of its runs); a binary
+# skipped as a whole or one that crashed is no case.
+gpu_cases() {
+    local logs=()
+    [ -n "${build:-}" ] && logs=("$build"/test/gtest-free/test_kernels.log \
+                                 "$build"/test/gtest-free/test_device_gpu*.log)
+    cat "${logs[@]}" /dev/null 2>/dev/null |
+        awk '/^(PASS|FAIL|XFAIL|XPASS): test\/gtest-free\/test_kernels [0-9]+ / ||
+             /^(PASS|FAIL|XFAIL|XPASS): .*:gpu:test_device_gpu_/ { n++; if ($1 == "PASS:") p++ }
+             END { printf "%d %d\n", n, p }'
 }
 
 # Unpacks a .deb into the prefix: dpkg-deb where there is one, else ar and tar.
@@ -132,8 +197,23 @@ find_cuda() {
 # The report, plain text and JSON, from what has run so far: every test case the test drivers'
 # logs name (PASS/FAIL/SKIP per case), the steps, the benchmarks' figures.
 write_report() {
-    local s n st t d i
+    local s n st t d g i gcases stage_st stage_sts=()
     tests=()
+    gcases=$(gpu_cases)
+    # a stage's status: fail if a step of it failed, else pass if one passed, else skip
+    for g in build gpu bench sanitizer check; do
+        stage_st=""
+        for s in "${steps[@]}"; do
+            [ "${s##*$'\t'}" = "$g" ] || continue
+            IFS=$'\t' read -r _ st _ <<<"$s"
+            case $st in
+                fail) stage_st=fail ;;
+                pass) [ "$stage_st" = fail ] || stage_st=pass ;;
+                *) [ -n "$stage_st" ] || stage_st=skip ;;
+            esac
+        done
+        [ -n "$stage_st" ] && stage_sts+=("$g"$'\t'"$stage_st")
+    done
     if [ -n "${build:-}" ] && [ -d "$build/test/gtest-free" ]; then
         while IFS= read -r line; do
             tests+=("$line")
@@ -152,10 +232,12 @@ write_report() {
         echo
         echo "steps:"
         for s in "${steps[@]}"; do
-            IFS=$'\t' read -r n st t d <<<"$s"
-            printf '  %-5s %5ss  %s (%s)\n' "$st" "$t" "$n" "$d"
+            IFS=$'\t' read -r n st t d g <<<"$s"
+            printf '  %-5s %5ss  %-9s %s (%s)\n' "$st" "$t" "$g" "$n" "$d"
         done
         echo
+        echo "GPU test cases (test_kernels, test_device_gpu's TCase gpu): ${gcases% *} executed," \
+             "${gcases#* } passed"
         echo "tests: $(printf '%s\n' "${tests[@]}" | grep -c '^PASS') passed," \
              "$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)') failed," \
              "$(printf '%s\n' "${tests[@]}" | grep -c '^SKIP') skipped"
@@ -177,13 +259,22 @@ write_report() {
         echo "  \"steps\": ["
         i=0
         for s in "${steps[@]}"; do
-            IFS=$'\t' read -r n st t d <<<"$s"
+            IFS=$'\t' read -r n st t d g <<<"$s"
             i=$((i + 1))
-            printf '    {"name": %s, "status": "%s", "seconds": %s, "detail": %s}%s\n' \
-                "$(json_str "$n")" "$st" "$t" "$(json_str "$d")" \
+            printf '    {"name": %s, "stage": "%s", "status": "%s", "seconds": %s, "detail": %s}%s\n' \
+                "$(json_str "$n")" "$g" "$st" "$t" "$(json_str "$d")" \
                 "$([ $i -lt ${#steps[@]} ] && echo ,)"
         done
         echo "  ],"
+        printf '  "stages": {'
+        i=0
+        for s in "${stage_sts[@]}"; do
+            i=$((i + 1))
+            printf '"%s": "%s"%s' "${s%%$'\t'*}" "${s#*$'\t'}" \
+                "$([ $i -lt ${#stage_sts[@]} ] && echo ', ')"
+        done
+        echo "},"
+        echo "  \"gpu_cases\": {\"executed\": ${gcases% *}, \"passed\": ${gcases#* }},"
         echo "  \"tests\": ["
         i=0
         for t in "${tests[@]}"; do
@@ -289,16 +380,51 @@ if [ $built = 1 ] && stage build; then
     "$build/src/tools/ringk_info" > "$report/ringk_info.txt" 2>&1
     "$build/src/tools/ringk_info" --json > "$report/ringk_info.json" 2>&1
 fi
+if stage gpu; then
+    cur_stage=gpu
+    listed=$(gpus_listed)
+fi
 if [ $built = 1 ] && stage gpu; then
+    # where the driver shows a GPU, the GPU tests must run on it: a build without CUDA fails
+    # here, and CUDA that cannot use the GPU fails test_device_gpu (and the count below)
+    if [ -n "$listed" ] &&
+       ! grep -q '^#define HAVE_CUDA 1' "$build/ringk_config.h" 2>/dev/null; then
+        record "a CUDA build for the GPU the driver shows" fail \
+            "$(head -n1 <<<"$listed"); the build has no CUDA (toolkit: ${cuda:-none found})"
+    fi
     step "make check TESTS=\"$gpu_tests\" (one at a time)" 300 \
         make -C "$build" -j1 check TESTS="$gpu_tests" TEST_SUITE_LOG=test-suite-gpu.log
     cp "$build/test-suite-gpu.log" "$report/" 2>/dev/null
+    # test_device_gpu's scenarios once more without the CUDA_DEVICE_MAX_CONNECTIONS exported
+    # above, so that libringk's own setting of it (before the process's first CUDA context) is
+    # what the GPU runs with; through the test driver, its log beside the first run's
+    top_srcdir=$(sed -n 's/^top_srcdir = //p' "$build/Makefile")
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    step "test_device_gpu scenarios without CUDA_DEVICE_MAX_CONNECTIONS" 120 bash -c \
+        'env -u CUDA_DEVICE_MAX_CONNECTIONS RINGK_DEVICE_GPU_ONLY=scenarios AM_TAP_AWK=awk \
+             bash "$1/build-aux/tap-driver.sh" --test-name "$2" --log-file "$3.log" \
+             --trs-file "$3.trs" --color-tests no --enable-hard-errors yes \
+             --expect-failure no -- "$4/contrib/ringk-run" "$4/test/gtest-free/test_device_gpu"
+         grep -q "^:global-test-result: \(FAIL\|ERROR\)" "$3.trs" && exit 1
+         grep -q "^:global-test-result: SKIP" "$3.trs" && exit 77
+         exit 0' _ "$top_srcdir" \
+        "test/gtest-free/test_device_gpu[CUDA_DEVICE_MAX_CONNECTIONS unset]" \
+        "$build/test/gtest-free/test_device_gpu-own-connections" "$build"
     # with the nvcc-built GPU ping-pong and heat stencil (5 GPU kernels, halos device to device)
     step "make check TESTS=$examples_test" 180 \
         make -C "$build" -j1 check TESTS="$examples_test" TEST_SUITE_LOG=test-suite-examples.log
     cp "$build/test-suite-examples.log" "$report/" 2>/dev/null
+    gpu_verdict
+fi
+if [ $built = 0 ] && stage gpu; then
+    if [ -n "$listed" ]; then
+        record "GPU tests" fail "no build, and the driver shows $(head -n1 <<<"$listed")"
+    else
+        skipped "GPU tests" "no build"
+    fi
 fi
 if [ $built = 1 ] && stage bench; then
+    cur_stage=bench
     # device kernels: the ring kernels on the GPU against the raw references
     if [ -x "$build/bench/device_bench" ]; then
         # shellcheck disable=SC2016 # expanded by the inner shell
@@ -317,6 +443,7 @@ if [ $built = 1 ] && stage bench; then
     fi
 fi
 if [ $built = 1 ] && stage check; then
+    cur_stage=check
     if [ -z "${RINGK_BUNDLE_TESTS:-}" ]; then
         # every test of 'make check' but the GPU tests
         # shellcheck disable=SC2016 # make expands $(TESTS)
@@ -331,14 +458,19 @@ if [ $built = 1 ] && stage check; then
     cp "$build/test-suite.log" "$report/" 2>/dev/null
 fi
 if [ $built = 1 ] && stage sanitizer; then
+    cur_stage=sanitizer
     # compute-sanitizer on the device executor's CPU <-> GPU ping-pong (CK_FORK=no: one
     # process). The sanitizer serializes kernel launches, so only a test with one resident
-    # kernel can run under it.
+    # kernel can run under it. Its tools by default: memcheck (out-of-bounds and misaligned
+    # accesses, leaks), initcheck (reads of device memory never written) and synccheck (the one
+    # block barrier: a launch's threads copy the kernel into device memory together, then
+    # __syncthreads). Not racecheck: it checks shared memory, which the device code does not
+    # use (no __shared__).
     sanitizer=""
     [ -n "$cuda" ] && [ -x "$cuda/bin/compute-sanitizer" ] && sanitizer=$cuda/bin/compute-sanitizer
     if [ -n "$sanitizer" ] && [ -x "$build/test/gtest-free/test_device_gpu" ] &&
        nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-        for tool in ${RINGK_BUNDLE_SANITIZERS:-memcheck racecheck synccheck}; do
+        for tool in ${RINGK_BUNDLE_SANITIZERS:-memcheck initcheck synccheck}; do
             # shellcheck disable=SC2016 # expanded by the inner shell
             step "compute-sanitizer --tool $tool test_device_gpu (pingpong)" 120 bash -c \
                 'cd "$1" && CK_FORK=no CK_TIMEOUT_MULTIPLIER=2 RINGK_DEVICE_GPU_ONLY=pingpong \
