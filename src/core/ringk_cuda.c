@@ -567,22 +567,45 @@ int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, s
 
 #endif
 
-/* libringk's count of its device kernels, where the process has libringk (a weak reference: the
- * transport is loaded into programs without it). */
+/* libringk's count of its device kernels, where the process has libringk: a weak reference
+ * (the transport is loaded into programs without it), resolved when this library is loaded;
+ * else looked up when asked, for a libringk loaded later or with RTLD_LOCAL. */
 extern int ringk_device_kernels(int device) __attribute__((weak, visibility("default")));
+
+typedef int (*ringk_kernels_fn_t)(int device);
+
+static ringk_kernels_fn_t ringk_kernels_fn(void)
+{
+    static ringk_kernels_fn_t found; /* once found, kept: libringk is not unloaded under it */
+    ringk_kernels_fn_t fn = __atomic_load_n(&found, __ATOMIC_ACQUIRE);
+    void *lib;
+
+    if (fn == NULL) {
+        fn = ringk_device_kernels;
+    }
+    if ((fn == NULL) && ((lib = dlopen("libringk.so.1", RTLD_LAZY | RTLD_NOLOAD)) != NULL)) {
+        *(void**)&fn = dlsym(lib, "ringk_device_kernels");
+        dlclose(lib);
+    }
+    if (fn != NULL) {
+        __atomic_store_n(&found, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
 
 int ringk_cuda_resident(int dev)
 {
+    ringk_kernels_fn_t fn = ringk_kernels_fn();
     int d, n = 0;
 
-    if (ringk_device_kernels == NULL) {
+    if (fn == NULL) {
         return 0;
     }
     if (dev >= 0) {
-        return ringk_device_kernels(dev);
+        return fn(dev);
     }
     for (d = 0; d < RINGK_CUDA_DEVICES_MAX; d++) {
-        n += ringk_device_kernels(d);
+        n += fn(d);
     }
     return n;
 }

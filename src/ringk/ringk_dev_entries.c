@@ -68,6 +68,9 @@ int ringk_device_entry_register(const ringk_device_entry_t *entry)
     if ((entry->magic != RINGK_DEVICE_ENTRY_MAGIC) || (entry->kind != RINGK_DEVICE_ENTRY_CUDA)) {
         return 0;
     }
+    /* called from the entry's constructor, before main as a rule: before the program's first
+     * CUDA call, the one moment the queue count can still be set */
+    ringk_dev_queues_ask();
     pthread_mutex_lock(&cuda_entries.mu);
     idx = cuda_entry_index(entry);
     pthread_mutex_unlock(&cuda_entries.mu);

@@ -22,6 +22,8 @@
                                      message */
 #define PROXY_BUDGET      64      /* outbox records per kernel per round (fairness) */
 #define PROXY_PUBLISH_MS  1000    /* how long a publish of a device kernel may wait for room */
+#define RINGK_DEV_UNKNOWN_NS 5000000000ull /* how long a kernel's stream may answer only errors
+                                              that say nothing of its launch */
 
 /* Answers the device kernel's barrier wait with @a result. */
 static void proxy_barrier_answer(ringk_kernel_t *k, int result)
@@ -181,7 +183,10 @@ static void proxy_terminated(ringk_kernel_t *k)
  * destroy does not wait for it forever. Its device inbox is never closed, but no kernel of the
  * device is left to send to it directly (host senders read its state). Any other error of the
  * query says nothing of the launch, which may run on (a query the program's stream capture
- * refused, say): logged once, and the kernel stays as it is. */
+ * refused, say): logged once, and the kernel stays as it is, unless CUDA answers nothing else
+ * for RINGK_DEV_UNKNOWN_NS: then it is marked terminated too (a terminate or destroy must not
+ * wait for ever), while its memory and stream stay taken until its launch is seen to return
+ * (dev_join). */
 static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
 {
     ringk_dev_host_t *d = k->dev;
@@ -198,6 +203,19 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
         ringk_log_msg(k->ctx, RINGK_LOG_WARN, "kernel '%s': CUDA could not say whether its "
                       "launch on CUDA device %d runs (%s): not taken for a fault", k->name,
                       d->slot->cuda_index, why);
+    }
+    if (st != -EAGAIN) {
+        d->unknown_since_ns = 0;
+    } else if (d->unknown_since_ns == 0) {
+        d->unknown_since_ns = now;
+    } else if (now - d->unknown_since_ns >= RINGK_DEV_UNKNOWN_NS) {
+        d->faulted = 1;
+        ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': CUDA has answered only errors about "
+                      "its launch on CUDA device %d for %llu s (%s): it is terminated, and its "
+                      "memory kept while the launch may run", k->name, d->slot->cuda_index,
+                      RINGK_DEV_UNKNOWN_NS / 1000000000ull, why);
+        proxy_terminated(k);
+        return 1;
     }
     if (st != -EIO) {
         return 0;

@@ -202,7 +202,18 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     *d->src_host = d->view; /* mapped: the device reads it at each launch */
     pthread_mutex_init(&d->mu, NULL);
     if (d->slot->cuda_index >= 0) {
+        /* loads entries and may raise the stack limit: in relaxed capture mode, for the
+         * runtime of the device's calls and that of the kernel's entry */
+        int mode = ringk_dev_relax_begin(d->slot->ops), emode = 0;
+
+        if (d->entry->cuda != d->slot->ops) {
+            emode = ringk_dev_relax_begin(d->entry->cuda);
+        }
         ret = ringk_dev_entry_ready(ctx, k, d->entry, d->slot->ops, d->slot->cuda_index);
+        if (d->entry->cuda != d->slot->ops) {
+            ringk_dev_relax_end(d->entry->cuda, emode);
+        }
+        ringk_dev_relax_end(d->slot->ops, mode);
         if (ret != 0) {
             return ret;
         }
@@ -356,8 +367,11 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
         /* stream-ordered: a relaunch queues behind a launch that is still returning. The
          * launch is the kernel's own entry's (its __global__ runs its handler); the slot's ops
          * are the first entry's, used only for the calls every entry shares. */
+        int mode = ringk_dev_relax_begin(d->entry->cuda);
+
         ret = d->entry->cuda->launch(d->src_dev, d->state_dev, d->slot->cuda_index, d->stream,
                                      why, sizeof(why));
+        ringk_dev_relax_end(d->entry->cuda, mode);
     }
     if (ret != 0) {
         __atomic_sub_fetch(&d->launches, 1, __ATOMIC_RELAXED);

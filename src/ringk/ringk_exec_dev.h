@@ -126,6 +126,7 @@ typedef struct ringk_dev_host {
                                          memory, at the host's and the device's address */
     ringk_dev_kernel_t *state_dev;    /* where a launch runs: the kernel's device memory */
     int                status_warned; /* CUDA could not say whether its launch runs (logged) */
+    uint64_t           unknown_since_ns; /* the proxy's first of such answers in a row; 0 none */
     pthread_mutex_t    mu;            /* launches */
     pthread_t          thread;        /* emulated: the last launch */
     int                has_thread;
