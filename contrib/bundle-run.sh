@@ -331,8 +331,9 @@ cuda=$(find_cuda)
         echo "CUDA: none (no nvcc on PATH, in CUDA_HOME or /usr/local/cuda): host-only build"
     fi
     if command -v nvidia-smi >/dev/null; then
-        nvidia-smi --query-gpu=index,name,driver_version,compute_cap,pci.bus_id --format=csv,noheader 2>&1 |
-            sed 's/^/GPU: /'
+        nvidia-smi --query-gpu=index,name,driver_version,compute_cap,pci.bus_id,mig.mode.current \
+            --format=csv,noheader 2>&1 | sed 's/^/GPU: /'
+        nvidia-smi -L 2>&1 | sed 's/^/nvidia-smi -L: /'
         nvidia-smi topo -m 2>&1 | sed 's/^/topo: /'
     else
         echo "GPU: none (no nvidia-smi)"
@@ -442,21 +443,6 @@ if [ $built = 1 ] && stage bench; then
         skipped "GPU benchmark (bench/gpu_rma)" "built without CUDA"
     fi
 fi
-if [ $built = 1 ] && stage check; then
-    cur_stage=check
-    if [ -z "${RINGK_BUNDLE_TESTS:-}" ]; then
-        # every test of 'make check' but the GPU tests
-        # shellcheck disable=SC2016 # make expands $(TESTS)
-        RINGK_BUNDLE_TESTS=$(printf 'print-tests:\n\t@echo $(TESTS)\n' |
-                             make -s -C "$build" -f Makefile -f - print-tests |
-                             tr ' ' '\n' |
-                             grep -v -x -F -f <(tr ' ' '\n' <<<"$gpu_tests $examples_test") |
-                             tr '\n' ' ')
-    fi
-    step "make check (host tests)" 900 \
-        make -C "$build" -j"$(nproc)" check TESTS="$RINGK_BUNDLE_TESTS"
-    cp "$build/test-suite.log" "$report/" 2>/dev/null
-fi
 if [ $built = 1 ] && stage sanitizer; then
     cur_stage=sanitizer
     # compute-sanitizer on the device executor's CPU <-> GPU ping-pong (CK_FORK=no: one
@@ -484,6 +470,21 @@ if [ $built = 1 ] && stage sanitizer; then
     fi
 fi
 
+if [ $built = 1 ] && stage check; then
+    cur_stage=check
+    if [ -z "${RINGK_BUNDLE_TESTS:-}" ]; then
+        # every test of 'make check' but the GPU tests
+        # shellcheck disable=SC2016 # make expands $(TESTS)
+        RINGK_BUNDLE_TESTS=$(printf 'print-tests:\n\t@echo $(TESTS)\n' |
+                             make -s -C "$build" -f Makefile -f - print-tests |
+                             tr ' ' '\n' |
+                             grep -v -x -F -f <(tr ' ' '\n' <<<"$gpu_tests $examples_test") |
+                             tr '\n' ' ')
+    fi
+    step "make check (host tests)" 900 \
+        make -C "$build" -j"$(nproc)" check TESTS="$RINGK_BUNDLE_TESTS"
+    cp "$build/test-suite.log" "$report/" 2>/dev/null
+fi
 trap - EXIT
 write_report
 cat "$report/report.txt"

@@ -49,6 +49,7 @@ RINGK_DEVICE static int dev_echo(ringk_dev_kernel_t *k, const ringk_msg_t *msg, 
         t->last_error = ret;
         return -1;
     }
+    ringk_dev_store_rlx_sys_u64(&t->hlc, ringk_dev_hlc_tick(k));
     ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
     return 0;
 }

@@ -21,6 +21,8 @@ typedef struct ringk_dev_test {
                                              outbox << 16 (RINGK_RING_SCOPE_*) */
     uint64_t staged;                      /* messages handed over in the staging buffer */
     uint64_t tail_sum;                    /* of the payload bytes after the first 8 */
+    uint64_t hlc;                         /* echo: its clock (ringk_dev_hlc_tick) at its last
+                                             message */
 } ringk_dev_test_t;
 
 #ifdef __cplusplus

@@ -52,6 +52,15 @@ static ringk_kernel_stats_t stats_at(ringk_kernel_t *k, size_t off, uint64_t wan
 #define STATS_AT(k, field, want) stats_at(k, offsetof(ringk_kernel_stats_t, field), want)
 
 /* Sends {producer, n} from the host. */
+/* The host's wall clock, ns since the epoch. */
+static uint64_t wall_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int host_send(ringk_ctx_t *ctx, const char *to, uint32_t producer, uint32_t n, int wait)
 {
     uint32_t v[2] = {producer, n};
@@ -574,6 +583,8 @@ START_TEST(test_device_cpu_pingpong)
     ck_assert_uint_eq(STATS_AT(echo, msgs_out, 2000).msgs_out, 2000);
     ck_assert_uint_eq(stats_of(echo).sent_direct, 0); /* a CPU target: through the proxy */
     ck_assert_uint_eq(stats_of(ping).handler_errors, 0);
+    /* the device clock's physical part is the host's wall clock (the launch's offset) */
+    ck_assert_int_lt(llabs((long long)(t.hlc >> 16) - (long long)(wall_ns() / 1000000)), 2000);
     ringk_ctx_destroy(ctx);
     ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
 }

@@ -806,6 +806,17 @@ START_TEST(test_device_gpu_pingpong)
     test_wait_u64(&pongs, 1000, 60);
     ck_assert_int_eq(t->last_error, 0);
     ck_assert_uint_eq(STATS_AT(k[0], msgs_out, 1000).msgs_out, 1000);
+    /* the device clock's physical part (%globaltimer plus the launch's offset) is the host's
+     * wall clock, within the launch's latency */
+    {
+        struct timespec now;
+        long long dev_ms = (long long)(__atomic_load_n(&t->hlc, __ATOMIC_ACQUIRE) >> 16);
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        ck_assert_msg(llabs(dev_ms - ((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000)) <
+                      2000, "the device clock reads %lld ms since the epoch, the host %lld",
+                      dev_ms, (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    }
     assert_no_errors(k, 2);
     ringk_ctx_destroy(ctx);
     assert_log_clean();
@@ -814,7 +825,7 @@ END_TEST
 
 /* ---- no deadlock with resident kernels ------------------------------------------------------ */
 
-enum { OP_COPY, OP_IPC_EXPORT, OP_IPC_OPEN, OP_IPC_CLOSE };
+enum { OP_COPY, OP_IPC_EXPORT, OP_IPC_OPEN, OP_IPC_CLOSE, OP_STAGE, OP_CANARY };
 
 typedef struct {
     int     op;
@@ -844,12 +855,19 @@ static void *call_main(void *arg)
         ringk_cuda_ipc_close(c->src);
         c->ret = 0;
         break;
+    case OP_STAGE: /* the transport's staging buffer: ret is 1 when it is pinned */
+        c->dst = ringk_cuda_stage_get(c->len, &c->ret);
+        break;
+    case OP_CANARY: /* the P2P canary of device 0 with itself */
+        c->ret = ringk_cuda_p2p_canary((const char*)c->handle, (const char*)c->handle, c->why,
+                                       sizeof(c->why));
+        break;
     }
     __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
-/* Makes @a c on a thread of its own and waits for it at most 20 s: a call that waits for the
+/* Makes @a c on a thread of its own and waits for it at most 10 s: a call that waits for the
  * resident kernels fails the test, naming itself (its thread is left behind). */
 static int bounded_call(cuda_call_t *c, const char *what)
 {
@@ -859,10 +877,10 @@ static int bounded_call(cuda_call_t *c, const char *what)
 
     c->done = 0;
     ck_assert_int_eq(pthread_create(&th, NULL, call_main, c), 0);
-    for (i = 0; (i < 20000) && !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); i++) {
+    for (i = 0; (i < 10000) && !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE); i++) {
         nanosleep(&ts, NULL);
     }
-    ck_assert_msg(__atomic_load_n(&c->done, __ATOMIC_ACQUIRE), "%s did not return in 20 s with "
+    ck_assert_msg(__atomic_load_n(&c->done, __ATOMIC_ACQUIRE), "%s did not return in 10 s with "
                   "resident kernels running", what);
     pthread_join(th, NULL);
     return c->ret;
@@ -1006,6 +1024,20 @@ START_TEST(test_device_gpu_no_deadlock)
     ck_assert_int_eq(ringk_send(ctx, NULL, "sink", RINGK_MSG_DATA, v, sizeof(v), 1000), 0);
     test_wait_u64(&t->count, 1, 30); /* resident and taking messages */
 
+    /* what the transport asks before its calls that would wait for the device: the staging
+     * buffer is pageable, the canary is not run */
+    ck_assert_int_eq(ringk_device_kernels(0), 2);
+    memset(&c, 0, sizeof(c));
+    c.op = OP_STAGE; c.len = LEN;
+    ck_assert_msg(bounded_call(&c, "staging buffer (ringk_cuda_stage_get)") == 0, "pinned "
+                  "while device kernels are resident");
+    ck_assert_ptr_nonnull(c.dst);
+    ringk_cuda_stage_put(c.dst, LEN, 0);
+    memset(&c, 0, sizeof(c));
+    c.op = OP_CANARY;
+    ck_assert_int_eq(cudaDeviceGetPCIBusId((char*)c.handle, sizeof(c.handle), 0), cudaSuccess);
+    ck_assert_int_eq(bounded_call(&c, "P2P canary (ringk_cuda_p2p_canary)"), -EBUSY);
+
     memset(&c, 0, sizeof(c));
     c.op = OP_COPY; c.dst = dev_a; c.src = pinned; c.len = LEN;
     ck_assert_msg(bounded_call(&c, "copy host -> device (ringk_cuda_copy)") == 0, "%s", c.why);
@@ -1055,6 +1087,12 @@ START_TEST(test_device_gpu_no_deadlock)
     assert_no_errors(k, 2);
     ringk_ctx_destroy(ctx);
     assert_log_clean();
+    /* no kernel left: the staging buffer is pinned again */
+    ck_assert_int_eq(ringk_device_kernels(0), 0);
+    memset(&c, 0, sizeof(c));
+    c.op = OP_STAGE; c.len = LEN;
+    ck_assert_int_eq(bounded_call(&c, "staging buffer (ringk_cuda_stage_get)"), 1);
+    ringk_cuda_stage_put(c.dst, LEN, 1);
     cudaFree(dev_a);
     cudaFree(dev_b);
     cudaFreeHost(pinned);
