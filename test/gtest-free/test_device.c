@@ -27,31 +27,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static ringk_kernel_stats_t stats_of(ringk_kernel_t *k)
-{
-    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
-
-    ck_assert_int_eq(ringk_kernel_stats_query(k, &st), 0);
-    return st;
-}
-
-/* The statistics of device kernel @a k once the counter at offset @a off reaches @a want, or
- * after 30 s (the caller's checks then fail): the loop stores its counters when it goes idle
- * and every RINGK_DEV_STATE_POLLS busy turns, so they may come after what its handler did. */
-static ringk_kernel_stats_t stats_at(ringk_kernel_t *k, size_t off, uint64_t want)
-{
-    double deadline = test_now_s() + 30;
-    ringk_kernel_stats_t st = stats_of(k);
-
-    while ((*(const uint64_t*)((const char*)&st + off) != want) && (test_now_s() < deadline)) {
-        usleep(100);
-        st = stats_of(k);
-    }
-    return st;
-}
-#define STATS_AT(k, field, want) stats_at(k, offsetof(ringk_kernel_stats_t, field), want)
-
-/* Sends {producer, n} from the host. */
 /* The host's wall clock, ns since the epoch. */
 static uint64_t wall_ns(void)
 {
@@ -59,13 +34,6 @@ static uint64_t wall_ns(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int host_send(ringk_ctx_t *ctx, const char *to, uint32_t producer, uint32_t n, int wait)
-{
-    uint32_t v[2] = {producer, n};
-
-    return ringk_send(ctx, NULL, to, RINGK_MSG_DATA, v, sizeof(v), wait);
 }
 
 /* Makes device kernel "sink" of parameters @a sp (results in @a ts) and "fwd", which forwards
@@ -250,47 +218,8 @@ START_TEST(test_device_backpressure_lifecycle)
 {
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t t = {0};
-    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
-    ringk_kernel_t *k;
-    ringk_kernel_stats_t st;
-    uint32_t accepted = 0, refused = 0, i;
-    int ret;
 
-    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_START_INACTIVE |
-                    RINGK_KERNEL_PARAM_FIELD_MAX_IN;
-    p.inbox_size  = 64;
-    p.max_in      = 64; /* the inbox is 64 cells: 64 messages fill it */
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
-    for (i = 0; i < 1000; i++) {
-        ret = host_send(ctx, "count", 0, accepted, RINGK_WAIT_NONE);
-        ck_assert(ret == 0 || ret == -EAGAIN);
-        accepted += (ret == 0);
-        refused  += (ret == -EAGAIN);
-    }
-    ck_assert_uint_eq(accepted, 64);
-    ck_assert_uint_eq(accepted + refused, 1000);
-    ck_assert_int_eq(host_send(ctx, "count", 0, accepted, 20), -ETIMEDOUT);
-    usleep(20000);
-    st = stats_of(k);
-    ck_assert_int_eq(st.state, RINGK_KERNEL_INACTIVE);
-    ck_assert_uint_eq(st.msgs_in, 0);
-    ck_assert_uint_eq(st.queue_depth, accepted);
-    ck_assert_uint_ge(st.refused_full, refused);
-    ck_assert_int_eq(ringk_kernel_activate(k), 0);
-    test_wait_u64(&t.count, accepted, 30);
-    ck_assert_int_eq(ringk_kernel_deactivate(k), 0);
-    usleep(10000); /* the loop reads the new state */
-    for (i = 0; i < 20; i++) {
-        ck_assert_int_eq(host_send(ctx, "count", 0, accepted + i, RINGK_WAIT_NONE), 0);
-    }
-    usleep(20000);
-    ck_assert_uint_eq(STATS_AT(k, msgs_in, accepted).msgs_in, accepted);
-    ck_assert_int_eq(ringk_kernel_terminate(k), 0); /* drains the 20 */
-    st = stats_of(k);
-    ck_assert_int_eq(st.state, RINGK_KERNEL_TERMINATED);
-    ck_assert_uint_eq(st.msgs_in, accepted + 20);
-    ck_assert_uint_eq(t.out_of_order, 0);
-    ck_assert_int_eq(host_send(ctx, "count", 0, 0, RINGK_WAIT_NONE), -EPIPE);
+    lifecycle_run(ctx, dev_params("count", &ringk_dev_test_count, &t), &t, 1);
     ringk_ctx_destroy(ctx);
 }
 END_TEST
@@ -783,131 +712,31 @@ START_TEST(test_device_cpu_burst)
 }
 END_TEST
 
-static uint64_t cpu_subs[2];
-
-static int sub_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
-{
-    __atomic_add_fetch((uint64_t*)arg, 1, __ATOMIC_RELEASE);
-    return (msg->receiver == RINGK_MSG_BROADCAST) ? 0 : -1;
-}
-
 /* A device kernel publishes to a topic that two CPU kernels and a device kernel subscribe to:
  * each gets every message once. */
 START_TEST(test_device_topic_fanout)
 {
-    static const char *const topics[] = {"t", NULL};
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t tp = {0}, td = {0};
-    ringk_kernel_params_t p = dev_params("pub", &ringk_dev_test_publish, &tp);
-    ringk_kernel_params_t cp = {
-        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
-                      RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB,
-        .handler = sub_handler, .topics_sub = topics
-    };
-    ringk_kernel_t *k, *pub;
-    uint32_t i;
+    ringk_kernel_t *k[4];
 
-    cpu_subs[0] = cpu_subs[1] = 0;
-    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB;
-    p.topics_pub  = topics;
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &pub), 0);
-    for (i = 0; i < 2; i++) {
-        cp.name = i ? "sub1" : "sub0";
-        cp.arg  = &cpu_subs[i];
-        ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &k), 0);
-    }
-    p = dev_params("dsub", &ringk_dev_test_count, &td);
-    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB;
-    p.topics_sub  = topics;
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
-    for (i = 0; i < 500; i++) {
-        ck_assert_int_eq(host_send(ctx, "pub", 0, i, RINGK_WAIT_FOREVER), 0);
-    }
-    test_wait_u64(&cpu_subs[0], 500, 30);
-    test_wait_u64(&cpu_subs[1], 500, 30);
-    test_wait_u64(&td.count, 500, 30);
-    usleep(10000);
-    ck_assert_uint_eq(cpu_subs[0], 500);
-    ck_assert_uint_eq(cpu_subs[1], 500);
-    ck_assert_uint_eq(__atomic_load_n(&td.count, __ATOMIC_ACQUIRE), 500);
-    ck_assert_uint_eq(td.out_of_order, 0);
-    ck_assert_int_eq(tp.last_error, 0);
-    /* a publish counts once per subscriber reached, as a CPU kernel's does */
-    ck_assert_uint_eq(STATS_AT(pub, msgs_out, 3 * 500).msgs_out, 3 * 500);
+    fanout_run(ctx, &tp, &tp, &td, &td, k);
     ringk_ctx_destroy(ctx);
     ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
 }
 END_TEST
-
-static uint64_t cpu_barrier_calls;
-static int cpu_barrier_codes[8];
-
-/* The CPU side of the barrier test: waits at "b" for each message. */
-static int cpu_barrier_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
-{
-    uint64_t n = __atomic_load_n(&cpu_barrier_calls, __ATOMIC_RELAXED);
-
-    cpu_barrier_codes[n % 8] = ringk_barrier_wait(k, "b", 10000);
-    __atomic_store_n(&cpu_barrier_calls, n + 1, __ATOMIC_RELEASE);
-    return 0;
-}
 
 /* A named barrier across a CPU kernel and two device kernels: five generations pass with
  * every participant; then, with the CPU kernel away, a device kernel's bounded wait times out
  * and it leaves the barrier. */
 START_TEST(test_device_barrier)
 {
-    static const char *const bars[] = {"b", NULL};
     ringk_ctx_t *ctx = ctx_new();
-    ringk_dev_test_t t[2];
-    ringk_kernel_params_t p;
-    ringk_kernel_params_t cp = {
-        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
-                      RINGK_KERNEL_PARAM_FIELD_BARRIERS,
-        .name = "cpu", .handler = cpu_barrier_handler, .barriers = bars
-    };
-    ringk_kernel_t *k, *dev1 = NULL;
-    uint32_t i, j, timeout = 10000;
+    ringk_dev_test_t t[2], *tp[2] = {&t[0], &t[1]};
+    ringk_kernel_t *k[3];
 
     memset(t, 0, sizeof(t));
-    cpu_barrier_calls = 0;
-    for (j = 0; j < 2; j++) {
-        p = dev_params(j ? "dev1" : "dev0", &ringk_dev_test_barrier, &t[j]);
-        p.field_mask |= RINGK_KERNEL_PARAM_FIELD_BARRIERS;
-        p.barriers    = bars;
-        ck_assert_int_eq(ringk_kernel_create(ctx, &p, j ? &dev1 : &k), 0);
-    }
-    ck_assert_int_eq(ringk_kernel_create(ctx, &cp, &k), 0);
-    for (i = 0; i < 5; i++) {
-        ck_assert_int_eq(ringk_send(ctx, NULL, "cpu", RINGK_MSG_DATA, NULL, 0, 1000), 0);
-        for (j = 0; j < 2; j++) {
-            ck_assert_int_eq(ringk_send(ctx, NULL, j ? "dev1" : "dev0", RINGK_MSG_DATA, &timeout,
-                                        sizeof(timeout), 1000), 0);
-        }
-    }
-    test_wait_u64(&cpu_barrier_calls, 5, 60);
-    for (j = 0; j < 2; j++) {
-        test_wait_u64(&t[j].count, 5, 60);
-        for (i = 0; i < 5; i++) {
-            ck_assert_int_eq(t[j].codes[i], 0);
-        }
-        ck_assert_uint_eq(t[j].bad, 0);
-    }
-    for (i = 0; i < 5; i++) {
-        ck_assert_int_eq(cpu_barrier_codes[i], 0);
-    }
-    timeout = 50;
-    ck_assert_int_eq(ringk_send(ctx, NULL, "dev0", RINGK_MSG_DATA, &timeout, sizeof(timeout),
-                                1000), 0);
-    test_wait_u64(&t[0].count, 6, 60);
-    ck_assert_int_eq(t[0].codes[5], -ETIMEDOUT);
-    /* a wait without a bound does not hold a terminate: the kernel leaves with -ECANCELED */
-    timeout = (uint32_t)RINGK_WAIT_FOREVER;
-    ck_assert_int_eq(ringk_send(ctx, NULL, "dev1", RINGK_MSG_DATA, &timeout, sizeof(timeout),
-                                1000), 0);
-    ck_assert_int_eq(ringk_kernel_terminate(dev1), 0);
-    test_wait_u64(&t[1].count, 6, 60);
-    ck_assert_int_eq(t[1].codes[5], -ECANCELED);
+    barrier_run(ctx, tp, tp, k);
     ringk_ctx_destroy(ctx);
 }
 END_TEST
