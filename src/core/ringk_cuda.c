@@ -642,7 +642,7 @@ void ringk_cuda_stage_put(void *p, size_t len, int pinned)
 {
     unsigned i;
 
-    if (!pinned || (p == NULL)) {
+    if ((p == NULL) || !pinned) {
         free(p);
         return;
     }

@@ -772,7 +772,8 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     self->neps       = 0; /* UCS classes are not zeroed: valgrind saw this read uninitialised */
     self->nerr_scheduled = 0;
     self->topo       = NULL;
-    self->gpu_bounce = NULL;
+    self->gpu_bounce        = NULL;
+    self->gpu_bounce_pinned = 0;
     self->topo_err[0] = '\0';
     self->topo_file  = NULL;
     uct_ringk_iface_gpu_init(self, config->gpu);
