@@ -16,7 +16,10 @@ struct ringk_p2pq {
     /* sender's line */
     ringk_ring_prod_t prod;
     uint64_t          sent, refused_full;
-    uint8_t           pad0[RINGK_RING_LINE - 32];
+    uint64_t          published;   /* the position after the last element written (release):
+                                      the ring's producer position moves at the claim, before
+                                      the element is written */
+    uint8_t           pad0[RINGK_RING_LINE - 40];
     /* receiver's line */
     uint64_t          head;
     uint64_t          received, empty_polls, cleared;
@@ -107,9 +110,12 @@ unsigned ringk_p2pq_capacity(const ringk_p2pq_t *q)
     return q->capacity;
 }
 
+/* Elements written and not yet taken: from the consumer's thread each of them can be received
+ * (one just written may not be counted yet), from the producer's each of them is queued or was
+ * taken since the consumer's last release. */
 static unsigned p2pq_count(const ringk_p2pq_t *q)
 {
-    uint64_t tail = __atomic_load_n(&q->ring.prod->pos, __ATOMIC_ACQUIRE);
+    uint64_t tail = __atomic_load_n(&q->published, __ATOMIC_ACQUIRE);
     uint64_t head = __atomic_load_n(&q->ring.cons->pos, __ATOMIC_ACQUIRE);
 
     return (tail > head) ? (unsigned)(tail - head) : 0;
@@ -151,6 +157,7 @@ static inline int p2pq_send(ringk_p2pq_t *q, const void *elem)
     }
     memcpy(ringk_ring_payload(&q->ring, pos), elem, q->elem_size);
     ringk_ring_publish(&q->ring, pos, (uint32_t)q->elem_size, 1, 0, 0);
+    __atomic_store_n(&q->published, pos + 1, __ATOMIC_RELEASE);
     q->sent++;
     return 0;
 }

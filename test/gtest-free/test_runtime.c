@@ -1969,6 +1969,54 @@ START_TEST(test_p2pq_threads)
 }
 END_TEST
 
+#define P2PQ_BIG_N 100000
+
+/* Sends P2PQ_BIG_N elements of the largest size, each filled with its number's low byte. */
+static void *p2pq_big_sender(void *arg)
+{
+    static uint8_t e[RINGK_P2PQ_ELEM_MAX];
+    ringk_p2pq_t *q = arg;
+    uint32_t i;
+
+    for (i = 0; i < P2PQ_BIG_N; i++) {
+        memset(e, (int)(i & 0xff), sizeof(e));
+        while (ringk_p2pq_send(q, e) != 0) {
+            sched_yield();
+        }
+    }
+    return NULL;
+}
+
+/* From the consumer's thread, ringk_p2pq_count() counts only elements that can be received:
+ * every one it counts, a receive then takes (the producer writes an element after it claims
+ * its cell, and only a written one counts). */
+START_TEST(test_p2pq_count_receivable)
+{
+    static uint8_t e[RINGK_P2PQ_ELEM_MAX];
+    ringk_p2pq_t *q = p2pq_new(64, sizeof(e));
+    uint32_t i = 0, n, j, refused = 0;
+    pthread_t th;
+
+    pthread_create(&th, NULL, p2pq_big_sender, q);
+    while (i < P2PQ_BIG_N) {
+        n = ringk_p2pq_count(q);
+        for (j = 0; j < n; j++) {
+            if (ringk_p2pq_receive(q, e) != 0) {
+                refused++;
+                break;
+            }
+            ck_assert_uint_eq(e[0], i & 0xff);
+            ck_assert_uint_eq(e[sizeof(e) - 1], i & 0xff);
+            i++;
+        }
+    }
+    pthread_join(th, NULL);
+    ck_assert_uint_eq(refused, 0);
+    ck_assert_uint_eq(ringk_p2pq_count(q), 0);
+    ringk_p2pq_destroy(q);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("runtime");
@@ -2013,6 +2061,7 @@ int main(void)
     tcase_add_test(tc, test_p2pq_semantics);
     tcase_add_test(tc, test_p2pq_bad_params);
     tcase_add_test(tc, test_p2pq_threads);
+    tcase_add_test(tc, test_p2pq_count_receivable);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");

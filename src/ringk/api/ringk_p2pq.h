@@ -54,7 +54,9 @@ int ringk_p2pq_create(const ringk_p2pq_params_t *params, ringk_p2pq_t **queue_p)
 int ringk_p2pq_destroy(ringk_p2pq_t *queue);
 /** Elements the queue holds at most. */
 unsigned ringk_p2pq_capacity(const ringk_p2pq_t *queue);
-/** Elements queued now (exact from either end's own thread, a snapshot from elsewhere). */
+/** Elements written and not yet received: from the receiver's thread, each one counted can be
+ *  received (an element being written is not counted yet); from the sender's thread, none is
+ *  counted that was not sent (one received meanwhile may still be); a snapshot from elsewhere. */
 unsigned ringk_p2pq_count(const ringk_p2pq_t *queue);
 /** 1 when nothing is queued, else 0 (as ringk_p2pq_count()). */
 int ringk_p2pq_empty(const ringk_p2pq_t *queue);
