@@ -251,7 +251,8 @@ enum ringk_kernel_param_field {
 
 struct ringk_device_entry;
 
-/** Every attribute of a ring kernel; defaults follow the ring-kernel model. */
+/** The attributes of a ring kernel that ringk implements (field_mask says which are given);
+ *  defaults follow the ring-kernel model. */
 typedef struct ringk_kernel_params {
     uint64_t            field_mask;
     const char         *name;             /**< unique id (required), up to 63 characters */
