@@ -496,49 +496,8 @@ START_TEST(test_device_gpu_recv)
 {
     ringk_dev_test_t *t_d, *t = test_block(&t_d);
     ringk_ctx_t *ctx = gpu_ctx_new();
-    ringk_kernel_params_t p = dev_params("r", &ringk_dev_test_recv, t_d);
-    ringk_kernel_t *k;
-    uint32_t i, v[2];
+    ringk_kernel_t *k = recv_run(ctx, t_d, t);
 
-    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
-    p.inbox_size  = 256;
-    p.max_in      = 64; /* a message is one cell: the inbox is 256 cells */
-    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
-    for (i = 0; i < 40; i++) {
-        ck_assert_int_eq(host_send(ctx, "r", 0, i, 1000), 0);
-    }
-    test_wait_u64(&t->count, 40, 30);
-    ck_assert_uint_eq(t->out_of_order, 0);
-    ck_assert_int_eq(t->last_error, 0);
-    ck_assert_int_eq(host_send(ctx, "r", 1, 0, 1000), 0);
-    test_wait_u64(&t->count, 41, 30);
-    ck_assert_int_eq(t->codes[0], -EAGAIN);
-    ck_assert_int_eq(t->codes[1], -ETIMEDOUT);
-    ck_assert_int_eq(t->codes[2], -EINVAL);
-    ck_assert_int_eq(host_send(ctx, "r", 2, 0, 1000), 0);
-    ck_assert_int_eq(host_send(ctx, "r", 4, 0, 1000), 0);
-    test_wait_u64(&t->count, 43, 30);
-    ck_assert_int_eq(t->codes[3], -EMSGSIZE);
-    ck_assert_int_eq(t->codes[4], 8);
-    ck_assert_int_eq(t->codes[5], 0);
-    ck_assert_int_eq(host_send(ctx, "r", 3, 0, 1000), 0);
-    for (i = 0; i < 200; i++) {
-        v[0] = 4;
-        v[1] = i;
-        ck_assert_int_eq(ringk_send(ctx, NULL, "r", RINGK_MSG_DATA, v, sizeof(v),
-                                    SEND_WAIT_MS), 0);
-    }
-    test_wait_u64(&t->count, 244, 30);
-    ck_assert_msg(t->codes[6] == -ENOBUFS, "code %d after %d", t->codes[6], t->codes[7]);
-    ck_assert_int_eq(t->codes[7], 127);
-    ck_assert_uint_eq(STATS_AT(k, msgs_in, 244).msgs_in, 244);
-    /* a terminate taken by the handler's recv: the kernel terminates, and it counts */
-    ck_assert_int_eq(host_send(ctx, "r", 3, 0, 1000), 0);
-    ck_assert_int_eq(ringk_send(ctx, NULL, "r", RINGK_MSG_TERMINATE, NULL, 0, 1000), 0);
-    test_wait_u64(&t->count, 245, 30);
-    ck_assert_int_eq(t->codes[6], -ECANCELED);
-    ck_assert_int_eq(t->codes[7], 0);
-    ck_assert_uint_eq(STATS_AT(k, msgs_in, 246).msgs_in, 246);
     wait_state(k, RINGK_KERNEL_TERMINATED, 10);
     assert_no_errors(&k, 1);
     ringk_ctx_destroy(ctx);

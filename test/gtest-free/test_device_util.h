@@ -279,4 +279,60 @@ static inline void barrier_run(ringk_ctx_t *ctx, ringk_dev_test_t *const *t_arg,
     ck_assert_int_eq(stats_of(k[1]).state, RINGK_KERNEL_TERMINATED);
 }
 
+/* ringk_dev_recv from the handler of device kernel "r" of ringk_dev_test_recv (its result block
+ * at @a t_arg, read by the host at @a t): groups of four taken in order with a bound, the
+ * documented failures (nothing queued, a bound that passes, a NULL buffer, a buffer too small
+ * for the next message, which stays first), and a handler that takes until the cells it holds
+ * back fill half its inbox (-ENOBUFS after 127 of a 256-cell inbox); a terminate its recv takes
+ * ends the kernel; every message counted once. Returns the kernel. */
+static inline ringk_kernel_t *recv_run(ringk_ctx_t *ctx, ringk_dev_test_t *t_arg,
+                                       ringk_dev_test_t *t)
+{
+    ringk_kernel_params_t p = dev_params("r", &ringk_dev_test_recv, t_arg);
+    ringk_kernel_t *k;
+    uint32_t i, v[2];
+
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
+    p.inbox_size  = 256;
+    p.max_in      = 64; /* a message is one cell: the inbox is 256 cells */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; i < 40; i++) {
+        ck_assert_int_eq(host_send(ctx, "r", 0, i, 1000), 0);
+    }
+    test_wait_u64(&t->count, 40, 30);
+    ck_assert_uint_eq(t->out_of_order, 0);
+    ck_assert_int_eq(t->last_error, 0);
+    ck_assert_int_eq(host_send(ctx, "r", 1, 0, 1000), 0);
+    test_wait_u64(&t->count, 41, 30);
+    ck_assert_int_eq(t->codes[0], -EAGAIN);
+    ck_assert_int_eq(t->codes[1], -ETIMEDOUT);
+    ck_assert_int_eq(t->codes[2], -EINVAL);
+    ck_assert_int_eq(host_send(ctx, "r", 2, 0, 1000), 0);
+    ck_assert_int_eq(host_send(ctx, "r", 4, 0, 1000), 0);
+    test_wait_u64(&t->count, 43, 30);
+    ck_assert_int_eq(t->codes[3], -EMSGSIZE);
+    ck_assert_int_eq(t->codes[4], 8);
+    ck_assert_int_eq(t->codes[5], 0);
+    ck_assert_int_eq(host_send(ctx, "r", 3, 0, 1000), 0);
+    for (i = 0; i < 200; i++) {
+        v[0] = 4;
+        v[1] = i;
+        ck_assert_int_eq(ringk_send(ctx, NULL, "r", RINGK_MSG_DATA, v, sizeof(v),
+                                    10000), 0);
+    }
+    test_wait_u64(&t->count, 244, 30);
+    ck_assert_msg(t->codes[6] == -ENOBUFS, "code %d after %d", t->codes[6], t->codes[7]);
+    ck_assert_int_eq(t->codes[7], 127);
+    ck_assert_uint_eq(STATS_AT(k, msgs_in, 244).msgs_in, 244);
+    ck_assert_uint_eq(stats_of(k).bad_cells, 0);
+    /* a terminate taken by the handler's recv: the kernel terminates, and it counts */
+    ck_assert_int_eq(host_send(ctx, "r", 3, 0, 1000), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "r", RINGK_MSG_TERMINATE, NULL, 0, 1000), 0);
+    test_wait_u64(&t->count, 245, 30);
+    ck_assert_int_eq(t->codes[6], -ECANCELED);
+    ck_assert_int_eq(t->codes[7], 0);
+    ck_assert_uint_eq(STATS_AT(k, msgs_in, 246).msgs_in, 246);
+    return k;
+}
+
 #endif
