@@ -6,6 +6,8 @@
 # progress, and ends with a summary and `soak: OK` (exit 0) or `soak: FAIL` (exit 1): every
 # message delivered exactly once, in order and intact, RSS flat after the warm-up, every process
 # exits 0 within SECONDS + 60 s, and nothing new is left in /dev/shm.
+# A rank still running 10 s before its limit has its threads' stacks written to
+# logs/rankR.stack (gdb, where installed) and summarized.
 # Environment: SOAK_PAYLOAD_MAX (bytes, default 1024), SOAK_TOPIC_EVERY (16; 0: no topic),
 # SOAK_RSS_MAX_KIB (8192), CC (gcc).
 set -u
@@ -59,10 +61,29 @@ launch() {
         tee "$logs/rank$r.log" | sed -u "/^soak \[rank /!s/^/[rank $r] /" &
 }
 # rank 0 listens for the others: start it last, as test_job.sh does
+pids=()
 for r in $(seq $((np - 1)) -1 0); do
     launch "$r"
+    pids+=($!)
 done
-wait
+# A rank still running 10 s before the limit hangs: where its threads are goes to
+# rank R.stack (with gdb, where there is one), before timeout kills it and the clue with it.
+stacks() {
+    local pid r
+    sleep $((limit - 10))
+    command -v gdb >/dev/null || return 0
+    for pid in $(pgrep -f "^$bin $secs "); do
+        r=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^RINGK_RANK=//p')
+        [ -n "$r" ] || continue
+        timeout 30 gdb -batch -p "$pid" -ex 'thread apply all bt 12' >"$logs/rank$r.stack" 2>&1
+    done
+}
+stacks &
+watchdog=$!
+wait "${pids[@]}"
+pkill -P "$watchdog" 2>/dev/null
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
 
 fail=0
 tsent=0 tdeliv=0 tbad=0
@@ -87,10 +108,24 @@ for r in $(seq 0 $((np - 1))); do
     else
         case $rc in
             124|137) why="killed after $limit s (hung?)" ;;
+            134) why="aborted" ;;
+            139) why="crashed (SIGSEGV)" ;;
             *) why="no final line" ;;
         esac
-        echo "soak:   rank $r: $why, exit $rc: FAIL (last lines of $logs/rank$r.log below)"
-        tail -n 15 "$logs/rank$r.log" | sed "s/^/soak:     /"
+        # its last progress line, what else it said last (how far the end got), and where its
+        # threads were when it hung: each thread's innermost frames outside libc's internals,
+        # one line per thread
+        echo "soak:   rank $r: $why, exit $rc: FAIL (all of it in $logs/rank$r.log)"
+        { grep -E "^soak \[rank $r of $np\] +[0-9.]+ s: " "$logs/rank$r.log" | tail -n 1
+          grep -vE "^soak \[rank $r of $np\] +[0-9.]+ s: " "$logs/rank$r.log" | tail -n 6
+        } | sed "s/^/soak:     /"
+        if [ -s "$logs/rank$r.stack" ]; then
+            awk '/^Thread /{if (t != "") print t; t = "thread " $2 ":"; n = 0; next}
+                 /^#[0-9]+ / && n < 4 {f = ($3 == "in") ? $4 : $2
+                                        if (f !~ /^(_|\?\?|clone|start_thread)/) {t = t " " f; n++}}
+                 END {if (t != "") print t}' "$logs/rank$r.stack" |
+                head -n 8 | sed "s/^/soak:     stack: /"
+        fi
         fail=1
     fi
     [ "$rc" = 0 ] || fail=1

@@ -194,14 +194,14 @@ if bash contrib/soak.sh _build "${RINGK_SOAK_SECONDS:-60}" 4 >_build/soak.out 2>
     echo "PASS: soak"
     passed=$((passed + 1))
 else
-    # the summary, what each rank said besides its progress lines, and the last lines
-    grep '^soak: ' _build/soak.out | grep -v '^soak:     ' | head -n 20
+    # what each rank said besides its progress lines, then soak.sh's summary last, where the
+    # tail of this output (all that some CI views show) has it
     for log in _build/soak/logs/rank*.log; do
         [ -f "$log" ] || continue
         echo "--- ${log##*/}, without its progress lines:"
         grep -v '^soak \[rank [0-9]* of [0-9]*\] ' "$log" | head -n 20
     done
-    tail -n 20 _build/soak.out
+    sed -n '/^soak: summary/,$p' _build/soak.out
     echo "FAIL: soak"
     failed=$((failed + 1))
 fi

@@ -35,7 +35,7 @@
 #define SOAK_RSS_MAX_KIB  8192     /* allowed RSS growth after the warm-up; env SOAK_RSS_MAX_KIB */
 #define SOAK_RETRY_MS     100      /* a blocked send is retried at this period, checking peers */
 #define SOAK_STALL_S      30.0     /* no send accepted for this long: give up, something hangs */
-#define SOAK_END_S        60.0     /* longest wait for ACKs or for our sinks to terminate */
+#define SOAK_END_S        20.0     /* longest wait for ACKs or for our sinks to terminate */
 
 enum soak_kind { SOAK_DATA = 1, SOAK_FIN, SOAK_TOPIC_MSG, SOAK_TOPIC_FIN, SOAK_ACK };
 
@@ -411,6 +411,13 @@ static int peers_lost(soak_run_t *run, const char *while_)
     return lost;
 }
 
+/* One line on stderr per step of the end, so that a rank that hangs or dies there shows how
+ * far it got (contrib/soak.sh prints these for a rank without its final line). */
+static void phase(const soak_run_t *run, const char *what)
+{
+    fprintf(stderr, "soak [rank %d]: %s at %.1f s\n", run->rank, what, now_s() - run->t0);
+}
+
 /* What this rank's kernels say when a send or publish gave up: the next run's clue. */
 static void stall_report(const soak_run_t *run)
 {
@@ -670,6 +677,7 @@ int main(int argc, char **argv)
     if (ret != 0) {
         stall_report(&run);
     }
+    phase(&run, (ret == 0) ? "streaming done; sending FIN" : "streaming failed");
 
     /* 2. FIN to our sinks, TOPIC_FIN to everyone, then wait for both ACKs */
     for (j = 0; (ret == 0) && (j < SOAK_K); j++) {
@@ -679,6 +687,9 @@ int main(int argc, char **argv)
     if ((ret == 0) && topic_every) {
         len = soak_build(buf, SOAK_TOPIC_FIN, rank, SOAK_TOPIC_DST, 0, run.published, 0, 0);
         ret = publish(&run, src_k, buf, len);
+    }
+    if (ret == 0) {
+        phase(&run, "FIN sent; waiting for ACKs");
     }
     t = now_s();
     /* A2: pairs with A1 in source_handler(): the ACK fields are complete */
@@ -692,10 +703,14 @@ int main(int argc, char **argv)
         usleep(1000);
     }
     /* 3. the next rank's sinks have everything: stop them */
+    if (ret == 0) {
+        phase(&run, "ACKs in; terminating the next rank's sinks");
+    }
     for (j = 0; (ret == 0) && (j < SOAK_K); j++) {
         ret = send_reliably(&run, src_k, next_sinks[j], RINGK_MSG_TERMINATE, NULL, 0);
     }
     /* 4. ours are stopped by the previous rank's source */
+    phase(&run, "waiting for this rank's sinks to terminate");
     t = now_s();
     for (j = 0; j < SOAK_K; j++) {
         for (;;) {
@@ -750,6 +765,7 @@ int main(int argc, char **argv)
         }
     }
     /* joins every runtime thread: the source's ACK fields are final too */
+    phase(&run, "destroying the context");
     ringk_ctx_destroy(run.ctx);
     ack_ok = (__atomic_load_n(&source.acks, __ATOMIC_ACQUIRE) == SOAK_K) &&
              (__atomic_load_n(&source.bad_acks, __ATOMIC_RELAXED) == 0);
