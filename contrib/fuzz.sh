@@ -77,9 +77,11 @@ for t in $targets; do
                 continue
             fi
             core_objs 2>"$out/$t.build.log"
-            extra="-I$build -I$build/ucx-build -I$ucx_src/src -I$top/src/uct/ringk -DHAVE_CONFIG_H
-                   $top/src/uct/ringk/ringk_md.c $top/src/uct/ringk/ringk_iface.c
-                   $top/src/uct/ringk/ringk_shm.c $out/core/*.o
+            # every source of the plugin but ring/ringk_ep.c, which the target includes
+            extra="-I$build -I$build/ucx-build -I$ucx_src/src -I$top/src/uct/ringk/ring
+                   -DHAVE_CONFIG_H
+                   $(ls "$top"/src/uct/ringk/*/*.c | grep -v '/ring/ringk_ep\.c$')
+                   $out/core/*.o
                    $(pkg-config --cflags --libs hwloc ucx) -luct -lucs -ldl" ;;
         *) extra="$core $(pkg-config --cflags --libs hwloc ucx) -ldl" ;;
     esac

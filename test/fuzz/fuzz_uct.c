@@ -2,11 +2,11 @@
 /* libFuzzer target: what the ringk transport reads from a peer before it touches the peer's
  * memory. The first byte picks: a packed remote key (through the public uct_rkey_unpack of the
  * ringk component, which this binary links in: registered-memory keys and ringk_shm keys), a
- * receive-segment header checked against the iface address it came with (ringk_ep.c's
+ * receive-segment header checked against the iface address it came with (ring/ringk_ep.c's
  * uct_ringk_ep_seg_check, included here to reach the static function), or two device addresses
  * (node identities and device kinds) compared. What is accepted must
  * describe memory inside what the address announced. */
-#include "../../src/uct/ringk/ringk_ep.c"
+#include "../../src/uct/ringk/ring/ringk_ep.c"
 
 #include <uct/api/uct.h>
 

@@ -18,7 +18,7 @@
 #include <kernels/ringk_kernels.h>
 
 #include <core/ringk_topo.h>
-#include <uct/ringk/ringk_rkey.h>
+#include <uct/ringk/base/ringk_rkey.h>
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>

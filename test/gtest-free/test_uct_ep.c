@@ -9,8 +9,8 @@
 #include <core/ringk_cuda.h>
 #include <core/ringk_ring.h>
 #include <core/ringk_topo.h>
-#include <uct/ringk/ringk_rkey.h>
-#include <uct/ringk/ringk_seg.h>
+#include <uct/ringk/base/ringk_rkey.h>
+#include <uct/ringk/ring/ringk_seg.h>
 
 #include <dirent.h>
 #include <dlfcn.h>

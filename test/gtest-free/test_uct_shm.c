@@ -7,8 +7,8 @@
 #include "test_util.h"
 #include "test_uct.h"
 
-#include <uct/ringk/ringk_rkey.h>
-#include <uct/ringk/ringk_shm.h>
+#include <uct/ringk/base/ringk_rkey.h>
+#include <uct/ringk/shm/ringk_shm.h>
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -9,7 +9,14 @@
 
 #include <stdint.h>
 
-/** Packed remote key, as sent to peers. */
+/** The kinds of unpacked keys the component hands out: uct_rkey_t points to a struct that starts
+ * with one of these. */
+enum {
+    UCT_RINGK_KEY_REG = 0x52454731u, /**< uct_ringk_rkey_t: registered memory (CMA, CUDA IPC) */
+    UCT_RINGK_KEY_SHM = 0x53484d31u  /**< uct_ringk_shm_rkey_t: a mapped ringk_shm allocation */
+};
+
+/** Packed remote key of the ring device's md, as sent to peers. */
 typedef struct uct_ringk_packed_rkey {
     uint32_t magic;    /**< UCT_RINGK_RKEY_MAGIC */
     uint32_t pid;      /**< process owning the region */
@@ -26,7 +33,7 @@ typedef struct uct_ringk_packed_rkey {
 
 /** Unpacked remote key (uct_rkey_t points to one). */
 typedef struct uct_ringk_rkey {
-    uint32_t kind;         /**< UCT_RINGK_KEY_REG (ringk_shm.h) */
+    uint32_t kind;         /**< UCT_RINGK_KEY_REG */
     uint32_t pid;
     uint64_t address;
     uint64_t length;

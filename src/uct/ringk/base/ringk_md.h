@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ringk memory domain: the component, its md and its configuration. */
+/* The ringk component and its two memory domains: "ringk" (ring/ringk_md.c) registers host and
+ * CUDA memory for the ring device; "ringk_shm" (shm/ringk_shm_md.c) allocates memory peers map
+ * for the shm device. What the component (base/ringk_component.c) needs of each. */
 #ifndef UCT_RINGK_MD_H
 #define UCT_RINGK_MD_H
 
+#include "ringk_base.h"
 #include "ringk_rkey.h"
-#include "ringk_shm.h"
+
+#include <uct/ringk/shm/ringk_shm.h>
 
 #include <core/ringk_cuda.h>
 
 #include <uct/base/uct_md.h>
-
-#define UCT_RINGK_NAME "ringk"
 
 /** ringk md configuration (UCX_RINGK_* md variables). */
 typedef struct uct_ringk_md_config {
@@ -43,13 +45,30 @@ typedef struct uct_ringk_memh {
 
 extern uct_component_t uct_ringk_component;
 
-/** Operations of the ringk_shm md (ringk_shm.c). */
+UCT_TL_DECL(ringk)
+
+/** Operations of the ringk md (ring/ringk_md.c) and of the ringk_shm md (shm/ringk_shm_md.c). */
+extern uct_md_ops_t uct_ringk_md_ops;
 extern uct_md_ops_t uct_ringk_shm_md_ops;
 
-/** Opens the "shm" device's iface on the ringk_shm md (ringk_shm.c). */
+/** Open the ring device's iface on the ringk md (ring/ringk_iface.c) and the shm device's on
+ * the ringk_shm md (shm/ringk_shm_iface.c). */
+ucs_status_t uct_ringk_ring_iface_open(uct_md_h md, uct_worker_h worker,
+                                       const uct_iface_params_t *params,
+                                       const uct_iface_config_t *config, uct_iface_h *iface_p);
 ucs_status_t uct_ringk_shm_iface_open(uct_md_h md, uct_worker_h worker,
                                       const uct_iface_params_t *params,
                                       const uct_iface_config_t *config, uct_iface_h *iface_p);
+
+/** Checks a packed key of the ringk md (from a peer: untrusted) and maps the CUDA memory it
+ * names; UCS_ERR_UNREACHABLE when that memory cannot be mapped here (ring/ringk_md.c). */
+ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p);
+
+/** Releases a key uct_ringk_reg_rkey_unpack() made. */
+void uct_ringk_reg_rkey_release(uct_ringk_rkey_t *key);
+
+/** Frees either md. */
+void uct_ringk_md_close(uct_md_h tl_md);
 
 /** Tells the ringk_shm md from the ringk md. */
 static inline int uct_ringk_md_is_shm(uct_md_h md)

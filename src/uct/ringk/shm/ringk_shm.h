@@ -6,6 +6,8 @@
 #ifndef UCT_RINGK_SHM_H
 #define UCT_RINGK_SHM_H
 
+#include <uct/ringk/base/ringk_rkey.h>
+
 #include <stddef.h>
 #include <stdint.h>
 #include <ucs/type/status.h>
@@ -26,13 +28,6 @@ typedef struct uct_ringk_shm_packed_rkey {
 } __attribute__((packed)) uct_ringk_shm_packed_rkey_t;
 
 #define UCT_RINGK_SHM_RKEY_MAGIC 0x4d48534bu /* "KSHM" */
-
-/** The kinds of unpacked keys the component hands out: uct_rkey_t points to a struct that starts
- * with one of these. */
-enum {
-    UCT_RINGK_KEY_REG = 0x52454731u, /**< uct_ringk_rkey_t: registered memory (CMA, CUDA IPC) */
-    UCT_RINGK_KEY_SHM = 0x53484d31u  /**< uct_ringk_shm_rkey_t: a mapped ringk_shm allocation */
-};
 
 struct uct_ringk_shm_map;
 
