@@ -5,7 +5,7 @@
 
 #define _GNU_SOURCE
 #include "ringk_exec.h"
-#include "ringk_exec_dev.h"
+#include "dev/ringk_dev.h"
 #include "ringk_internal.h"
 #include "net/ringk_net.h"
 

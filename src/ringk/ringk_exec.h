@@ -3,7 +3,7 @@
  * executor; the runtime starts it, wakes it when a send finds it asleep, and joins it once the
  * kernel terminated. The CPU executor (ringk_exec_cpu.c) runs persistent kernels on threads of
  * their own and event-driven kernels on the context's pool threads; the device executor
- * (ringk_exec_dev.c) runs kernels of the CUDA backend on a GPU or the emulated device. */
+ * (dev/ringk_exec_dev.c) runs kernels of the CUDA backend on a GPU or the emulated device. */
 #ifndef RINGK_EXEC_H
 #define RINGK_EXEC_H
 

@@ -287,7 +287,7 @@ struct ringk_ctx {
     unsigned         host_users __attribute__((aligned(64))); /* threads outside the executors
                                                                * between a lookup and a send */
     ringk_kernel_t  *zombies;         /* destroyed, not freed until the context goes */
-    struct ringk_devs *devs;          /* devices and the proxy (ringk_exec_dev.h), or NULL */
+    struct ringk_devs *devs;          /* devices and the proxy (dev/dev.h), or NULL */
     ringk_qs_slot_t  qs[RINGK_QS_SLOTS];
 };
 
@@ -615,6 +615,9 @@ static inline void ringk_host_leave(ringk_ctx_t *ctx, int counted)
 
 /** Frees a kernel whose threads have ended. */
 void ringk_kernel_free(ringk_kernel_t *k);
+/** Makes @a k terminating as ringk_kernel_terminate() does, without waiting (the device
+ *  executor's proxy, for a kernel whose launch faulted or that a message terminated). */
+void ringk_kernel_terminating(ringk_kernel_t *k);
 
 /* What this process tells the others of its job at start: its kernels, and its topics and
  * barriers with their participants here. */

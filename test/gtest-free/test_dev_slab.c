@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests of the regions device kernels hold in their device's slabs (src/ringk/ringk_dev_slab.c):
+/* Tests of the regions device kernels hold in their device's slabs (src/ringk/dev/ringk_dev_slab.c):
  * first fit between the regions held, alignment, both slabs at once, holds, and a full slab. */
 #include "test_util.h"
 
-#include <ringk/ringk_exec_dev.h>
+#include <ringk/dev/dev.h>
 
 #include <errno.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
-#include "ringk_exec_dev.h"
+#include "dev.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libringk: the device executor (kernels of the CUDA backend). A device kernel runs the loop of
+/* libringk: the device executor (kernels of the CUDA backend), inside: what its files share.
+ * The runtime reaches it only through ringk_dev.h. A device kernel runs the loop of
  * ringk/api/ringk_device.h as a launch on a CUDA device, or on a host thread standing in for a
  * GPU block (the emulated device, when its entry was compiled as host C). Its host ingress ring
  * is the kernel's inbox (k->inbox), so every host send path reaches it unchanged; its device
  * inbox takes sends of kernels of the same device; its outbox is drained by the proxy thread
  * (ringk_dev_proxy.c), which sends as the kernel through the runtime. */
-#ifndef RINGK_EXEC_DEV_H
-#define RINGK_EXEC_DEV_H
+#ifndef RINGK_DEV_DEV_H
+#define RINGK_DEV_DEV_H
 
-#include "ringk_exec.h"
-#include "ringk_internal.h"
+#include "ringk_dev.h"
+#include "ringk/ringk_exec.h"
 
 #include <ringk/api/ringk_device.h>
 
@@ -141,12 +142,6 @@ typedef struct ringk_dev_host {
 
 extern const ringk_exec_ops_t ringk_exec_dev;
 
-/** Whether kernel @a k (parameters read into it) runs on a device: 1 with its device memory,
- *  inbox and executor set up, 0 for the CPU, or a negative errno (logged). */
-int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k);
-/** Frees the host side of a device kernel and, unless a launch of it may still run, gives
- *  back its memory in the slabs and what it held of others'. */
-void ringk_exec_dev_free(ringk_kernel_t *k);
 /** Readies device kernel @a k of CUDA entry @a e on CUDA device @a dev before its first launch
  *  (ringk_dev_entries.c): 0, -EDEADLK, -E2BIG or a CUDA error (logged). @a ops: the device's
  *  calls every entry shares. On success the kernel is counted on the device until
@@ -187,26 +182,12 @@ void ringk_dev_regions_clear(ringk_dev_slot_t *slot);
 /** Under ctx->lock: points the routes of every device kernel at the device inboxes of the
  *  kernels of the same device they name, where the target exists and accepts the sender. */
 void ringk_exec_dev_routes(ringk_ctx_t *ctx);
-/** Under ctx->lock, when @a gone is unlinked: routes to it go through the proxy from now on. */
-void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone);
-/** Once every kernel terminated: stops the proxy. */
-void ringk_exec_dev_stop(ringk_ctx_t *ctx);
-/** Once every kernel is freed: gives up the context's use of its devices (the last context
- *  using a device frees its slabs). */
-void ringk_exec_dev_release(ringk_ctx_t *ctx);
-/** After the job's network layer started (ringk_ctx_start): launches the device kernels
- *  created before it. */
-void ringk_exec_dev_start_deferred(ringk_ctx_t *ctx);
 /** The state of CUDA device kernel @a d's stream, as the entry's stream_status op says (1
  *  returned, 0 runs, -EIO faulted, -EAGAIN CUDA could not say), asked in relaxed stream
  *  capture mode. */
 int ringk_dev_stream_status(ringk_dev_host_t *d, char *why, size_t why_len);
 /** Launches the loop of @a k (again): 0 or a negative errno (logged). */
 int ringk_exec_dev_launch(ringk_kernel_t *k);
-/** The statistics of a device kernel, from its control block. */
-void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s);
-/** Makes @a k terminating as ringk_kernel_terminate() does, without waiting. */
-void ringk_kernel_terminating(ringk_kernel_t *k);
 
 /* ---- ringk_dev_slot.c ---- */
 

@@ -4,7 +4,7 @@
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
-#include "ringk_exec_dev.h"
+#include "dev.h"
 
 #include "core/ringk_cuda.h"
 
