@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""libringk's layout, checked: no source file over MAX_LINES lines, no function over MAX_FUNC
-lines, and an include graph without cycles in which the network layer (src/ringk/net/) is
-reached from the runtime only through net/ringk_net.h and includes nothing of the runtime but
-ringk_internal.h. Prints TAP; with --graph, prints the include graph (local includes) instead.
+"""The sources' layout, checked: no file of src/ (libringk, the UCT plugin, the core they share,
+the tools) over MAX_LINES lines, no function over MAX_FUNC lines, and an include graph without
+cycles in which the network layer (src/ringk/net/) is reached from the runtime only through
+net/ringk_net.h and includes nothing of the runtime but ringk_internal.h, and the device
+executor (src/ringk/dev/) only through dev/ringk_dev.h, including nothing of the runtime but
+ringk_internal.h and ringk_exec.h. Prints TAP; with
+--graph, prints the include graph (local includes) instead.
 
     layout.py SRCDIR [--graph]
 """
@@ -14,14 +17,16 @@ import sys
 MAX_LINES = 800
 MAX_FUNC = 80
 NET_MAY_INCLUDE = {'src/ringk/ringk_internal.h'}   # the runtime's types and upcalls
+# the device executor: the runtime's types and upcalls, and the executor interface it implements
+DEV_MAY_INCLUDE = {'src/ringk/ringk_internal.h', 'src/ringk/ringk_exec.h'}
 
 
 def files(top):
     out = []
-    for d in ('src/ringk', 'src/ringk/net', 'src/ringk/api'):
-        for f in sorted(os.listdir(os.path.join(top, d))):
+    for d, _, names in sorted(os.walk(os.path.join(top, 'src'))):
+        for f in sorted(names):
             if f.endswith(('.c', '.h')):
-                out.append(os.path.join(d, f))
+                out.append(os.path.relpath(os.path.join(d, f), top))
     return out
 
 
@@ -94,10 +99,10 @@ def main():
     results = []
     big = [(p, n) for p in paths for n in [sum(1 for _ in open(os.path.join(top, p)))]
            if n > MAX_LINES]
-    results.append((not big, 'no libringk source over %d lines' % MAX_LINES,
+    results.append((not big, 'no source of src/ over %d lines' % MAX_LINES,
                     ['%s: %d lines' % b for b in big]))
     longf = [(p,) + f for p in paths if p.endswith('.c') for f in long_functions(top, p)]
-    results.append((not longf, 'no libringk function over %d lines' % MAX_FUNC,
+    results.append((not longf, 'no function of src/ over %d lines' % MAX_FUNC,
                     ['%s:%d: %s (%d lines)' % (p, s, n, l) for p, n, s, l in longf]))
     c = cycle(graph)
     results.append((c is None, 'the include graph has no cycle', [' -> '.join(c or [])]))
@@ -111,6 +116,19 @@ def main():
                 bad.append('%s includes %s' % (p, q))
     results.append((not bad, 'the runtime reaches the network layer through ringk_net.h only, '
                     'which includes no more of the runtime than ringk_internal.h', bad))
+    bad = []
+    for p in paths:
+        if not p.startswith('src/ringk/'):
+            continue
+        for q in graph[p]:
+            p_dev, q_dev = p.startswith('src/ringk/dev/'), q.startswith('src/ringk/dev/')
+            if p_dev and not q_dev and q.startswith('src/ringk/') and q not in DEV_MAY_INCLUDE:
+                bad.append('%s includes %s' % (p, q))
+            if not p_dev and q_dev and q != 'src/ringk/dev/ringk_dev.h':
+                bad.append('%s includes %s' % (p, q))
+    results.append((not bad, 'the runtime reaches the device executor through dev/ringk_dev.h '
+                    'only, which includes no more of the runtime than ringk_internal.h and '
+                    'ringk_exec.h', bad))
     print('1..%d' % len(results))
     for i, (ok, what, why) in enumerate(results, 1):
         print('%s %d - %s' % ('ok' if ok else 'not ok', i, what))

@@ -407,10 +407,31 @@ int ringk_cuda_device_count(char *why, size_t why_len)
 
 #define CANARY_WORDS 4096
 
+/* Lets device @a dev_a reach @a dev_b's memory (leaves @a dev_a current): 0, or -EPERM. */
+static int canary_peer_enable(int dev_a, int dev_b, char *why, size_t why_len)
+{
+    cudaError_t err;
+    int can = 0;
+
+    if ((rt.cudaDeviceCanAccessPeer(&can, dev_a, dev_b) != cudaSuccess) || !can) {
+        snprintf(why, why_len, "cudaDeviceCanAccessPeer(%d, %d) says no", dev_a, dev_b);
+        return -EPERM;
+    }
+    rt.cudaSetDevice(dev_a);
+    err = rt.cudaDeviceEnablePeerAccess(dev_b, 0);
+    if ((err != cudaSuccess) && (err != cudaErrorPeerAccessAlreadyEnabled)) {
+        snprintf(why, why_len, "cudaDeviceEnablePeerAccess(%d -> %d): %s", dev_a, dev_b,
+                 rt.cudaGetErrorString(err));
+        return -EPERM;
+    }
+    rt.cudaGetLastError(); /* clear an 'already enabled' */
+    return 0;
+}
+
 int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, size_t why_len)
 {
     uint32_t *host = NULL, *back = NULL, *mem_b = NULL, *mem_a = NULL;
-    int dev_a, dev_b, can = 0, ret = -EIO, i, caller = 0, n;
+    int dev_a, dev_b, ret = -EIO, i, caller = 0, n;
     cudaError_t err;
 
     if ((n = ringk_cuda_resident(-1)) > 0) {
@@ -428,20 +449,9 @@ int ringk_cuda_p2p_canary(const char *busid_a, const char *busid_b, char *why, s
         snprintf(why, why_len, "no CUDA device at %s or %s", busid_a, busid_b);
         return -ENODEV;
     }
-    if (dev_a != dev_b) {
-        if ((rt.cudaDeviceCanAccessPeer(&can, dev_a, dev_b) != cudaSuccess) || !can) {
-            snprintf(why, why_len, "rt.cudaDeviceCanAccessPeer(%d, %d) says no", dev_a, dev_b);
-            return -EPERM;
-        }
-        rt.cudaSetDevice(dev_a);
-        err = rt.cudaDeviceEnablePeerAccess(dev_b, 0);
-        if ((err != cudaSuccess) && (err != cudaErrorPeerAccessAlreadyEnabled)) {
-            snprintf(why, why_len, "rt.cudaDeviceEnablePeerAccess(%d -> %d): %s", dev_a, dev_b,
-                     rt.cudaGetErrorString(err));
-            rt.cudaSetDevice(caller);
-            return -EPERM;
-        }
-        rt.cudaGetLastError(); /* clear an 'already enabled' */
+    if ((dev_a != dev_b) && (canary_peer_enable(dev_a, dev_b, why, why_len) != 0)) {
+        rt.cudaSetDevice(caller);
+        return -EPERM;
     }
     host = malloc(CANARY_WORDS * sizeof(*host));
     back = malloc(CANARY_WORDS * sizeof(*back));

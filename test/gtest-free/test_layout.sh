@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# libringk's layout as TAP (contrib/layout.py): file and function sizes, and an include graph
+# The layout of src/ as TAP (contrib/layout.py): file and function sizes, and an include graph
 # without cycles in which the runtime reaches the network layer through net/ringk_net.h only.
 set -u
 exec python3 "${RINGK_TOP_SRCDIR:?}/contrib/layout.py" "$RINGK_TOP_SRCDIR"
