@@ -513,7 +513,7 @@ int main(int argc, char **argv)
     const char *env;
     long rss_max = SOAK_RSS_MAX_KIB;
     int rank_holder = -1, rank, size, next, prev, j, ret = 0, ok, ack_ok;
-    int terminated[SOAK_K] = {0};
+    int terminated[SOAK_K] = {0}, stalled = 0;
     double t, t_end;
     size_t len;
 
@@ -676,6 +676,7 @@ int main(int argc, char **argv)
     progress(&run, now_s());
     if (ret != 0) {
         stall_report(&run);
+        stalled = 1;
     }
     phase(&run, (ret == 0) ? "streaming done; sending FIN" : "streaming failed");
 
@@ -763,6 +764,9 @@ int main(int argc, char **argv)
                     strerror(-s->ack_ret));
             ok = 0;
         }
+    }
+    if (!ok && !stalled) {
+        stall_report(&run); /* the receiving side of a stall: its sinks' inboxes and states */
     }
     /* joins every runtime thread: the source's ACK fields are final too */
     phase(&run, "destroying the context");
