@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of the regions device kernels hold in their device's slabs (src/ringk/dev/ringk_dev_slab.c):
- * first fit between the regions held, alignment, both slabs at once, holds, and a full slab. */
+ * first fit between the regions held, alignment, both slabs at once, holds, and a full slab;
+ * and of the device executor's lock order (dev/dev.h), which aborts a thread that breaks it. */
 #include "test_util.h"
 
 #include <ringk/dev/dev.h>
 
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define A RINGK_DEV_SLAB_ALIGN
+
+/* the executor's own is in ringk_exec_dev.c, which this program does not link */
+__thread unsigned ringk_dev_locks_held;
 
 static ringk_dev_slot_t slot_of(size_t mapped, size_t mem)
 {
@@ -116,6 +122,35 @@ START_TEST(test_dev_slab_holds)
 }
 END_TEST
 
+/* The order of ringk_dev_lock_t: a kernel's lock, then the process's, then the entries'. */
+START_TEST(test_dev_lock_order)
+{
+    pthread_mutex_t k = PTHREAD_MUTEX_INITIALIZER, p = PTHREAD_MUTEX_INITIALIZER,
+                    e = PTHREAD_MUTEX_INITIALIZER;
+
+    ringk_dev_lock(&k, RINGK_DEV_LOCK_KERNEL);
+    ringk_dev_lock(&p, RINGK_DEV_LOCK_PROC);
+    ringk_dev_lock(&e, RINGK_DEV_LOCK_ENTRIES);
+    ck_assert_uint_eq(ringk_dev_locks_held, 7);
+    ringk_dev_unlock(&e, RINGK_DEV_LOCK_ENTRIES);
+    ringk_dev_unlock(&p, RINGK_DEV_LOCK_PROC);
+    ringk_dev_lock(&e, RINGK_DEV_LOCK_ENTRIES); /* skipping one is in order */
+    ringk_dev_unlock(&e, RINGK_DEV_LOCK_ENTRIES);
+    ringk_dev_unlock(&k, RINGK_DEV_LOCK_KERNEL);
+    ck_assert_uint_eq(ringk_dev_locks_held, 0);
+}
+END_TEST
+
+/* Taking a kernel's lock while holding the process's is out of order: the assertion aborts. */
+START_TEST(test_dev_lock_order_broken)
+{
+    pthread_mutex_t k = PTHREAD_MUTEX_INITIALIZER, p = PTHREAD_MUTEX_INITIALIZER;
+
+    ringk_dev_lock(&p, RINGK_DEV_LOCK_PROC);
+    ringk_dev_lock(&k, RINGK_DEV_LOCK_KERNEL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("dev_slab");
@@ -124,6 +159,15 @@ int main(void)
     tcase_add_test(tc, test_dev_slab_first_fit);
     tcase_add_test(tc, test_dev_slab_holds);
     tcase_add_test(tc, test_dev_slab_unordered);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("lock_order");
+    tcase_add_test(tc, test_dev_lock_order);
+#ifndef NDEBUG
+    /* the abort must happen in a child: not run in one process (CK_FORK=no, ThreadSanitizer) */
+    if ((getenv("CK_FORK") == NULL) || strcmp(getenv("CK_FORK"), "no")) {
+        tcase_add_test_raise_signal(tc, test_dev_lock_order_broken, SIGABRT);
+    }
+#endif
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

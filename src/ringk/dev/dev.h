@@ -14,6 +14,9 @@
 
 #include <ringk/api/ringk_device.h>
 
+#include <assert.h>
+#include <pthread.h>
+
 #define RINGK_DEV_SLOTS        9       /* the emulated device and CUDA devices 0..7 */
 #define RINGK_DEV_OUTBOX_CELLS 256u    /* outbox cells of RINGK_CELL bytes, at least (more for
                                           two records of the kernel's largest message) */
@@ -77,9 +80,8 @@ typedef struct {
     int                            kept;         /* the slabs were kept for them (logged) */
 } ringk_dev_slot_t;
 
-/* The devices of the process (ringk_dev_slot.c). Lock order (mu): after a device kernel's d->mu
- * (dev_join), before cuda_entries.mu (ringk_dev_entries.c); the log callback is called under
- * it. A kernel's setup copy is made under it too, so a copy that waited (a stream sharing a
+/* The devices of the process (ringk_dev_slot.c). Its lock (mu) comes after a device kernel's
+ * and before the CUDA entries' (ringk_dev_lock_t); the log callback is called under it. A kernel's setup copy is made under it too, so a copy that waited (a stream sharing a
  * hardware queue with a resident kernel, which the slot's streams are there to avoid) would
  * hold every context's creates. */
 typedef struct {
@@ -98,6 +100,55 @@ typedef struct ringk_devs {
     int              proxy_started;
     int              stop;            /* atomic */
 } ringk_devs_t;
+
+/* Where a device kernel's launches stand, as the host sees them. Moves only through
+ * ringk_dev_life_move() (ringk_exec_dev.c), which holds the table of allowed moves:
+ *   NEW -> DEFERRED   created in a job before ringk_ctx_start: its first launch waits for it
+ *   NEW, DEFERRED -> LAUNCHED   its first launch (ringk_exec_dev_launch)
+ *   LAUNCHED -> FAULTED   CUDA: the proxy found its stream failed for good, or answering only
+ *                         errors for RINGK_DEV_UNKNOWN_NS, and marked the kernel terminated
+ *   any of those -> JOINED   dev_join: no launch after it
+ *   JOINED -> STUCK   CUDA: its launch did not return within 10 s of the join; its stream,
+ *                     its memory and its device's slabs are never given back
+ * Read without a lock; moved under the kernel's mu, but for FAULTED (the proxy, by
+ * compare-and-swap: a join that came first wins). In this order: JOINED and what follows it
+ * are the states after a join. */
+typedef enum {
+    RINGK_DEV_NEW,
+    RINGK_DEV_DEFERRED,
+    RINGK_DEV_LAUNCHED,
+    RINGK_DEV_FAULTED,
+    RINGK_DEV_JOINED,
+    RINGK_DEV_STUCK
+} ringk_dev_life_t;
+
+/* The device executor's locks, in the only order a thread may take them: a device kernel's
+ * mu (its launches), the process's device lock (ringk_dev_proc.mu), the CUDA entries' lock
+ * (ringk_dev_entries.c). A thread holds at most one of each. ringk_dev_lock() checks the order
+ * (an assertion: builds without NDEBUG). */
+typedef enum {
+    RINGK_DEV_LOCK_KERNEL,
+    RINGK_DEV_LOCK_PROC,
+    RINGK_DEV_LOCK_ENTRIES
+} ringk_dev_lock_t;
+
+/* The device executor's locks this thread holds, one bit per ringk_dev_lock_t
+ * (ringk_exec_dev.c). */
+extern __thread unsigned ringk_dev_locks_held;
+
+static inline void ringk_dev_lock(pthread_mutex_t *mu, ringk_dev_lock_t which)
+{
+    /* none of this lock's rank or a later one may be held: the order of ringk_dev_lock_t */
+    assert((ringk_dev_locks_held >> which) == 0);
+    pthread_mutex_lock(mu);
+    ringk_dev_locks_held |= 1u << which;
+}
+
+static inline void ringk_dev_unlock(pthread_mutex_t *mu, ringk_dev_lock_t which)
+{
+    ringk_dev_locks_held &= ~(1u << which);
+    pthread_mutex_unlock(mu);
+}
 
 /* The host's side of a device kernel. */
 typedef struct ringk_dev_host {
@@ -131,10 +182,7 @@ typedef struct ringk_dev_host {
     pthread_mutex_t    mu;            /* launches */
     pthread_t          thread;        /* emulated: the last launch */
     int                has_thread;
-    int                deferred;      /* created before ringk_ctx_start of a job: launched by it */
-    int                faulted;       /* CUDA: a launch failed (the proxy marked it terminated) */
-    int                stuck;         /* CUDA: its launch did not return after it finished */
-    int                joined;        /* dev_join ran: no launch after it (under mu) */
+    int                life;          /* ringk_dev_life_t; atomic */
     int                counted;       /* CUDA: counted in the process's kernels of its device */
     uint64_t           fault_check_ns; /* the proxy's next look at its stream */
     uint64_t           launches;      /* atomic */
@@ -186,6 +234,17 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx);
  *  returned, 0 runs, -EIO faulted, -EAGAIN CUDA could not say), asked in relaxed stream
  *  capture mode. */
 int ringk_dev_stream_status(ringk_dev_host_t *d, char *why, size_t why_len);
+/** Moves device kernel @a d from one of the states of mask @a from (1 << ringk_dev_life_t) to
+ *  @a to: 1, or 0 when it is in none of them. A move the table does not allow is a bug
+ *  (asserted). */
+int ringk_dev_life_move(ringk_dev_host_t *d, unsigned from, ringk_dev_life_t to);
+/** Where @a d stands. */
+static inline ringk_dev_life_t ringk_dev_life(const ringk_dev_host_t *d)
+{
+    return (ringk_dev_life_t)__atomic_load_n(&d->life, __ATOMIC_ACQUIRE);
+}
+#define RINGK_DEV_LIFE(_s) (1u << (RINGK_DEV_ ## _s))
+
 /** Launches the loop of @a k (again): 0 or a negative errno (logged). */
 int ringk_exec_dev_launch(ringk_kernel_t *k);
 

@@ -71,9 +71,9 @@ int ringk_device_entry_register(const ringk_device_entry_t *entry)
     /* called from the entry's constructor, before main as a rule: before the program's first
      * CUDA call, the one moment the queue count can still be set */
     ringk_dev_queues_ask();
-    pthread_mutex_lock(&cuda_entries.mu);
+    ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     idx = cuda_entry_index(entry);
-    pthread_mutex_unlock(&cuda_entries.mu);
+    ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     return (idx < 0) ? -ENOSPC : 0;
 }
 
@@ -87,13 +87,13 @@ void ringk_device_entry_unregister(const ringk_device_entry_t *entry)
         ringk_log_bad_arg(NULL, __func__, "entry is NULL");
         return;
     }
-    pthread_mutex_lock(&cuda_entries.mu);
+    ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     for (i = 0; i < cuda_entries.n; i++) {
         if (cuda_entries.entry[i] == entry) {
             cuda_entries.entry[i] = NULL;
         }
     }
-    pthread_mutex_unlock(&cuda_entries.mu);
+    ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
 }
 
 const ringk_device_cuda_ops_t *ringk_dev_ops_live(const ringk_device_cuda_ops_t *ops)
@@ -102,7 +102,7 @@ const ringk_device_cuda_ops_t *ringk_dev_ops_live(const ringk_device_cuda_ops_t 
     const ringk_device_entry_t *e;
     unsigned i;
 
-    pthread_mutex_lock(&cuda_entries.mu);
+    ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     for (i = 0; i < cuda_entries.n; i++) {
         e = cuda_entries.entry[i];
         if ((e == NULL) || (e->abi != RINGK_DEV_ABI) || (e->cuda == NULL)) {
@@ -114,7 +114,7 @@ const ringk_device_cuda_ops_t *ringk_dev_ops_live(const ringk_device_cuda_ops_t 
         }
         other = (other == NULL) ? e->cuda : other;
     }
-    pthread_mutex_unlock(&cuda_entries.mu);
+    ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     return other;
 }
 
@@ -133,7 +133,7 @@ void ringk_dev_queues_ask(void)
         before = (ringk_cuda_driver_initialized() != 0);
         set    = 1;
     }
-    pthread_mutex_lock(&cuda_entries.mu);
+    ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     if (!cuda_entries.asked) {
         if (set && (getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL)) {
             setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
@@ -142,7 +142,7 @@ void ringk_dev_queues_ask(void)
         }
         __atomic_store_n(&cuda_entries.asked, 1, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&cuda_entries.mu);
+    ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
 }
 
 unsigned ringk_dev_queues(int dev, int *before, const char **bad)
@@ -151,7 +151,7 @@ unsigned ringk_dev_queues(int dev, int *before, const char **bad)
     char *end;
     long queues = 8;
 
-    pthread_mutex_lock(&cuda_entries.mu);
+    ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     *before = cuda_entries.set && cuda_entries.init_before;
     conn    = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
     *bad    = NULL;
@@ -162,7 +162,7 @@ unsigned ringk_dev_queues(int dev, int *before, const char **bad)
             queues = 8;
         }
     }
-    pthread_mutex_unlock(&cuda_entries.mu);
+    ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     return (unsigned)queues;
 }
 
@@ -209,7 +209,7 @@ int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk
     int idx, ret = 0;
     unsigned i;
 
-    pthread_mutex_lock(&cuda_entries.mu);
+    ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     idx = cuda_entry_index(e);
     if (cuda_entries.kernels[1 + dev] == 0) {
         /* one that fails to load (logged; built for another GPU, say) is left out, unless it
@@ -249,7 +249,7 @@ int ringk_dev_entry_ready(ringk_ctx_t *ctx, const ringk_kernel_t *k, const ringk
     if (ret == 0) {
         cuda_entries.kernels[1 + dev]++;
     }
-    pthread_mutex_unlock(&cuda_entries.mu);
+    ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     return ret;
 }
 
@@ -261,9 +261,9 @@ int ringk_device_kernels(int device)
         return ringk_log_bad_arg(NULL, __func__, "device %d is negative", device);
     }
     if (device < RINGK_DEV_SLOTS - 1) {
-        pthread_mutex_lock(&cuda_entries.mu);
+        ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
         n = (int)cuda_entries.kernels[1 + device];
-        pthread_mutex_unlock(&cuda_entries.mu);
+        ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     }
     return n;
 }
@@ -271,7 +271,7 @@ int ringk_device_kernels(int device)
 /* A device kernel counted by ringk_dev_entry_ready() whose launches all returned. */
 void ringk_dev_entry_gone(int dev)
 {
-    pthread_mutex_lock(&cuda_entries.mu);
+    ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
     cuda_entries.kernels[1 + dev]--;
-    pthread_mutex_unlock(&cuda_entries.mu);
+    ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
 }

@@ -193,7 +193,9 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
     char why[160] = "";
     int st;
 
-    if ((d->stream == NULL) || d->faulted || (now < d->fault_check_ns)) {
+    /* a kernel not launched yet, faulted already or joined: nothing to look at */
+    if ((d->stream == NULL) || (ringk_dev_life(d) != RINGK_DEV_LAUNCHED) ||
+        (now < d->fault_check_ns)) {
         return 0;
     }
     d->fault_check_ns = now + 1000000u;
@@ -208,8 +210,8 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
         d->unknown_since_ns = 0;
     } else if (d->unknown_since_ns == 0) {
         d->unknown_since_ns = now;
-    } else if (now - d->unknown_since_ns >= RINGK_DEV_UNKNOWN_NS) {
-        d->faulted = 1;
+    } else if ((now - d->unknown_since_ns >= RINGK_DEV_UNKNOWN_NS) &&
+               ringk_dev_life_move(d, RINGK_DEV_LIFE(LAUNCHED), RINGK_DEV_FAULTED)) {
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': CUDA has answered only errors about "
                       "its launch on CUDA device %d for %llu s (%s): it is terminated, and its "
                       "memory kept while the launch may run", k->name, d->slot->cuda_index,
@@ -217,10 +219,9 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
         proxy_terminated(k);
         return 1;
     }
-    if (st != -EIO) {
+    if ((st != -EIO) || !ringk_dev_life_move(d, RINGK_DEV_LIFE(LAUNCHED), RINGK_DEV_FAULTED)) {
         return 0;
     }
-    d->faulted = 1;
     ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s' failed on CUDA device %d (%s): it is "
                   "terminated", k->name, d->slot->cuda_index, why);
     proxy_terminated(k);

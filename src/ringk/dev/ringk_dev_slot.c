@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The devices of the process (see ringk_dev_slot_t). Lock order: after a device kernel's
- * d->mu (dev_join), before cuda_entries.mu (ringk_dev_entries.c); the log callback is called
- * under it. A kernel's setup copy is made under it too, so a copy that waits (a stream sharing
- * a hardware queue with a resident kernel, which the queue limit in ringk_exec_dev_select()
- * is there to avoid) would hold every context's creates. */
+/* The devices of the process (see ringk_dev_slot_t). Its lock comes after a device kernel's and
+ * before the CUDA entries' (ringk_dev_lock_t); the log callback is called under it. A kernel's
+ * setup copy is made under it too, so a copy that waits (a stream sharing a hardware queue
+ * with a resident kernel, which the queue limit in ringk_exec_dev_select() is there to avoid)
+ * would hold every context's creates. */
 ringk_dev_proc_t ringk_dev_proc = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* A slab size in MiB from environment variable @a var (default @a def): the value, or -1
@@ -259,7 +259,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
     if (ctx->devs == NULL) {
         return;
     }
-    pthread_mutex_lock(&ringk_dev_proc.mu);
+    ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
     for (i = 0; i < RINGK_DEV_SLOTS; i++) {
         slot = &ringk_dev_proc.slot[i];
         if (!ctx->devs->holds[i] || (--slot->users > 0)) {
@@ -307,7 +307,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
         }
         slot->stream = NULL;
     }
-    pthread_mutex_unlock(&ringk_dev_proc.mu);
+    ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
     free(ctx->devs);
     ctx->devs = NULL;
 }

@@ -9,9 +9,41 @@
 #define _GNU_SOURCE
 #include "dev.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- a kernel's state, and the lock order ------------------------------------------------ */
+
+/* The moves ringk_dev_life_t allows, from each state. */
+static const unsigned dev_life_next[] = {
+    [RINGK_DEV_NEW]      = RINGK_DEV_LIFE(DEFERRED) | RINGK_DEV_LIFE(LAUNCHED) |
+                           RINGK_DEV_LIFE(JOINED),
+    [RINGK_DEV_DEFERRED] = RINGK_DEV_LIFE(LAUNCHED) | RINGK_DEV_LIFE(JOINED),
+    [RINGK_DEV_LAUNCHED] = RINGK_DEV_LIFE(FAULTED) | RINGK_DEV_LIFE(JOINED),
+    [RINGK_DEV_FAULTED]  = RINGK_DEV_LIFE(JOINED),
+    [RINGK_DEV_JOINED]   = RINGK_DEV_LIFE(STUCK),
+    [RINGK_DEV_STUCK]    = 0
+};
+
+int ringk_dev_life_move(ringk_dev_host_t *d, unsigned from, ringk_dev_life_t to)
+{
+    int cur = __atomic_load_n(&d->life, __ATOMIC_ACQUIRE);
+
+    do {
+        if (!(from & (1u << cur))) {
+            return 0;
+        }
+        assert(dev_life_next[cur] & (1u << to));
+    } while (!__atomic_compare_exchange_n(&d->life, &cur, (int)to, 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE));
+    return 1;
+}
+
+__thread unsigned ringk_dev_locks_held;
+
+/* ---- setup --------------------------------------------------------------------------------- */
 
 /* Lays out the memory of device kernel @a k on its slot: the control block, routes, the name
  * tables (the source of the device's copy), host ingress ring and outbox in mapped memory; the
@@ -273,7 +305,7 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     if (e->kind == RINGK_DEVICE_ENTRY_CUDA) {
         ringk_dev_queues_ask(); /* before the first CUDA call, under no lock */
     }
-    pthread_mutex_lock(&ringk_dev_proc.mu);
+    ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
     blocking = (e->kind == RINGK_DEVICE_ENTRY_CUDA) && launches_block(why, sizeof(why));
     ret      = blocking ? -EDEADLK :
                ringk_dev_slot_get(ctx, e, k->placement, &d->slot, why, sizeof(why));
@@ -299,7 +331,7 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     if ((ret != 0) && (d->region != NULL)) {
         ringk_dev_region_put(d->slot, d->region);
     }
-    pthread_mutex_unlock(&ringk_dev_proc.mu);
+    ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
     if (ret == 0) {
         return 1;
     }
@@ -339,15 +371,16 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
     char why[160];
     int ret = 0;
 
-    pthread_mutex_lock(&d->mu);
-    if (d->joined) {
+    ringk_dev_lock(&d->mu, RINGK_DEV_LOCK_KERNEL);
+    if (ringk_dev_life(d) >= RINGK_DEV_JOINED) {
         /* a wake that comes after the kernel finished and was joined (a host sender that
          * looked before the terminate, or a doorbell of a device sender whose compare-and-swap
          * on 'idle' raced the host's): the launch would outlive the join, and run on memory
          * that a later kernel may take (ringk_dev_region_t) */
-        pthread_mutex_unlock(&d->mu);
+        ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
         return 0;
     }
+    ringk_dev_life_move(d, RINGK_DEV_LIFE(NEW) | RINGK_DEV_LIFE(DEFERRED), RINGK_DEV_LAUNCHED);
     /* counted before the launch runs: what it handles is seen after the count */
     __atomic_add_fetch(&d->launches, 1, __ATOMIC_RELEASE);
     /* the device clock's offset: read by the launch when it starts (the launch orders it) */
@@ -376,7 +409,7 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
     if (ret != 0) {
         __atomic_sub_fetch(&d->launches, 1, __ATOMIC_RELAXED);
     }
-    pthread_mutex_unlock(&d->mu);
+    ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
     if (ret != 0) {
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': launch: %s", k->name, why);
     }
@@ -398,7 +431,7 @@ static int dev_start(ringk_kernel_t *k)
      * "Implicit synchronization"), such as a peer-path check between two GPUs. Its inboxes
      * take messages meanwhile. */
     if ((k->ctx->job.size > 1) && (ringk_remote_of(k->ctx) == NULL)) {
-        k->dev->deferred = 1;
+        ringk_dev_life_move(k->dev, RINGK_DEV_LIFE(NEW), RINGK_DEV_DEFERRED);
         return 0;
     }
     /* launched once in either mode: an event-driven kernel returns once idle, and senders
@@ -411,10 +444,9 @@ static void dev_launch_deferred(ringk_kernel_t *k)
 {
     int deferred;
 
-    pthread_mutex_lock(&k->dev->mu);
-    deferred = k->dev->deferred;
-    k->dev->deferred = 0;
-    pthread_mutex_unlock(&k->dev->mu);
+    ringk_dev_lock(&k->dev->mu, RINGK_DEV_LOCK_KERNEL);
+    deferred = ringk_dev_life_move(k->dev, RINGK_DEV_LIFE(DEFERRED), RINGK_DEV_LAUNCHED);
+    ringk_dev_unlock(&k->dev->mu, RINGK_DEV_LOCK_KERNEL);
     if (deferred) {
         ringk_exec_dev_launch(k);
     }
@@ -467,15 +499,16 @@ static void dev_join(ringk_kernel_t *k)
     uint64_t until;
     char why[160];
 
-    pthread_mutex_lock(&d->mu);
-    d->joined = 1;
+    ringk_dev_lock(&d->mu, RINGK_DEV_LOCK_KERNEL);
+    ringk_dev_life_move(d, RINGK_DEV_LIFE(NEW) | RINGK_DEV_LIFE(DEFERRED) |
+                        RINGK_DEV_LIFE(LAUNCHED) | RINGK_DEV_LIFE(FAULTED), RINGK_DEV_JOINED);
     if (d->has_thread) {
         pthread_join(d->thread, NULL);
         d->has_thread = 0;
     }
     /* a CUDA launch: the loop set 'done', so the launch is returning; bounded (10 s) */
     until = ringk_now_ns() + RINGK_DEV_JOIN_NS;
-    while ((d->stream != NULL) && !d->stuck) {
+    while ((d->stream != NULL) && (ringk_dev_life(d) == RINGK_DEV_JOINED)) {
         struct timespec ts = {0, 1000000};
         int st = ringk_dev_stream_status(d, why, sizeof(why));
 
@@ -487,18 +520,18 @@ static void dev_join(ringk_kernel_t *k)
         }
         nanosleep(&ts, NULL);
     }
-    if ((d->stream != NULL) && !d->stuck && running) {
+    if ((d->stream != NULL) && running &&
+        ringk_dev_life_move(d, RINGK_DEV_LIFE(JOINED), RINGK_DEV_STUCK)) {
         /* still running: freeing its stream or the slot's memory would wait for it (cudaFree
          * waits for the whole device), so both are left to the process's exit */
-        d->stuck = 1;
-        pthread_mutex_lock(&ringk_dev_proc.mu);
+        ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
         d->slot->stuck++;
-        pthread_mutex_unlock(&ringk_dev_proc.mu);
+        ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
                       "runs 10 s after it finished: its stream and the device's memory are not "
                       "freed", k->name, d->slot->cuda_index);
     }
-    pthread_mutex_unlock(&d->mu);
+    ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
 }
 
 const ringk_exec_ops_t ringk_exec_dev = {
@@ -590,14 +623,16 @@ void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
 void ringk_exec_dev_free(ringk_kernel_t *k)
 {
     unsigned j;
+    int stuck;
 
     if (k->dev != NULL) {
-        pthread_mutex_lock(&ringk_dev_proc.mu);
+        stuck = (ringk_dev_life(k->dev) == RINGK_DEV_STUCK);
+        ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
         if (k->dev->stream != NULL) {
             /* its launches returned: the next kernel takes the stream; a stuck one keeps it */
-            k->dev->slot->stream_used[k->dev->stream_at] = k->dev->stuck ? 2 : 0;
+            k->dev->slot->stream_used[k->dev->stream_at] = stuck ? 2 : 0;
         }
-        if (!k->dev->stuck) {
+        if (!stuck) {
             /* its launches have returned, so none holds a copy of a direct route's target
              * any more; a stuck one may still touch its memory and its targets' */
             k->dev->slot->kernels -= (k->dev->stream != NULL);
@@ -610,8 +645,8 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
                 ringk_dev_region_put(k->dev->slot, k->dev->region);
             }
         }
-        pthread_mutex_unlock(&ringk_dev_proc.mu);
-        if (k->dev->counted && !k->dev->stuck) { /* a stuck launch may still run there */
+        ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
+        if (k->dev->counted && !stuck) { /* a stuck launch may still run there */
             ringk_dev_entry_gone(k->dev->slot->cuda_index);
         }
         pthread_mutex_destroy(&k->dev->mu);
