@@ -317,7 +317,7 @@ int ringk_kernel_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *params,
         goto err_free;
     }
     /* a device kernel's inbox is its host ingress ring, in the device's mapped memory */
-    ret = ringk_exec_dev_select(ctx, params, k);
+    ret = ringk_exec_dev_create(ctx, params, k);
     if (ret == 0) {
         ret = kernel_inbox_alloc(ctx, k);
     } else if (ret == 1) {

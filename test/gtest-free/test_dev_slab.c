@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests of the regions device kernels hold in their device's slabs (src/ringk/dev/ringk_dev_slab.c):
- * first fit between the regions held, alignment, both slabs at once, holds, and a full slab;
- * and of the device executor's lock order (dev/dev.h), which aborts a thread that breaks it. */
+/* Tests of the regions device kernels hold in their device's slabs
+ * (src/ringk/dev/ringk_dev_slab.c): first fit between the regions held, alignment, both slabs
+ * at once, holds, and a full slab; and of the device executor's lock order (dev/dev.h), which
+ * aborts a thread that breaks it. */
 #include "test_util.h"
 
 #include <ringk/dev/dev.h>
@@ -16,9 +17,9 @@
 /* the executor's own is in ringk_exec_dev.c, which this program does not link */
 __thread unsigned ringk_dev_locks_held;
 
-static ringk_dev_slot_t slot_of(size_t mapped, size_t mem)
+static ringk_dev_device_t device_of(size_t mapped, size_t mem)
 {
-    ringk_dev_slot_t s;
+    ringk_dev_device_t s;
 
     memset(&s, 0, sizeof(s));
     s.mapped.size = mapped;
@@ -26,7 +27,7 @@ static ringk_dev_slot_t slot_of(size_t mapped, size_t mem)
     return s;
 }
 
-static ringk_dev_region_t *take(ringk_dev_slot_t *s, size_t mapped, size_t mem)
+static ringk_dev_region_t *take(ringk_dev_device_t *s, size_t mapped, size_t mem)
 {
     ringk_dev_region_t *r = NULL;
 
@@ -40,7 +41,7 @@ static ringk_dev_region_t *take(ringk_dev_slot_t *s, size_t mapped, size_t mem)
 
 START_TEST(test_dev_slab_first_fit)
 {
-    ringk_dev_slot_t s = slot_of(8 * A, 4 * A);
+    ringk_dev_device_t s = device_of(8 * A, 4 * A);
     ringk_dev_region_t *r1, *r2, *r3, *r4, *r5, *no = NULL;
     char why[160];
 
@@ -86,7 +87,7 @@ END_TEST
  * before it was pushed on by a lower one still counts. */
 START_TEST(test_dev_slab_unordered)
 {
-    ringk_dev_slot_t s = slot_of(8 * A, 8 * A);
+    ringk_dev_device_t s = device_of(8 * A, 8 * A);
     ringk_dev_region_t *lo, *mid, *hi, *r;
 
     lo  = take(&s, A, A); /* [0, A) */
@@ -106,7 +107,7 @@ END_TEST
 /* A region another kernel holds (a direct route into it) stays until the last hold goes. */
 START_TEST(test_dev_slab_holds)
 {
-    ringk_dev_slot_t s = slot_of(2 * A, 2 * A);
+    ringk_dev_device_t s = device_of(2 * A, 2 * A);
     ringk_dev_region_t *r1, *r2, *no = NULL;
 
     r1 = take(&s, A, A);

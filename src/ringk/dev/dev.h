@@ -17,7 +17,7 @@
 #include <assert.h>
 #include <pthread.h>
 
-#define RINGK_DEV_SLOTS        9       /* the emulated device and CUDA devices 0..7 */
+#define RINGK_DEV_DEVICES        9       /* the emulated device and CUDA devices 0..7 */
 #define RINGK_DEV_OUTBOX_CELLS 256u    /* outbox cells of RINGK_CELL bytes, at least (more for
                                           two records of the kernel's largest message) */
 #define RINGK_DEV_MAPPED_MB_DEFAULT 8  /* RINGK_DEVICE_MAPPED_MB when unset */
@@ -45,10 +45,10 @@ typedef struct ringk_dev_region {
     size_t                   at[2], len[2];
     unsigned                 holds; /* the kernel until freed, and each kernel that had a
                                        direct route into it until freed; atomic */
-    struct ringk_dev_region *next;  /* the slot's regions */
+    struct ringk_dev_region *next;  /* the device's regions */
 } ringk_dev_region_t;
 
-/* One device of the process: the emulated one (slot 0) or a CUDA device. Every context's
+/* One device of the process: the emulated one (device 0) or a CUDA device. Every context's
  * kernels on it take their memory from its slabs: allocated when the first context places a
  * kernel there, freed when the last context that did is destroyed (an allocation or a free
  * waits for every kernel that runs on the device, so neither may meet another context's
@@ -58,7 +58,7 @@ typedef struct {
     unsigned                       users;        /* contexts that placed kernels on it */
     int                            cuda_index;   /* -1: emulated */
     const ringk_device_cuda_ops_t *ops;          /* the first entry's CUDA calls, for the
-                                                    slot's own (slabs, setup stream); another
+                                                    device's own (slabs, setup stream); another
                                                     entry's once its library is unloaded */
     void                          *stream;       /* for setup copies */
     /* the streams of its kernels, made with the slabs (before any kernel of the process runs
@@ -78,15 +78,16 @@ typedef struct {
                                                     slabs are never freed then, nor their
                                                     regions */
     int                            kept;         /* the slabs were kept for them (logged) */
-} ringk_dev_slot_t;
+} ringk_dev_device_t;
 
-/* The devices of the process (ringk_dev_slot.c). Its lock (mu) comes after a device kernel's
- * and before the CUDA entries' (ringk_dev_lock_t); the log callback is called under it. A kernel's setup copy is made under it too, so a copy that waited (a stream sharing a
- * hardware queue with a resident kernel, which the slot's streams are there to avoid) would
+/* The devices of the process (ringk_dev_device.c). Its lock (mu) comes after a device kernel's
+ * and before the CUDA entries' (ringk_dev_lock_t); the log callback is called under it. A
+ * kernel's setup copy is made under it too, so a copy that waited (a stream sharing a
+ * hardware queue with a resident kernel, which the device's streams are there to avoid) would
  * hold every context's creates. */
 typedef struct {
     pthread_mutex_t  mu;
-    ringk_dev_slot_t slot[RINGK_DEV_SLOTS];
+    ringk_dev_device_t device[RINGK_DEV_DEVICES];
     unsigned         running;  /* emulated launches that have not returned, atomic */
 } ringk_dev_proc_t;
 
@@ -95,7 +96,7 @@ extern ringk_dev_proc_t ringk_dev_proc;
 /* A context's use of the process's devices, and the proxy thread that serves its device
  * kernels. */
 typedef struct ringk_devs {
-    uint8_t          holds[RINGK_DEV_SLOTS]; /* 1: counted in the slot's users */
+    uint8_t          holds[RINGK_DEV_DEVICES]; /* 1: counted in the device's users */
     pthread_t        proxy;
     int              proxy_started;
     int              stop;            /* atomic */
@@ -153,7 +154,7 @@ static inline void ringk_dev_unlock(pthread_mutex_t *mu, ringk_dev_lock_t which)
 /* The host's side of a device kernel. */
 typedef struct ringk_dev_host {
     const ringk_device_entry_t *entry;
-    ringk_dev_slot_t  *slot;
+    ringk_dev_device_t  *device;
     ringk_dev_ctl_t   *ctl;           /* the host's address */
     ringk_dev_route_t *routes;        /* the host's address, RINGK_DEV_ROUTES_MAX */
     char             (*names)[RINGK_DEV_NAME_MAX]; /* the host's address (mapped) of the name
@@ -172,7 +173,8 @@ typedef struct ringk_dev_host {
     uint32_t           bar_index;
     uint64_t           bar_gen, bar_deadline_ns; /* deadline 0: none */
     uint64_t           bar_answered;  /* waits answered, as ctl->barrier_done */
-    void              *stream;        /* CUDA: its launches, in order (the slot's streams[stream_at]) */
+    void              *stream;        /* CUDA: its launches, in order (its device's
+                                         streams[stream_at]) */
     unsigned           stream_at;
     ringk_dev_kernel_t *src_host, *src_dev; /* the kernel as a launch copies it (view): mapped
                                          memory, at the host's and the device's address */
@@ -215,17 +217,17 @@ void ringk_dev_queues_ask(void);
  *  number in 1..32). */
 unsigned ringk_dev_queues(int dev, int *before, const char **bad);
 
-/** Under the process's device lock: a region of @a mapped bytes of @a slot's mapped slab and
+/** Under the process's device lock: a region of @a mapped bytes of @a device's mapped slab and
  *  @a mem bytes of its device memory slab (RINGK_DEV_SLAB_ALIGN aligned, the lowest free
  *  offsets) in *@a region_p, held once; 0 or -ENOMEM (no room, or no memory for the record),
  *  with which slab had no room for how much in @a why (when not NULL). */
-int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
+int ringk_dev_region_take(ringk_dev_device_t *device, size_t mapped, size_t mem,
                           ringk_dev_region_t **region_p, char *why, size_t why_len);
 /** Under the process's device lock: drops a hold of @a region; the last gives it back to
- *  @a slot. */
-void ringk_dev_region_put(ringk_dev_slot_t *slot, ringk_dev_region_t *region);
-/** Under the process's device lock, when @a slot's slabs are freed: forgets its regions. */
-void ringk_dev_regions_clear(ringk_dev_slot_t *slot);
+ *  @a device. */
+void ringk_dev_region_put(ringk_dev_device_t *device, ringk_dev_region_t *region);
+/** Under the process's device lock, when @a device's slabs are freed: forgets its regions. */
+void ringk_dev_regions_clear(ringk_dev_device_t *device);
 
 /** Under ctx->lock: points the routes of every device kernel at the device inboxes of the
  *  kernels of the same device they name, where the target exists and accepts the sender. */
@@ -248,20 +250,20 @@ static inline ringk_dev_life_t ringk_dev_life(const ringk_dev_host_t *d)
 /** Launches the loop of @a k (again): 0 or a negative errno (logged). */
 int ringk_exec_dev_launch(ringk_kernel_t *k);
 
-/* ---- ringk_dev_slot.c ---- */
+/* ---- ringk_dev_device.c ---- */
 
-/** Under ringk_dev_proc.mu: the device slot for @a entry with placement @a placement, set up on
- *  first use (slabs and streams) and counted as used by @a ctx: 0 with it in *@a slot_p, or a
+/** Under ringk_dev_proc.mu: the device for @a entry with placement @a placement, set up on
+ *  first use (slabs and streams) and counted as used by @a ctx: 0 with it in *@a device_p, or a
  *  negative errno; -ENODEV with the reason in @a why. */
-int ringk_dev_slot_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int placement,
-                       ringk_dev_slot_t **slot_p, char *why, size_t why_len);
-/** Under ringk_dev_proc.mu: the index of a stream of @a slot no kernel has in *@a at, or
+int ringk_dev_device_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, int placement,
+                         ringk_dev_device_t **device_p, char *why, size_t why_len);
+/** Under ringk_dev_proc.mu: the index of a stream of @a device no kernel has in *@a at, or
  *  -ENOSPC with the reason in @a why. */
-int ringk_dev_slot_stream(ringk_dev_slot_t *slot, unsigned *at, char *why, size_t why_len);
-/** Under ringk_dev_proc.mu: a setup copy of @a len bytes to @a slot's device memory, on its
- *  setup stream: 0 or a CUDA error (in @a why). */
-int ringk_dev_slot_copy(ringk_dev_slot_t *slot, void *dst, const void *src, size_t len,
-                        char *why, size_t why_len);
+int ringk_dev_device_stream(ringk_dev_device_t *device, unsigned *at, char *why, size_t why_len);
+/** Under ringk_dev_proc.mu: a setup copy of @a len bytes to @a device's memory, on its setup
+ *  stream: 0 or a CUDA error (in @a why). */
+int ringk_dev_device_copy(ringk_dev_device_t *device, void *dst, const void *src, size_t len,
+                          char *why, size_t why_len);
 /** Puts the calling thread in relaxed stream capture mode for calls of @a ops; returns the mode
  *  it had, for ringk_dev_relax_end(). */
 int ringk_dev_relax_begin(const ringk_device_cuda_ops_t *ops);

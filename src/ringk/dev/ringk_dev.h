@@ -9,7 +9,7 @@
 
 /** Whether kernel @a k (parameters read into it) runs on a device: 1 with its device memory,
  *  inbox and executor set up, 0 for the CPU, or a negative errno (logged). */
-int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k);
+int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k);
 /** Frees the host side of a device kernel and, unless a launch of it may still run, gives
  *  back its memory in the slabs and what it held of others'. */
 void ringk_exec_dev_free(ringk_kernel_t *k);

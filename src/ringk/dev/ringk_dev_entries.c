@@ -21,10 +21,10 @@ static struct {
     pthread_mutex_t             mu;
     const ringk_device_entry_t *entry[RINGK_DEVICE_ENTRIES_MAX];
     unsigned                    n;
-    uint8_t                     loaded[RINGK_DEV_SLOTS][RINGK_DEVICE_ENTRIES_MAX];
-    size_t                      need[RINGK_DEV_SLOTS][RINGK_DEVICE_ENTRIES_MAX];
-    size_t                      limit[RINGK_DEV_SLOTS]; /* the stack limit, once read */
-    unsigned                    kernels[RINGK_DEV_SLOTS];
+    uint8_t                     loaded[RINGK_DEV_DEVICES][RINGK_DEVICE_ENTRIES_MAX];
+    size_t                      need[RINGK_DEV_DEVICES][RINGK_DEVICE_ENTRIES_MAX];
+    size_t                      limit[RINGK_DEV_DEVICES]; /* the stack limit, once read */
+    unsigned                    kernels[RINGK_DEV_DEVICES];
     int                         asked;  /* ringk_dev_queues_ask() ran */
     int                         set;    /* it set CUDA_DEVICE_MAX_CONNECTIONS */
     int                         init_before; /* 1: the CUDA driver was initialized (or it
@@ -51,7 +51,7 @@ static int cuda_entry_index(const ringk_device_entry_t *e)
         }
         hole = cuda_entries.n++;
     }
-    for (d = 0; d < RINGK_DEV_SLOTS; d++) {
+    for (d = 0; d < RINGK_DEV_DEVICES; d++) {
         cuda_entries.loaded[d][hole] = 0;
     }
     cuda_entries.entry[hole] = e;
@@ -260,7 +260,7 @@ int ringk_device_kernels(int device)
     if (device < 0) {
         return ringk_log_bad_arg(NULL, __func__, "device %d is negative", device);
     }
-    if (device < RINGK_DEV_SLOTS - 1) {
+    if (device < RINGK_DEV_DEVICES - 1) {
         ringk_dev_lock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);
         n = (int)cuda_entries.kernels[1 + device];
         ringk_dev_unlock(&cuda_entries.mu, RINGK_DEV_LOCK_ENTRIES);

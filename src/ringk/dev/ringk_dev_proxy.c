@@ -204,7 +204,7 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
         d->status_warned = 1;
         ringk_log_msg(k->ctx, RINGK_LOG_WARN, "kernel '%s': CUDA could not say whether its "
                       "launch on CUDA device %d runs (%s): not taken for a fault", k->name,
-                      d->slot->cuda_index, why);
+                      d->device->cuda_index, why);
     }
     if (st != -EAGAIN) {
         d->unknown_since_ns = 0;
@@ -214,7 +214,7 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
                ringk_dev_life_move(d, RINGK_DEV_LIFE(LAUNCHED), RINGK_DEV_FAULTED)) {
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': CUDA has answered only errors about "
                       "its launch on CUDA device %d for %llu s (%s): it is terminated, and its "
-                      "memory kept while the launch may run", k->name, d->slot->cuda_index,
+                      "memory kept while the launch may run", k->name, d->device->cuda_index,
                       RINGK_DEV_UNKNOWN_NS / 1000000000ull, why);
         proxy_terminated(k);
         return 1;
@@ -223,7 +223,7 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
         return 0;
     }
     ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s' failed on CUDA device %d (%s): it is "
-                  "terminated", k->name, d->slot->cuda_index, why);
+                  "terminated", k->name, d->device->cuda_index, why);
     proxy_terminated(k);
     return 1;
 }

@@ -17,9 +17,9 @@ static size_t align_up(size_t v)
     return (v + RINGK_DEV_SLAB_ALIGN - 1) & ~(size_t)(RINGK_DEV_SLAB_ALIGN - 1);
 }
 
-/* The lowest aligned offset of slab @a s (0 mapped, 1 device memory) of @a slot, of size
+/* The lowest aligned offset of slab @a s (0 mapped, 1 device memory) of @a device, of size
  * @a size, where @a bytes overlap no region held: 0 with it in *@a at_p, or -ENOMEM. */
-static int gap_find(const ringk_dev_slot_t *slot, int s, size_t size, size_t bytes,
+static int gap_find(const ringk_dev_device_t *device, int s, size_t size, size_t bytes,
                     size_t *at_p)
 {
     const ringk_dev_region_t *r;
@@ -31,7 +31,7 @@ static int gap_find(const ringk_dev_slot_t *slot, int s, size_t size, size_t byt
     }
     do { /* each move passes the end of a region, so this ends */
         moved = 0;
-        for (r = slot->regions; (r != NULL) && (at <= size - bytes); r = r->next) {
+        for (r = device->regions; (r != NULL) && (at <= size - bytes); r = r->next) {
             if ((r->len[s] > 0) && (at < r->at[s] + r->len[s]) && (r->at[s] < at + bytes)) {
                 at    = align_up(r->at[s] + r->len[s]);
                 moved = 1;
@@ -45,7 +45,7 @@ static int gap_find(const ringk_dev_slot_t *slot, int s, size_t size, size_t byt
     return 0;
 }
 
-int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
+int ringk_dev_region_take(ringk_dev_device_t *device, size_t mapped, size_t mem,
                           ringk_dev_region_t **region_p, char *why, size_t why_len)
 {
     ringk_dev_region_t *r;
@@ -60,12 +60,12 @@ int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
     }
     r->len[0] = mapped;
     r->len[1] = mem;
-    if ((gap_find(slot, 0, slot->mapped.size, mapped, &r->at[0]) != 0) ||
-        (gap_find(slot, s = 1, slot->mem.size, mem, &r->at[1]) != 0)) {
+    if ((gap_find(device, 0, device->mapped.size, mapped, &r->at[0]) != 0) ||
+        (gap_find(device, s = 1, device->mem.size, mem, &r->at[1]) != 0)) {
         if (why != NULL) {
             snprintf(why, why_len, "the device slabs are full: no room for %zu bytes in the "
                      "%zu MiB of %s (%s)", s ? mem : mapped,
-                     (s ? slot->mem.size : slot->mapped.size) >> 20,
+                     (s ? device->mem.size : device->mapped.size) >> 20,
                      s ? "device memory" : "mapped memory",
                      s ? "RINGK_DEVICE_MEM_MB" : "RINGK_DEVICE_MAPPED_MB");
         }
@@ -73,20 +73,20 @@ int ringk_dev_region_take(ringk_dev_slot_t *slot, size_t mapped, size_t mem,
         return -ENOMEM;
     }
     r->holds      = 1;
-    r->next       = slot->regions;
-    slot->regions = r;
+    r->next       = device->regions;
+    device->regions = r;
     *region_p     = r;
     return 0;
 }
 
-void ringk_dev_region_put(ringk_dev_slot_t *slot, ringk_dev_region_t *region)
+void ringk_dev_region_put(ringk_dev_device_t *device, ringk_dev_region_t *region)
 {
     ringk_dev_region_t **pp;
 
     if (__atomic_sub_fetch(&region->holds, 1, __ATOMIC_ACQ_REL) > 0) {
         return;
     }
-    for (pp = &slot->regions; *pp != NULL; pp = &(*pp)->next) {
+    for (pp = &device->regions; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == region) {
             *pp = region->next;
             break;
@@ -95,12 +95,12 @@ void ringk_dev_region_put(ringk_dev_slot_t *slot, ringk_dev_region_t *region)
     free(region);
 }
 
-void ringk_dev_regions_clear(ringk_dev_slot_t *slot)
+void ringk_dev_regions_clear(ringk_dev_device_t *device)
 {
     ringk_dev_region_t *r;
 
-    while ((r = slot->regions) != NULL) {
-        slot->regions = r->next;
+    while ((r = device->regions) != NULL) {
+        device->regions = r->next;
         free(r);
     }
 }

@@ -45,12 +45,12 @@ __thread unsigned ringk_dev_locks_held;
 
 /* ---- setup --------------------------------------------------------------------------------- */
 
-/* Lays out the memory of device kernel @a k on its slot: the control block, routes, the name
+/* Lays out the memory of device kernel @a k on its device: the control block, routes, the name
  * tables (the source of the device's copy), host ingress ring and outbox in mapped memory; the
  * device inbox, the staging buffer and the name tables in device memory. */
 static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, uint32_t ncells)
 {
-    ringk_dev_slot_t *slot = d->slot;
+    ringk_dev_device_t *device = d->device;
     uint32_t need      = ringk_ring_cells_for(sizeof(ringk_dev_out_t) + k->max_out, RINGK_CELL);
     uint32_t out_cells = RINGK_DEV_OUTBOX_CELLS;
     uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL), out_bytes;
@@ -70,16 +70,16 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
     head = (head + RINGK_DEV_SLAB_ALIGN - 1) & ~(size_t)(RINGK_DEV_SLAB_ALIGN - 1);
     /* device memory: the inbox, the staging buffer, the name tables, where launches run */
-    if (ringk_dev_region_take(slot, head + 2 * in_bytes + out_bytes,
+    if (ringk_dev_region_take(device, head + 2 * in_bytes + out_bytes,
                               state + sizeof(ringk_dev_kernel_t), &d->region, why,
                               sizeof(why)) != 0) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
         return -ENOMEM;
     }
-    h  = slot->mapped.host + d->region->at[0];
-    dv = slot->mapped.dev + d->region->at[0];
-    mh = (slot->mem.host != NULL) ? slot->mem.host + d->region->at[1] : NULL;
-    md = slot->mem.dev + d->region->at[1];
+    h  = device->mapped.host + d->region->at[0];
+    dv = device->mapped.dev + d->region->at[0];
+    mh = (device->mem.host != NULL) ? device->mem.host + d->region->at[1] : NULL;
+    md = device->mem.dev + d->region->at[1];
     memset(h, 0, head);
     d->ctl    = (ringk_dev_ctl_t*)h;
     d->routes = (ringk_dev_route_t*)(h + sizeof(ringk_dev_ctl_t));
@@ -115,7 +115,8 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     }
     {
         char why[160];
-        ret = ringk_dev_slot_copy(slot, md, h + head + in_bytes + out_bytes, in_bytes, why, sizeof(why));
+        ret = ringk_dev_device_copy(device, md, h + head + in_bytes + out_bytes, in_bytes, why,
+                                    sizeof(why));
         if (ret != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
         }
@@ -150,7 +151,7 @@ static int dev_names_init(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t 
 {
     char (*topics)[RINGK_DEV_NAME_MAX]   = d->names + RINGK_DEV_ROUTES_MAX;
     char (*barriers)[RINGK_DEV_NAME_MAX] = topics + RINGK_DEV_TOPICS_MAX;
-    ringk_dev_slot_t *slot = d->slot;
+    ringk_dev_device_t *device = d->device;
     char why[160];
     unsigned i;
     int ret;
@@ -164,11 +165,11 @@ static int dev_names_init(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t 
     for (i = 0; i < k->barriers.count; i++) {
         memcpy(barriers[i], k->barriers.names[i], RINGK_DEV_NAME_MAX);
     }
-    if (slot->mem.host != NULL) { /* the emulated device: its memory is the host's */
+    if (device->mem.host != NULL) { /* the emulated device: its memory is the host's */
         memcpy(d->view.route_names, d->names, RINGK_DEV_NAMES_BYTES);
         return 0;
     }
-    ret = ringk_dev_slot_copy(slot, d->view.route_names, d->names, RINGK_DEV_NAMES_BYTES, why,
+    ret = ringk_dev_device_copy(device, d->view.route_names, d->names, RINGK_DEV_NAMES_BYTES, why,
                     sizeof(why));
     if (ret != 0) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
@@ -209,7 +210,7 @@ static ringk_devs_t *devs_of(ringk_ctx_t *ctx)
     return ctx->devs;
 }
 
-/* The device kernel's memory and host side, on slot @a slot. */
+/* The device kernel's memory and host side, on device @a device. */
 static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
 {
     uint32_t ncells = k->inbox_size, big = RINGK_MSG_CELLS(k->max_in);
@@ -233,26 +234,26 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     d->view.arg = k->arg;
     *d->src_host = d->view; /* mapped: the device reads it at each launch */
     pthread_mutex_init(&d->mu, NULL);
-    if (d->slot->cuda_index >= 0) {
+    if (d->device->cuda_index >= 0) {
         /* loads entries and may raise the stack limit: in relaxed capture mode, for the
          * runtime of the device's calls and that of the kernel's entry */
-        int mode = ringk_dev_relax_begin(d->slot->ops), emode = 0;
+        int mode = ringk_dev_relax_begin(d->device->ops), emode = 0;
 
-        if (d->entry->cuda != d->slot->ops) {
+        if (d->entry->cuda != d->device->ops) {
             emode = ringk_dev_relax_begin(d->entry->cuda);
         }
-        ret = ringk_dev_entry_ready(ctx, k, d->entry, d->slot->ops, d->slot->cuda_index);
-        if (d->entry->cuda != d->slot->ops) {
+        ret = ringk_dev_entry_ready(ctx, k, d->entry, d->device->ops, d->device->cuda_index);
+        if (d->entry->cuda != d->device->ops) {
             ringk_dev_relax_end(d->entry->cuda, emode);
         }
-        ringk_dev_relax_end(d->slot->ops, mode);
+        ringk_dev_relax_end(d->device->ops, mode);
         if (ret != 0) {
             return ret;
         }
         d->counted = 1;
-        d->stream  = d->slot->streams[d->stream_at]; /* free: ringk_exec_dev_select found it */
-        d->slot->stream_used[d->stream_at] = 1;
-        d->slot->kernels++;
+        d->stream  = d->device->streams[d->stream_at]; /* free: ringk_exec_dev_create found it */
+        d->device->stream_used[d->stream_at] = 1;
+        d->device->kernels++;
     }
     k->dev        = d;
     k->exec       = &ringk_exec_dev;
@@ -278,7 +279,7 @@ static int launches_block(char *why, size_t why_len)
     return 1;
 }
 
-int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k)
+int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k)
 {
     unsigned backends = (p->field_mask & RINGK_KERNEL_PARAM_FIELD_BACKENDS) ? p->backends
                                                                             : RINGK_BACKEND_CPU;
@@ -308,15 +309,15 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
     blocking = (e->kind == RINGK_DEVICE_ENTRY_CUDA) && launches_block(why, sizeof(why));
     ret      = blocking ? -EDEADLK :
-               ringk_dev_slot_get(ctx, e, k->placement, &d->slot, why, sizeof(why));
+               ringk_dev_device_get(ctx, e, k->placement, &d->device, why, sizeof(why));
     /* a stream of its own: one of the device's, made before any kernel ran (-ENOSPC when each
      * has a kernel) */
-    if ((ret == 0) && (d->slot->cuda_index >= 0)) {
-        ret = ringk_dev_slot_stream(d->slot, &d->stream_at, why, sizeof(why));
+    if ((ret == 0) && (d->device->cuda_index >= 0)) {
+        ret = ringk_dev_device_stream(d->device, &d->stream_at, why, sizeof(why));
     }
-    if ((ret == 0) && (d->slot->cuda_index >= 0) && (k->arg != NULL)) {
+    if ((ret == 0) && (d->device->cuda_index >= 0) && (k->arg != NULL)) {
         /* -EFAULT is logged below (and may move the kernel to the CPU); -EIO here */
-        ret = e->cuda->reaches(d->slot->cuda_index, k->arg, why, sizeof(why));
+        ret = e->cuda->reaches(d->device->cuda_index, k->arg, why, sizeof(why));
         if (ret == -EIO) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
         }
@@ -325,18 +326,18 @@ int ringk_exec_dev_select(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         ret = dev_setup(ctx, k, d);
     }
     if ((ret != 0) && (d->stream != NULL)) { /* nothing was launched on it */
-        d->slot->stream_used[d->stream_at] = 0;
-        d->slot->kernels--;
+        d->device->stream_used[d->stream_at] = 0;
+        d->device->kernels--;
     }
     if ((ret != 0) && (d->region != NULL)) {
-        ringk_dev_region_put(d->slot, d->region);
+        ringk_dev_region_put(d->device, d->region);
     }
     ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
     if (ret == 0) {
         return 1;
     }
     if (d->counted) {
-        ringk_dev_entry_gone(d->slot->cuda_index);
+        ringk_dev_entry_gone(d->device->cuda_index);
     }
     k->dev = NULL;
     k->exec = &ringk_exec_cpu;
@@ -385,7 +386,7 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
     __atomic_add_fetch(&d->launches, 1, __ATOMIC_RELEASE);
     /* the device clock's offset: read by the launch when it starts (the launch orders it) */
     __atomic_store_n(&d->ctl->launch_ns, ringk_wall_ns(), __ATOMIC_RELAXED);
-    if (d->slot->cuda_index < 0) {
+    if (d->device->cuda_index < 0) {
         if (d->has_thread) {
             pthread_join(d->thread, NULL); /* the last launch has returned, or is returning */
         }
@@ -398,11 +399,11 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
         }
     } else {
         /* stream-ordered: a relaunch queues behind a launch that is still returning. The
-         * launch is the kernel's own entry's (its __global__ runs its handler); the slot's ops
+         * launch is the kernel's own entry's (its __global__ runs its handler); the device's ops
          * are the first entry's, used only for the calls every entry shares. */
         int mode = ringk_dev_relax_begin(d->entry->cuda);
 
-        ret = d->entry->cuda->launch(d->src_dev, d->state_dev, d->slot->cuda_index, d->stream,
+        ret = d->entry->cuda->launch(d->src_dev, d->state_dev, d->device->cuda_index, d->stream,
                                      why, sizeof(why));
         ringk_dev_relax_end(d->entry->cuda, mode);
     }
@@ -522,14 +523,14 @@ static void dev_join(ringk_kernel_t *k)
     }
     if ((d->stream != NULL) && running &&
         ringk_dev_life_move(d, RINGK_DEV_LIFE(JOINED), RINGK_DEV_STUCK)) {
-        /* still running: freeing its stream or the slot's memory would wait for it (cudaFree
+        /* still running: freeing its stream or the device's memory would wait for it (cudaFree
          * waits for the whole device), so both are left to the process's exit */
         ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
-        d->slot->stuck++;
+        d->device->stuck++;
         ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
                       "runs 10 s after it finished: its stream and the device's memory are not "
-                      "freed", k->name, d->slot->cuda_index);
+                      "freed", k->name, d->device->cuda_index);
     }
     ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
 }
@@ -555,7 +556,7 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
             t  = ringk_kernel_find(ctx, s->publishes_to.names[j]);
             /* an entry once made direct is never rewritten: a send in flight may read it */
             if ((s->dev->route_ever & (1u << j)) || (t == NULL) || (t->dev == NULL) ||
-                (t->dev->slot != s->dev->slot) || !ringk_kernel_accepts(t, s)) {
+                (t->dev->device != s->dev->device) || !ringk_kernel_accepts(t, s)) {
                 continue;
             }
             rt->target.receiver     = t->id;
@@ -615,8 +616,8 @@ void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
         s->send_failed = __atomic_load_n(&k->dev->send_failed, __ATOMIC_RELAXED);
         s->sent_direct = __atomic_load_n(&c->msgs_direct, __ATOMIC_RELAXED);
         s->parked      = __atomic_load_n(&c->idle, __ATOMIC_RELAXED);
-        s->device      = (k->dev->slot->cuda_index < 0) ? RINGK_DEVICE_EMULATED
-                                                        : k->dev->slot->cuda_index;
+        s->device      = (k->dev->device->cuda_index < 0) ? RINGK_DEVICE_EMULATED
+                                                        : k->dev->device->cuda_index;
     }
 }
 
@@ -630,24 +631,24 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
         ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
         if (k->dev->stream != NULL) {
             /* its launches returned: the next kernel takes the stream; a stuck one keeps it */
-            k->dev->slot->stream_used[k->dev->stream_at] = stuck ? 2 : 0;
+            k->dev->device->stream_used[k->dev->stream_at] = stuck ? 2 : 0;
         }
         if (!stuck) {
             /* its launches have returned, so none holds a copy of a direct route's target
              * any more; a stuck one may still touch its memory and its targets' */
-            k->dev->slot->kernels -= (k->dev->stream != NULL);
+            k->dev->device->kernels -= (k->dev->stream != NULL);
             for (j = 0; j < RINGK_DEV_ROUTES_MAX; j++) {
                 if (k->dev->held[j] != NULL) {
-                    ringk_dev_region_put(k->dev->slot, k->dev->held[j]);
+                    ringk_dev_region_put(k->dev->device, k->dev->held[j]);
                 }
             }
             if (k->dev->region != NULL) {
-                ringk_dev_region_put(k->dev->slot, k->dev->region);
+                ringk_dev_region_put(k->dev->device, k->dev->region);
             }
         }
         ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
         if (k->dev->counted && !stuck) { /* a stuck launch may still run there */
-            ringk_dev_entry_gone(k->dev->slot->cuda_index);
+            ringk_dev_entry_gone(k->dev->device->cuda_index);
         }
         pthread_mutex_destroy(&k->dev->mu);
         free(k->dev);
