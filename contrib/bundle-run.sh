@@ -106,8 +106,8 @@ gpus_listed() {
 gpu_verdict() {
     local executed passed skips name="GPU test cases executed"
     read -r executed passed <<<"$(gpu_cases)"
-    skips=$(cat "$build"/test/gtest-free/test_kernels.log \
-                "$build"/test/gtest-free/test_device_gpu*.log 2>/dev/null | grep '^SKIP: ' |
+    skips=$(cat "$build"/test/check/test_kernels.log \
+                "$build"/test/check/test_device_gpu*.log 2>/dev/null | grep '^SKIP: ' |
             tr '\n' ' ')
     if [ "$passed" -lt "$executed" ]; then
         record "$name" fail "$executed executed, $passed passed"
@@ -133,10 +133,10 @@ gpu_verdict() {
 # skipped as a whole or one that crashed is no case.
 gpu_cases() {
     local logs=()
-    [ -n "${build:-}" ] && logs=("$build"/test/gtest-free/test_kernels.log \
-                                 "$build"/test/gtest-free/test_device_gpu*.log)
+    [ -n "${build:-}" ] && logs=("$build"/test/check/test_kernels.log \
+                                 "$build"/test/check/test_device_gpu*.log)
     cat "${logs[@]}" /dev/null 2>/dev/null |
-        awk '/^(PASS|FAIL|XFAIL|XPASS): test\/gtest-free\/test_kernels [0-9]+ / ||
+        awk '/^(PASS|FAIL|XFAIL|XPASS): test\/check\/test_kernels [0-9]+ / ||
              /^(PASS|FAIL|XFAIL|XPASS): .*:gpu:test_device_gpu_/ { n++; if ($1 == "PASS:") p++ }
              END { printf "%d %d\n", n, p }'
 }
@@ -214,10 +214,10 @@ write_report() {
         done
         [ -n "$stage_st" ] && stage_sts+=("$g"$'\t'"$stage_st")
     done
-    if [ -n "${build:-}" ] && [ -d "$build/test/gtest-free" ]; then
+    if [ -n "${build:-}" ] && [ -d "$build/test/check" ]; then
         while IFS= read -r line; do
             tests+=("$line")
-        done < <(cat "$build"/test/gtest-free/*.log 2>/dev/null |
+        done < <(cat "$build"/test/check/*.log 2>/dev/null |
                  sed -n 's/^\(PASS\|FAIL\|SKIP\|ERROR\|XFAIL\|XPASS\): *\(.*\)$/\1\t\2/p')
     fi
     # a JSON string, in the shell (a program per string would take seconds per report)
@@ -369,8 +369,8 @@ elif [ -n "$src" ]; then
 fi
 # the tests that use the GPU: run alone, one at a time (two at once would share the GPU's time
 # and stretch their bounded waits)
-gpu_tests="test/gtest-free/test_kernels test/gtest-free/test_device_gpu"
-examples_test=test/gtest-free/test_examples.sh
+gpu_tests="test/check/test_kernels test/check/test_device_gpu"
+examples_test=test/check/test_examples.sh
 
 if [ $built = 1 ] && stage build; then
     info_bin=$build/src/tools/.libs/ringk_info
@@ -405,12 +405,12 @@ if [ $built = 1 ] && stage gpu; then
         'env -u CUDA_DEVICE_MAX_CONNECTIONS RINGK_DEVICE_GPU_ONLY=scenarios AM_TAP_AWK=awk \
              bash "$1/build-aux/tap-driver.sh" --test-name "$2" --log-file "$3.log" \
              --trs-file "$3.trs" --color-tests no --enable-hard-errors yes \
-             --expect-failure no -- "$4/contrib/ringk-run" "$4/test/gtest-free/test_device_gpu"
+             --expect-failure no -- "$4/contrib/ringk-run" "$4/test/check/test_device_gpu"
          grep -q "^:global-test-result: \(FAIL\|ERROR\)" "$3.trs" && exit 1
          grep -q "^:global-test-result: SKIP" "$3.trs" && exit 77
          exit 0' _ "$top_srcdir" \
-        "test/gtest-free/test_device_gpu[CUDA_DEVICE_MAX_CONNECTIONS unset]" \
-        "$build/test/gtest-free/test_device_gpu-own-connections" "$build"
+        "test/check/test_device_gpu[CUDA_DEVICE_MAX_CONNECTIONS unset]" \
+        "$build/test/check/test_device_gpu-own-connections" "$build"
     # with the nvcc-built GPU ping-pong and heat stencil (5 GPU kernels, halos device to device)
     step "make check TESTS=$examples_test" 180 \
         make -C "$build" -j1 check TESTS="$examples_test" TEST_SUITE_LOG=test-suite-examples.log
@@ -454,14 +454,14 @@ if [ $built = 1 ] && stage sanitizer; then
     # use (no __shared__).
     sanitizer=""
     [ -n "$cuda" ] && [ -x "$cuda/bin/compute-sanitizer" ] && sanitizer=$cuda/bin/compute-sanitizer
-    if [ -n "$sanitizer" ] && [ -x "$build/test/gtest-free/test_device_gpu" ] &&
+    if [ -n "$sanitizer" ] && [ -x "$build/test/check/test_device_gpu" ] &&
        nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
         for tool in ${RINGK_BUNDLE_SANITIZERS:-memcheck initcheck synccheck}; do
             # shellcheck disable=SC2016 # expanded by the inner shell
             step "compute-sanitizer --tool $tool test_device_gpu (pingpong)" 120 bash -c \
                 'cd "$1" && CK_FORK=no CK_TIMEOUT_MULTIPLIER=2 RINGK_DEVICE_GPU_ONLY=pingpong \
                      ./libtool --mode=execute \
-                     "$2" --tool "$3" --error-exitcode 9 test/gtest-free/test_device_gpu \
+                     "$2" --tool "$3" --error-exitcode 9 test/check/test_device_gpu \
                      > "$4" 2>&1; rc=$?; tail -n 20 "$4"; exit $rc' \
                 _ "$build" "$sanitizer" "$tool" "$report/sanitizer-$tool.txt"
         done

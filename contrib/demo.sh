@@ -27,7 +27,7 @@ echo
 echo "=== 4. topology and paths: ringk_info (this machine), then a PCIe-only 4-GPU fixture"
 _build/src/tools/ringk_info
 echo
-_build/src/tools/ringk_info --topo test/gtest-free/topo/pcie-4gpu.xml
+_build/src/tools/ringk_info --topo test/check/topo/pcie-4gpu.xml
 
 perf() { # perf "ENV" ARGS...: ucx_perftest server and client on this host, prints the result
     local env=$1 port=$((40000 + RANDOM % 10000))

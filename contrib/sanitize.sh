@@ -16,7 +16,7 @@
 #   tsan: test_ring, test_runtime, test_kernel_api, test_device(_streams) (CK_FORK=no: TSan
 #         cannot follow fork; UCX_MEM_EVENTS=no: UCX's libucm memory hooks crash under TSan at
 #         thread exit).
-#         RINGK_TSAN_TESTS replaces the list, e.g. RINGK_TSAN_TESTS=test/gtest-free/test_job.sh
+#         RINGK_TSAN_TESTS replaces the list, e.g. RINGK_TSAN_TESTS=test/check/test_job.sh
 #         for the multi-process jobs (minutes on 2 cores, so not in CI).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,13 +24,13 @@ mode=${1:?usage: sanitize.sh asan|tsan}
 case $mode in
     asan)
         flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-        tests="${RINGK_ASAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_kernel_api test/gtest-free/test_device test/gtest-free/test_device_streams test/gtest-free/test_dev_slab test/gtest-free/test_topo test/gtest-free/test_examples.sh test/gtest-free/test_uct test/gtest-free/test_ucp test/gtest-free/test_job.sh test/gtest-free/test_info.sh test/gtest-free/test_netns.sh test/gtest-free/test_abi.sh}"
+        tests="${RINGK_ASAN_TESTS:-test/check/test_ring test/check/test_runtime test/check/test_kernel_api test/check/test_device test/check/test_device_streams test/check/test_dev_slab test/check/test_topo test/check/test_examples.sh test/check/test_uct test/check/test_ucp test/check/test_job.sh test/check/test_info.sh test/check/test_netns.sh test/check/test_abi.sh}"
         export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:fast_unwind_on_malloc=0"
         export LSAN_OPTIONS="suppressions=$top/contrib/lsan.supp:print_suppressions=0"
         export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" ;;
     tsan)
         flags="-fsanitize=thread"
-        tests="${RINGK_TSAN_TESTS:-test/gtest-free/test_ring test/gtest-free/test_runtime test/gtest-free/test_kernel_api test/gtest-free/test_device test/gtest-free/test_device_streams}"
+        tests="${RINGK_TSAN_TESTS:-test/check/test_ring test/check/test_runtime test/check/test_kernel_api test/check/test_device test/check/test_device_streams}"
         export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
         export CK_FORK=no UCX_MEM_EVENTS=no ;;
     *)
@@ -49,7 +49,7 @@ if [ "$mode" = asan ] && [ -z "${RINGK_ASAN_TESTS:-}" ]; then
     # ucx_perftest and mpirun's programs are not instrumented: the ASan runtime is preloaded
     # for them (and so for every program these two scripts start: leaks are not checked here,
     # the shell and the tools would report their own), so the instrumented plugin loads
-    make -j"$(nproc)" check TESTS="test/gtest-free/test_ucp.sh test/gtest-free/test_mpi.sh" \
+    make -j"$(nproc)" check TESTS="test/check/test_ucp.sh test/check/test_mpi.sh" \
         TEST_SUITE_LOG=test-suite-preload.log \
         LD_PRELOAD="$(gcc -print-file-name=libasan.so)" \
         ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0" 2>&1 |

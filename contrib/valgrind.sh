@@ -33,16 +33,16 @@ for spec in $tests; do
         wait -n
     done
     (cd "$build" && ./libtool --mode=execute contrib/ringk-run "${vg[@]}" \
-        --leak-check=$leaks --errors-for-leak-kinds=definite "test/gtest-free/$t" \
-        >"test/gtest-free/$t.valgrind.log" 2>&1; echo $? >"test/gtest-free/$t.valgrind.rc") &
+        --leak-check=$leaks --errors-for-leak-kinds=definite "test/check/$t" \
+        >"test/check/$t.valgrind.log" 2>&1; echo $? >"test/check/$t.valgrind.rc") &
 done
 wait
 n=0 fails=0
 for spec in $tests; do
     t=${spec%%:*} leaks=${spec#*:}
     n=$((n + 1))
-    log=$build/test/gtest-free/$t.valgrind.log
-    rc=$(cat "$build/test/gtest-free/$t.valgrind.rc" 2>/dev/null || echo 99)
+    log=$build/test/check/$t.valgrind.log
+    rc=$(cat "$build/test/check/$t.valgrind.rc" 2>/dev/null || echo 99)
     passed=$(grep -c '^ok ' "$log") failed_tests=$(grep -c '^not ok ' "$log")
     errors=$(grep -c '^==[0-9]*== [A-Z]' "$log")
     if [ $rc -eq 0 ] && [ "$failed_tests" = 0 ]; then

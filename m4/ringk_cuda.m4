@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # RINGK_CHECK_CUDA: auto-detects the CUDA Toolkit (/usr/local/cuda or --with-cuda=DIR). With it,
-# kernels/ builds with nvcc and the CUDA parts of the core load the toolkit's libcudart at run
+# test/kernels/ builds with nvcc and the CUDA parts of the core load the toolkit's libcudart at run
 # time (its soname and directory are defined here), so the libraries load without it;
 # --without-cuda builds the host-only product.
 AC_DEFUN([RINGK_CHECK_CUDA], [

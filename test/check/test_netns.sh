@@ -61,8 +61,8 @@ run3() {
     rm -f "${logs[@]}"
 }
 run3 "topics over ringk within a namespace and tcp across, 3 ranks" \
-    "$top/test/gtest-free/job_topics" 1000
+    "$top/test/check/job_topics" 1000
 run3 "pipeline with workers on both hosts" "$top/examples/pipeline" 30000 3
 run3 "rank 0 leaves right after sending to both hosts: nothing lost, not counted lost" \
-    "$top/test/gtest-free/job_leave" 20000
+    "$top/test/check/job_leave" 20000
 [ $fails -eq 0 ]

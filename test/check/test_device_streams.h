@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A CUDA device made of host threads, for test_device_streams: compiled as host C with this file
- * included first (-include), kernels/ringk_dev_test.cu defines CUDA entries (kind
+ * included first (-include), test/kernels/ringk_dev_test.cu defines CUDA entries (kind
  * RINGK_DEVICE_ENTRY_CUDA) whose CUDA calls are the functions below. The executor then takes its
  * CUDA branch (slots of CUDA devices, streams, copies to device memory, launches through the
  * entry's ops, the proxy's fault checks) on a machine without a GPU, running the scenarios of

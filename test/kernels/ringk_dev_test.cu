@@ -3,7 +3,7 @@
 // GPU (test_kernels), compiled as C for the host (gcc -x c) the same source runs on the emulated
 // device (test_device). Each handler records what it saw in a ringk_dev_test_t its argument
 // points to (mapped memory on a GPU), checked by the host after the kernel terminated.
-#include "kernels/ringk_dev_test.h"
+#include "test/kernels/ringk_dev_test.h"
 
 // Counts messages and checks FIFO per sender: a payload is {producer, n}, and producer p's
 // n-th message must come after its (n-1)-th; bytes after those 8 are summed. Records which

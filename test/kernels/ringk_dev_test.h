@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The device kernels of the device executor's tests (kernels/ringk_dev_test.cu), for the host
+/* The device kernels of the device executor's tests (test/kernels/ringk_dev_test.cu), for the host
  * programs that start them. */
 #ifndef RINGK_DEV_TEST_H
 #define RINGK_DEV_TEST_H

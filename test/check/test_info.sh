@@ -7,7 +7,7 @@ set -u
 top=${RINGK_TOP_BUILDDIR:?}
 src=${RINGK_TOP_SRCDIR:?}
 info=$top/src/tools/ringk_info
-fx=$src/test/gtest-free/topo
+fx=$src/test/check/topo
 n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests of the device executor on the emulated device: the kernels of kernels/ringk_dev_test.cu,
+/* Tests of the device executor on the emulated device: the kernels of test/kernels/ringk_dev_test.cu,
  * compiled as host C, run the device loop, ring operations and device API on host threads that
  * stand in for GPU blocks. Multi-producer inboxes (host threads and device kernels at once, every
  * message once, FIFO per pair), backpressure with every message counted, activate / deactivate /

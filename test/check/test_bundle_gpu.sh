@@ -54,7 +54,7 @@ tap_prog() {
 # CUDA build where CUDA finds no device, with a test_device_gpu that does not ask the driver:
 # its host cases pass and nothing else runs) or gpu (GPU cases ran and passed)
 fake_build() {
-    local b=$1/build t=test/gtest-free f=x.c
+    local b=$1/build t=test/check f=x.c
     local insufficient="CUDA driver version is insufficient for CUDA runtime version"
     mkdir -p "$b/contrib" "$b/$t"
     tap_prog "$b/contrib/ringk-run"
@@ -172,7 +172,7 @@ else
     why_cuda='the NVIDIA driver shows 1 GPU\(s\) \(nvidia-smi -L: GPU 0: .*\) but CUDA finds no '
     why_cuda+='device: .+'
     why_build='built without CUDA, but the NVIDIA driver shows 1 GPU\(s\)'
-    out=$(PATH="$tmp/smi1:$PATH" timeout 120 "$top/test/gtest-free/test_device_gpu" 2>&1)
+    out=$(PATH="$tmp/smi1:$PATH" timeout 120 "$top/test/check/test_device_gpu" 2>&1)
     rc=$?
     if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ $rc -ne 124 ] &&
        grep -Eq "^not ok .*($why_cuda|$why_build)" <<<"$out" &&

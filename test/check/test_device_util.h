@@ -8,7 +8,7 @@
 #include "test_log.h"
 #include "test_util.h"
 
-#include "kernels/ringk_dev_test.h"
+#include "test/kernels/ringk_dev_test.h"
 #include <ringk/api/ringk.h>
 
 #include <errno.h>

@@ -27,7 +27,7 @@ else
     echo "not ok 2 - libuct_ringk.so exports core functions:"
     sed 's/^/# /' <<<"$extra"
 fi
-rows=$(sed -n 's/^ *{"\(ringk_[a-z0-9_]*\)",.*/\1/p' "$src"/test/gtest-free/test_api_args.c | sort -u)
+rows=$(sed -n 's/^ *{"\(ringk_[a-z0-9_]*\)",.*/\1/p' "$src"/test/check/test_api_args.c | sort -u)
 missing=$(comm -23 <(echo "$exported") <(echo "$rows"))
 if [ -n "$rows" ] && [ -z "$missing" ]; then
     echo "ok 3 - test_api_args.c has a bad-argument row for each of the $(wc -l <<<"$exported") exported functions"

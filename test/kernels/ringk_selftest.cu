@@ -2,7 +2,7 @@
 // ringk device self-test: one GPU block produces into a device-resident ring and another consumes
 // from it with the same protocol code the host uses (src/core/ringk_ring.h), checking every byte.
 #include "core/ringk_ring.h"
-#include "kernels/ringk_kernels.h"
+#include "test/kernels/ringk_kernels.h"
 
 #include <cuda_runtime.h>
 #include <errno.h>

@@ -79,7 +79,7 @@ START_TEST(test_uct_ep_gpu_path)
 
     *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
     ck_assert_ptr_nonnull(query);
-    snprintf(file, sizeof(file), "%s/test/gtest-free/topo/%s", src ? src : "..",
+    snprintf(file, sizeof(file), "%s/test/check/topo/%s", src ? src : "..",
              gpu_paths[_i].topo);
     setenv("RINGK_TOPO_FILE", file, 1);
     if (gpu_paths[_i].p2p_level != NULL) {
@@ -134,7 +134,7 @@ START_TEST(test_uct_ep_gpu_path_ucx_config)
 
     *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
     ck_assert_ptr_nonnull(query);
-    snprintf(file, sizeof(file), "%s/test/gtest-free/topo/pcie-4gpu.xml", src ? src : "..");
+    snprintf(file, sizeof(file), "%s/test/check/topo/pcie-4gpu.xml", src ? src : "..");
     setenv("UCX_RINGK_TOPO_FILE", file, 1);
     setenv("RINGK_TOPO_FILE", "/nonexistent/topology.xml", 1);
     setenv("RINGK_PATH", "P2P_NVLINK", 1);       /* no NVLink in the file: unreachable */

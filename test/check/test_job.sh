@@ -131,15 +131,15 @@ lost "rank 1 killed mid-job: rank 0 gives up with an error instead of waiting" 1
 # than all subscribers
 job "topics across 2 processes: one AM per process, 4 subscribers" 2 \
     "all: subscribers=2 got0=2000 got1=2000 out_of_order=0 short=0" -- \
-    "$top/test/gtest-free/job_topics" 2000
+    "$top/test/check/job_topics" 2000
 job "topics across 3 processes: 6 subscribers" 3 \
     "all: subscribers=2 got0=1000 got1=1000 out_of_order=0 short=0" -- \
-    "$top/test/gtest-free/job_topics" 1000
+    "$top/test/check/job_topics" 1000
 
 # the receiving process enforces subscribes_to for senders in other processes
 job "subscribes_to across 2 processes: b's messages refused and logged, a's delivered in order" 2 \
     "0: sent_a=20 sent_b=20 send_failures=0" \
-    "1: from_a=20 out_of_order=0 from_b=0 refused=20" -- "$top/test/gtest-free/job_subscribe" 20
+    "1: from_a=20 out_of_order=0 from_b=0 refused=20" -- "$top/test/check/job_subscribe" 20
 
 # a handler run in the receive callback must not wait there: what would wait is deferred, in
 # order (RINGK_RECV_INLINE); tail's messages go back to its loop once a call in the callback
@@ -149,42 +149,42 @@ job "receive-callback handler: sends that would wait are deferred and delivered 
     "0: sink_got=3200 sink_out_of_order=0 tail_got=3200 tail_out_of_order=0 tail_inline>=1
         tail_inline<1600 stops=1" \
     "1: near_got=3200 near_out_of_order=0 triggers=50 relay_inline>=1 deferred>=1
-        deferred_failed=0 handler_errors=0" -- "$top/test/gtest-free/job_defer" 50
+        deferred_failed=0 handler_errors=0" -- "$top/test/check/job_defer" 50
 job "RINGK_RECV_INLINE=0: no handler runs in the receive callback, all delivered in order" 2 \
     "all: recv_inline=0 expected=1280" \
     "0: sink_got=1280 sink_out_of_order=0 tail_got=1280 tail_out_of_order=0 tail_inline=0
         stops=0" \
     "1: near_got=1280 near_out_of_order=0 triggers=20 relay_inline=0 deferred=0
         deferred_failed=0 handler_errors=0" -- \
-    env RINGK_RECV_INLINE=0 "$top/test/gtest-free/job_defer" 20
+    env RINGK_RECV_INLINE=0 "$top/test/check/job_defer" 20
 
 job "named barrier across 2 processes, 4 kernels x 10 rounds" 2 \
     "all: kernels=2 rounds=10 early=0 handler_errors=0 wait_errors=0" -- \
-    "$top/test/gtest-free/job_barrier"
+    "$top/test/check/job_barrier"
 job "named barrier across 3 processes, 6 kernels x 10 rounds" 3 \
     "all: kernels=2 rounds=10 early=0 handler_errors=0 wait_errors=0" -- \
-    "$top/test/gtest-free/job_barrier"
+    "$top/test/check/job_barrier"
 # a barrier that cannot complete because a process taking part went: EPIPE, not a hang
 job "barrier across 2 processes, rank 1 leaves before arriving: rank 0's waits end with EPIPE" 2 \
-    "0: kernels=2 epipe=2 other=0" "1: left=1" -- "$top/test/gtest-free/job_barrier" left
+    "0: kernels=2 epipe=2 other=0" "1: left=1" -- "$top/test/check/job_barrier" left
 job "barrier across 2 processes, rank 1 dies before arriving: rank 0's waits end with EPIPE" 2 \
-    "0: kernels=2 epipe=2 other=0" "1: left=0" -- "$top/test/gtest-free/job_barrier" lost
+    "0: kernels=2 epipe=2 other=0" "1: left=0" -- "$top/test/check/job_barrier" lost
 
 # rank 0 sends and leaves at once: nothing in flight lost, and leaving is not dying (each sink's
 # rank sees sends to rank 0 fail, never counts it lost and gets one LEFT event about it)
 job "rank 0 leaves right after sending: 2 processes, nothing lost, not counted lost" 2 \
     "0: sent=20000 sinks=1 left=1" \
     "rest: got=20000 expected=20000 out_of_order=0 sends_epipe=1 peers_lost=0 events=1
-        event_left=1 event_lost=0 event_rank=0" -- "$top/test/gtest-free/job_leave" 20000
+        event_left=1 event_lost=0 event_rank=0" -- "$top/test/check/job_leave" 20000
 job "rank 0 leaves right after sending: 3 processes" 3 \
     "0: sent=10000 sinks=2 left=1" \
     "rest: got=10000 expected=10000 out_of_order=0 sends_epipe=1 peers_lost=0 events=1
-        event_left=1 event_lost=0 event_rank=0" -- "$top/test/gtest-free/job_leave" 10000
+        event_left=1 event_lost=0 event_rank=0" -- "$top/test/check/job_leave" 10000
 # rank 0 exits without leaving: the others count it lost and their peer_events kernels are told
 job "rank 0 dies: 3 processes count it lost, each watch kernel gets one PEER_LOST event" 3 \
     "0: sent=1000 sinks=2 left=0" \
     "rest: peers_lost=1 events=1 event_lost=1 event_left=0 event_rank=0 sends_epipe=1" -- \
-    "$top/test/gtest-free/job_leave" 1000 die
+    "$top/test/check/job_leave" 1000 die
 
 # a remote inbox that does not drain pushes back on the sender (credits), nothing lost: lo..hi
 # accepted before -EAGAIN (inbox + window), a timed send ends with -ETIMEDOUT after 200 ms and
@@ -192,12 +192,12 @@ job "rank 0 dies: 3 processes count it lost, each watch kernel gets one PEER_LOS
 job "remote backpressure: -EAGAIN after inbox + window, -ETIMEDOUT, then all 20000 in order" 2 \
     "0: publish=0 inbox=16 lo=17 hi=32 accepted>=lo accepted<=hi timed_out=1 waited_ms>=199
         warned=1 total=20000 error=0" \
-    "1: got=20000 expected=20000 out_of_order=0" -- "$top/test/gtest-free/job_backpressure" 20000
+    "1: got=20000 expected=20000 out_of_order=0" -- "$top/test/check/job_backpressure" 20000
 job "remote publish backpressure: -EAGAIN after 256 publishes on their way, then all in order" 2 \
     "0: publish=1 inbox=16 lo=256 hi=272 accepted>=lo accepted<=hi timed_out=1 waited_ms>=199
         warned=1 total=5000 error=0" \
     "1: got=5000 expected=5000 out_of_order=0" -- \
-    "$top/test/gtest-free/job_backpressure" 5000 publish
+    "$top/test/check/job_backpressure" 5000 publish
 
 # credits whose message UCP refuses stay owed and go later: rank 1 refuses 12 credit messages
 # (each a quarter of the window), rank 0 still sends all 5000 without a timeout; rank 0's
@@ -205,7 +205,7 @@ job "remote publish backpressure: -EAGAIN after 256 publishes on their way, then
 job "refused credit messages are sent again: all 5000 in order, no sender stalls" 2 \
     "0: sent=5000 expected=5000 error=0 logged=1" \
     "1: got=5000 expected=5000 out_of_order=0 refused=12 logged=1" -- \
-    "$top/test/gtest-free/job_credit_fault" 5000
+    "$top/test/check/job_credit_fault" 5000
 
 mpi=$top/examples/mpi
 # mpi_job NPROCS SPEC... -- PROGRAM ARGS...: examples/mpi/PROGRAM under mpirun, checked as job()
@@ -267,9 +267,9 @@ refuse "a failed join names the address and the limit" \
 # LD_PRELOAD, RINGK_PLUGIN naming the built one as an installed one would be found), over TCP
 # loopback with a warning that says to use ringk-run.
 job "a job says it reaches its peers over ringk (one INFO line per peer)" 3 \
-    "all: reached=2 over_ringk=2 warned=0" -- "$top/test/gtest-free/job_report"
+    "all: reached=2 over_ringk=2 warned=0" -- "$top/test/check/job_report"
 no_plugin=$(tr ':' '\n' <<<"${LD_PRELOAD:-}" | grep -v 'libuct_ringk' | paste -sd: -)
 LD_PRELOAD=$no_plugin RINGK_PLUGIN=$top/src/uct/ringk/.libs/libuct_ringk.so \
     job "a job started without ringk-run warns that its peers on this node are reached over TCP" 2 \
-    "all: reached=1 over_ringk=0 warned=1" -- env UCX_TLS=all "$top/test/gtest-free/job_report"
+    "all: reached=1 over_ringk=0 warned=1" -- env UCX_TLS=all "$top/test/check/job_report"
 [ $fails -eq 0 ]

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of the topology module: the class and path of every pair on each hwloc XML fixture of
- * test/gtest-free/topo/, every override, estimates, and bad files and bad override values. */
+ * test/check/topo/, every override, estimates, and bad files and bad override values. */
 #include "test_util.h"
 
 #include <core/ringk_node.h>
@@ -19,7 +19,7 @@ static const char *fixture(const char *name)
     static char path[1024];
     const char *src = getenv("RINGK_TOP_SRCDIR");
 
-    snprintf(path, sizeof(path), "%s/test/gtest-free/topo/%s", src ? src : ".", name);
+    snprintf(path, sizeof(path), "%s/test/check/topo/%s", src ? src : ".", name);
     return path;
 }
 

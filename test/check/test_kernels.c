@@ -15,7 +15,7 @@
 
 #ifdef HAVE_CUDA
 #include <core/ringk_cuda.h>
-#include <kernels/ringk_kernels.h>
+#include <test/kernels/ringk_kernels.h>
 
 #include <core/ringk_topo.h>
 #include <uct/ringk/base/ringk_rkey.h>

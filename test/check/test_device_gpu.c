@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests of the device executor with the kernels of kernels/ringk_dev_test.cu compiled by nvcc.
+/* Tests of the device executor with the kernels of test/kernels/ringk_dev_test.cu compiled by nvcc.
  * Without a GPU: a CUDA-only kernel is refused with -ENODEV and the reason, CPU | CUDA runs on
  * the CPU. Where the NVIDIA driver shows a GPU (nvidia-smi -L, /proc/driver/nvidia/gpus) that
  * CUDA cannot use, or the build has no CUDA, the binary fails and says why: it never passes by
