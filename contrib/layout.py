@@ -87,6 +87,22 @@ def cycle(graph):
     return None
 
 
+def door_crossings(paths, graph, layer, door, may):
+    """The includes that cross between libringk's runtime and the layer under @layer other than
+    through its @door, or from the layer into the runtime other than the headers of @may."""
+    bad = []
+    for p in paths:
+        if not p.startswith('src/ringk/'):
+            continue
+        for q in graph[p]:
+            p_in, q_in = p.startswith(layer), q.startswith(layer)
+            if p_in and not q_in and q.startswith('src/ringk/') and q not in may:
+                bad.append('%s includes %s' % (p, q))
+            if not p_in and q_in and q != door:
+                bad.append('%s includes %s' % (p, q))
+    return bad
+
+
 def main():
     top = sys.argv[1]
     paths = files(top)
@@ -106,26 +122,12 @@ def main():
                     ['%s:%d: %s (%d lines)' % (p, s, n, l) for p, n, s, l in longf]))
     c = cycle(graph)
     results.append((c is None, 'the include graph has no cycle', [' -> '.join(c or [])]))
-    bad = []
-    for p in paths:
-        for q in graph[p]:
-            p_net, q_net = p.startswith('src/ringk/net/'), q.startswith('src/ringk/net/')
-            if p_net and not q_net and q.startswith('src/ringk/') and q not in NET_MAY_INCLUDE:
-                bad.append('%s includes %s' % (p, q))
-            if not p_net and q_net and q != 'src/ringk/net/ringk_net.h':
-                bad.append('%s includes %s' % (p, q))
+    bad = door_crossings(paths, graph, 'src/ringk/net/', 'src/ringk/net/ringk_net.h',
+                         NET_MAY_INCLUDE)
     results.append((not bad, 'the runtime reaches the network layer through ringk_net.h only, '
                     'which includes no more of the runtime than ringk_internal.h', bad))
-    bad = []
-    for p in paths:
-        if not p.startswith('src/ringk/'):
-            continue
-        for q in graph[p]:
-            p_dev, q_dev = p.startswith('src/ringk/dev/'), q.startswith('src/ringk/dev/')
-            if p_dev and not q_dev and q.startswith('src/ringk/') and q not in DEV_MAY_INCLUDE:
-                bad.append('%s includes %s' % (p, q))
-            if not p_dev and q_dev and q != 'src/ringk/dev/ringk_dev.h':
-                bad.append('%s includes %s' % (p, q))
+    bad = door_crossings(paths, graph, 'src/ringk/dev/', 'src/ringk/dev/ringk_dev.h',
+                         DEV_MAY_INCLUDE)
     results.append((not bad, 'the runtime reaches the device executor through dev/ringk_dev.h '
                     'only, which includes no more of the runtime than ringk_internal.h and '
                     'ringk_exec.h', bad))
