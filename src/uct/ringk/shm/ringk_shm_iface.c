@@ -162,7 +162,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_ringk_shm_iface_t)
 {
     uct_base_iface_progress_disable(&self->super.super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
-    /* C4: peers' ep_check sees the iface gone. */
+    /* C3: peers' endpoints see the iface gone (uct_ringk_peer_dead). */
     __atomic_store_n(self->closed, 1, __ATOMIC_RELEASE);
     munmap(self->closed, ucs_get_page_size());
     close(self->live_fd);
