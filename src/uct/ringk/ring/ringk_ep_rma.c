@@ -260,21 +260,34 @@ static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, s
     return uct_ringk_ep_move(ep, rkey, local, n, remote_addr, length, write);
 }
 
-ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length,
-                                    uint64_t remote_addr, uct_rkey_t rkey)
+/* Moves one buffer of @a length bytes to (@a write) or from [remote_addr, +length) of the
+ * region @a rkey names, once the range is checked; 0 bytes move nothing and the key is not
+ * looked at. */
+static ucs_status_t uct_ringk_ep_move_one(uct_ringk_ep_t *ep, uct_rkey_t rkey, void *buffer,
+                                          size_t length, uint64_t remote_addr, int write,
+                                          const char *op)
 {
-    uct_ringk_ep_t *ep = ucs_derived_of(tl_ep, uct_ringk_ep_t);
-    struct iovec local = {(void*)buffer, length};
+    struct iovec local = {buffer, length};
     ucs_status_t status;
 
     if (length == 0) {
-        return UCS_OK; /* nothing to move: the key is not looked at */
+        return UCS_OK;
     }
-    status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "put_short");
-    if (status == UCS_OK) {
-        status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 1);
-        UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, op);
+    if (status != UCS_OK) {
+        return status;
     }
+    return uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, write);
+}
+
+ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned length,
+                                    uint64_t remote_addr, uct_rkey_t rkey)
+{
+    uct_ringk_ep_t *ep  = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    ucs_status_t status = uct_ringk_ep_move_one(ep, rkey, (void*)buffer, length, remote_addr, 1,
+                                                "put_short");
+
+    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
     return status;
 }
 
@@ -282,26 +295,16 @@ ssize_t uct_ringk_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void
                                uint64_t remote_addr, uct_rkey_t rkey)
 {
     uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
-    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
-    struct iovec local;
+    size_t length            = pack_cb(iface->tx_buf, arg);
     ucs_status_t status;
-    size_t length;
 
-    length = pack_cb(iface->tx_buf, arg);
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "put_bcopy");
-    if (length > 0) {
-        status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "put_bcopy");
-        if (status != UCS_OK) {
-            return status;
-        }
-        local.iov_base = iface->tx_buf;
-        local.iov_len  = length;
-        status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 1);
-        if (status != UCS_OK) {
-            return status;
-        }
+    status = uct_ringk_ep_move_one(ucs_derived_of(tl_ep, uct_ringk_ep_t), rkey, iface->tx_buf,
+                                   length, remote_addr, 1, "put_bcopy");
+    if (status != UCS_OK) {
+        return status;
     }
-    UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, BCOPY, length);
     return length;
 }
 
@@ -319,23 +322,16 @@ ucs_status_t uct_ringk_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack
                                     uct_completion_t *comp)
 {
     uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
-    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
-    struct iovec local       = {iface->tx_buf, length};
     ucs_status_t status;
 
     UCT_CHECK_LENGTH(length, 0, iface->config.seg_size, "get_bcopy");
-    if (length > 0) {
-        status = uct_ringk_ep_rkey_check(ep, rkey, remote_addr, length, "get_bcopy");
-        if (status != UCS_OK) {
-            return status;
-        }
-        status = uct_ringk_ep_move(ep, rkey, &local, 1, remote_addr, length, 0);
-        if (status != UCS_OK) {
-            return status;
-        }
+    status = uct_ringk_ep_move_one(ucs_derived_of(tl_ep, uct_ringk_ep_t), rkey, iface->tx_buf,
+                                   length, remote_addr, 0, "get_bcopy");
+    if (status != UCS_OK) {
+        return status;
     }
     unpack_cb(arg, iface->tx_buf, length);
-    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, BCOPY, length);
     return UCS_OK;
 }
 
