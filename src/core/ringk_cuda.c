@@ -144,39 +144,95 @@ int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
     return 1;
 }
 
-/* The driver API's cuMemGetAddressRange, looked up in the driver the runtime loaded: the
- * runtime API has no way to find the allocation a pointer lies in. */
-typedef int (*ringk_cu_range_fn_t)(unsigned long long *base, size_t *size, unsigned long long p);
+/* The driver API's calls to find the allocation a pointer lies in (the runtime API has none),
+ * looked up in the driver the runtime loaded. cuMemGetAddressRange needs a current context,
+ * which a thread whose CUDA calls all went through the runtime may not have: the pointer's
+ * device's primary context is pushed around it. */
+typedef struct {
+    int (*range)(unsigned long long *base, size_t *size, unsigned long long p);
+    int (*dev_get)(int *device, int ordinal);
+    int (*retain)(void **ctx, int device);
+    int (*release)(int device);
+    int (*push)(void *ctx);
+    int (*pop)(void **ctx);
+} ringk_cu_t;
 
-static ringk_cu_range_fn_t ringk_cu_range;
+static ringk_cu_t ringk_cu;
+static int        ringk_cu_loaded;
 
-static int ringk_cuda_range_fn(char *why, size_t why_len)
+static int ringk_cu_load(char *why, size_t why_len)
 {
-    ringk_cu_range_fn_t fn;
+    static const char *const names[] = {
+        "cuMemGetAddressRange_v2", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
+        "cuDevicePrimaryCtxRelease_v2", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2"
+    };
+    void *fns[sizeof(names) / sizeof(names[0])];
+    ringk_cu_t cu;
     void *lib;
+    size_t i;
 
-    if (__atomic_load_n(&ringk_cu_range, __ATOMIC_ACQUIRE) != NULL) {
+    if (__atomic_load_n(&ringk_cu_loaded, __ATOMIC_ACQUIRE)) {
         return 0;
     }
     lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if ((lib == NULL) || ((*(void**)&fn = dlsym(lib, "cuMemGetAddressRange_v2")) == NULL)) {
-        snprintf(why, why_len, "cuMemGetAddressRange_v2 not found in libcuda.so.1");
-        return -ENODEV;
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if ((lib == NULL) || ((fns[i] = dlsym(lib, names[i])) == NULL)) {
+            snprintf(why, why_len, "%s not found in libcuda.so.1", names[i]);
+            return -ENODEV;
+        }
     }
-    __atomic_store_n(&ringk_cu_range, fn, __ATOMIC_RELEASE); /* the library stays loaded */
+    *(void**)&cu.range   = fns[0];
+    *(void**)&cu.dev_get = fns[1];
+    *(void**)&cu.retain  = fns[2];
+    *(void**)&cu.release = fns[3];
+    *(void**)&cu.push    = fns[4];
+    *(void**)&cu.pop     = fns[5];
+    ringk_cu = cu; /* racing first callers store the same values; the library stays loaded */
+    __atomic_store_n(&ringk_cu_loaded, 1, __ATOMIC_RELEASE);
     return 0;
+}
+
+/* The allocation of device @a device's memory that @a ptr lies in: 0, or the CUresult (with
+ * the failing call in @a why). */
+static int ringk_cu_range_on(int device, const void *ptr, unsigned long long *base_p,
+                             size_t *size_p, char *why, size_t why_len)
+{
+    void *ctx = NULL, *popped;
+    const char *call;
+    int dev, ret;
+
+    if ((ret = ringk_cu.dev_get(&dev, device)) != 0) {
+        call = "cuDeviceGet";
+    } else if ((ret = ringk_cu.retain(&ctx, dev)) != 0) {
+        call = "cuDevicePrimaryCtxRetain";
+    } else {
+        if ((ret = ringk_cu.push(ctx)) != 0) {
+            call = "cuCtxPushCurrent";
+        } else {
+            call = "cuMemGetAddressRange";
+            ret  = ringk_cu.range(base_p, size_p, (unsigned long long)(uintptr_t)ptr);
+            ringk_cu.pop(&popped);
+        }
+        ringk_cu.release(dev);
+    }
+    if (ret != 0) {
+        snprintf(why, why_len, "%s(%p, device %d) failed with CUresult %d", call, ptr, device,
+                 ret);
+    }
+    return ret;
 }
 
 int ringk_cuda_ptr_range(const void *ptr, uint64_t *base_p, uint64_t *size_p, char *busid,
                          size_t len)
 {
+    struct cudaPointerAttributes attr;
     unsigned long long base;
-    char why[128];
+    char why[160];
     size_t size;
 
-    if (!ringk_cuda_ptr_is_device(ptr, busid, len) ||
-        (ringk_cuda_range_fn(why, sizeof(why)) != 0) ||
-        (ringk_cu_range(&base, &size, (unsigned long long)(uintptr_t)ptr) != 0)) {
+    if (!ringk_cuda_ptr_is_device(ptr, busid, len) || (ringk_cu_load(why, sizeof(why)) != 0) ||
+        (rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
+        (ringk_cu_range_on(attr.device, ptr, &base, &size, why, sizeof(why)) != 0)) {
         return 0;
     }
     *base_p = base;
@@ -196,13 +252,11 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
     if (!cudart(why, why_len)) {
         return -ENODEV;
     }
-    ret = ringk_cuda_range_fn(why, why_len);
+    ret = ringk_cu_load(why, why_len);
     if (ret != 0) {
         return ret;
     }
-    /* A runtime call first: it makes a context current on this thread, which the driver call
-     * below needs (a thread whose first CUDA call this is has none); and the pointer's device,
-     * for the calls that follow, given back after. */
+    /* the pointer's device, for the calls that follow, given back after */
     if ((rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
         (attr.type != cudaMemoryTypeDevice)) {
         rt.cudaGetLastError();
@@ -215,9 +269,7 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
                  rt.cudaGetErrorString(rt.cudaGetLastError()));
         return -EIO;
     }
-    ret = ringk_cu_range(&base, &size, (unsigned long long)(uintptr_t)ptr);
-    if (ret != 0) {
-        snprintf(why, why_len, "cuMemGetAddressRange(%p) failed with CUresult %d", ptr, ret);
+    if (ringk_cu_range_on(attr.device, ptr, &base, &size, why, why_len) != 0) {
         ret = -EINVAL;
     } else if (rt.cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
         /* e.g. memory from cudaMallocAsync pools or cuMemCreate */
@@ -240,6 +292,7 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
 int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
                         size_t why_len)
 {
+    struct cudaPointerAttributes attr;
     unsigned long long base;
     cudaIpcMemHandle_t h;
     cudaError_t err;
@@ -258,14 +311,18 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
         return -EIO;
     }
     /* the peer's word for the allocation's size is checked against the mapping itself */
-    ret = ringk_cuda_range_fn(why, why_len);
-    if (ret == 0) {
-        ret = ringk_cu_range(&base, &real, (unsigned long long)(uintptr_t)*mapped_p);
-        if ((ret != 0) || (real < size)) {
-            snprintf(why, why_len, "the mapped allocation is %zu bytes, the key says %llu "
-                     "(CUresult %d)", real, (unsigned long long)size, ret);
-            ret = -EINVAL;
-        }
+    ret = ringk_cu_load(why, why_len);
+    if ((ret == 0) && (rt.cudaPointerGetAttributes(&attr, *mapped_p) != cudaSuccess)) {
+        rt.cudaGetLastError();
+        snprintf(why, why_len, "the mapping %p is not known to CUDA", *mapped_p);
+        ret = -EINVAL;
+    } else if ((ret == 0) &&
+               (ringk_cu_range_on(attr.device, *mapped_p, &base, &real, why, why_len) != 0)) {
+        ret = -EINVAL;
+    } else if ((ret == 0) && (real < size)) {
+        snprintf(why, why_len, "the mapped allocation is %zu bytes, the key says %llu", real,
+                 (unsigned long long)size);
+        ret = -EINVAL;
     }
     if (ret != 0) {
         rt.cudaIpcCloseMemHandle(*mapped_p);
