@@ -28,7 +28,7 @@ if [ -n "${need:-}" ]; then
 fi
 mkdir -p "$out"
 core="$top/src/core/ringk_topo.c $top/src/core/ringk_policy.c $top/src/core/ringk_ucxver.c \
-      $top/src/core/ringk_cuda.c $top/src/core/ringk_node.c"
+      $top/src/core/ringk_cuda.c $top/src/core/ringk_cuda_ipc.c $top/src/core/ringk_node.c"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$top/src"
 build=${RINGK_BUILDDIR:-$top/_build}
 ucx_src=$(sed -n 's/^UCX_SRC_DIR = //p' "$build/Makefile" 2>/dev/null)
@@ -37,7 +37,7 @@ targets="fuzz_ring fuzz_topo fuzz_strings fuzz_wire fuzz_uct"
 core_objs() {
     local f
     mkdir -p "$out/core"
-    for f in ringk_topo ringk_policy ringk_ucxver ringk_cuda ringk_node; do
+    for f in ringk_topo ringk_policy ringk_ucxver ringk_cuda ringk_cuda_ipc ringk_node; do
         clang ${flags/fuzzer,/fuzzer-no-link,} $(pkg-config --cflags hwloc) -c \
             "$top/src/core/$f.c" -o "$out/core/$f.o" || return 1
     done

@@ -63,8 +63,17 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
 int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
                         size_t why_len);
 
-/** Unmaps what ringk_cuda_ipc_open() mapped. */
+/** Unmaps what ringk_cuda_ipc_open() mapped; while the process has device kernels (which the
+ *  unmapping would wait for) the mapping is kept and unmapped by a later ringk_cuda_ipc_flush(),
+ *  ringk_cuda_ipc_open() or ringk_cuda_ipc_close() made when none is left. */
 void ringk_cuda_ipc_close(void *mapped);
+
+/** Unmaps the mappings ringk_cuda_ipc_close() kept, when the process has no device kernel;
+ *  returns how many. */
+size_t ringk_cuda_ipc_flush(void);
+
+/** How many mappings ringk_cuda_ipc_close() kept for later. */
+size_t ringk_cuda_ipc_deferred(void);
 
 /** Copies @a len bytes between any two of host and device memory (on the calling thread's
  *  stream) and returns once the data has landed. */

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ringk CUDA wrappers: the allocation a device pointer lies in, and CUDA IPC (export, import,
+ * unmap) of device memory between processes, through the runtime ringk_cuda.c loads and the
+ * driver calls the runtime has no counterpart for. */
+#ifdef HAVE_CONFIG_H
+#include "ringk_config.h"
+#endif
+
+#include "ringk_cuda.h"
+#include "ringk_cuda_rt.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_CUDA
+
+/* The driver API's calls to find the allocation a pointer lies in (the runtime API has none),
+ * looked up in the driver the runtime loaded. cuMemGetAddressRange needs a current context,
+ * which a thread whose CUDA calls all went through the runtime may not have: the pointer's
+ * device's primary context is pushed around it. */
+typedef struct {
+    int (*range)(unsigned long long *base, size_t *size, unsigned long long p);
+    int (*dev_get)(int *device, int ordinal);
+    int (*retain)(void **ctx, int device);
+    int (*release)(int device);
+    int (*push)(void *ctx);
+    int (*pop)(void **ctx);
+} ringk_cu_t;
+
+static ringk_cu_t ringk_cu;
+static int        ringk_cu_loaded;
+
+static int ringk_cu_load(char *why, size_t why_len)
+{
+    static const char *const names[] = {
+        "cuMemGetAddressRange_v2", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
+        "cuDevicePrimaryCtxRelease_v2", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2"
+    };
+    void *fns[sizeof(names) / sizeof(names[0])];
+    ringk_cu_t cu;
+    void *lib;
+    size_t i;
+
+    if (__atomic_load_n(&ringk_cu_loaded, __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if ((lib == NULL) || ((fns[i] = dlsym(lib, names[i])) == NULL)) {
+            snprintf(why, why_len, "%s not found in libcuda.so.1", names[i]);
+            return -ENODEV;
+        }
+    }
+    *(void**)&cu.range   = fns[0];
+    *(void**)&cu.dev_get = fns[1];
+    *(void**)&cu.retain  = fns[2];
+    *(void**)&cu.release = fns[3];
+    *(void**)&cu.push    = fns[4];
+    *(void**)&cu.pop     = fns[5];
+    ringk_cu = cu; /* racing first callers store the same values; the library stays loaded */
+    __atomic_store_n(&ringk_cu_loaded, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* The allocation of device @a device's memory that @a ptr lies in: 0, or the CUresult (with
+ * the failing call in @a why). */
+static int ringk_cu_range_on(int device, const void *ptr, unsigned long long *base_p,
+                             size_t *size_p, char *why, size_t why_len)
+{
+    void *ctx = NULL, *popped;
+    const char *call;
+    int dev, ret;
+
+    if ((ret = ringk_cu.dev_get(&dev, device)) != 0) {
+        call = "cuDeviceGet";
+    } else if ((ret = ringk_cu.retain(&ctx, dev)) != 0) {
+        call = "cuDevicePrimaryCtxRetain";
+    } else {
+        if ((ret = ringk_cu.push(ctx)) != 0) {
+            call = "cuCtxPushCurrent";
+        } else {
+            call = "cuMemGetAddressRange";
+            ret  = ringk_cu.range(base_p, size_p, (unsigned long long)(uintptr_t)ptr);
+            ringk_cu.pop(&popped);
+        }
+        ringk_cu.release(dev);
+    }
+    if (ret != 0) {
+        snprintf(why, why_len, "%s(%p, device %d) failed with CUresult %d", call, ptr, device,
+                 ret);
+    }
+    return ret;
+}
+
+int ringk_cuda_ptr_range(const void *ptr, uint64_t *base_p, uint64_t *size_p, char *busid,
+                         size_t len)
+{
+    struct cudaPointerAttributes attr;
+    unsigned long long base;
+    char why[160];
+    size_t size;
+
+    if (!ringk_cuda_ptr_is_device(ptr, busid, len) || (ringk_cu_load(why, sizeof(why)) != 0) ||
+        (ringk_rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
+        (ringk_cu_range_on(attr.device, ptr, &base, &size, why, sizeof(why)) != 0)) {
+        return 0;
+    }
+    *base_p = base;
+    *size_p = size;
+    return 1;
+}
+
+int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
+                          char *why, size_t why_len)
+{
+    struct cudaPointerAttributes attr;
+    unsigned long long base;
+    cudaIpcMemHandle_t h;
+    size_t size;
+    int ret, current = -1;
+
+    if (!ringk_cudart(why, why_len)) {
+        return -ENODEV;
+    }
+    ret = ringk_cu_load(why, why_len);
+    if (ret != 0) {
+        return ret;
+    }
+    /* the pointer's device, for the calls that follow, given back after */
+    if ((ringk_rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
+        (attr.type != cudaMemoryTypeDevice)) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "%p is not device memory", ptr);
+        return -EINVAL;
+    }
+    if ((ringk_rt.cudaGetDevice(&current) == cudaSuccess) && (current != attr.device) &&
+        (ringk_rt.cudaSetDevice(attr.device) != cudaSuccess)) {
+        snprintf(why, why_len, "ringk_rt.cudaSetDevice(%d): %s", attr.device,
+                 ringk_rt.cudaGetErrorString(ringk_rt.cudaGetLastError()));
+        return -EIO;
+    }
+    if (ringk_cu_range_on(attr.device, ptr, &base, &size, why, why_len) != 0) {
+        ret = -EINVAL;
+    } else if (ringk_rt.cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
+        /* e.g. memory from cudaMallocAsync pools or cuMemCreate */
+        snprintf(why, why_len, "ringk_rt.cudaIpcGetMemHandle(0x%llx): %s", base,
+                 ringk_rt.cudaGetErrorString(ringk_rt.cudaGetLastError()));
+        ret = -EOPNOTSUPP;
+    }
+    if ((current >= 0) && (current != attr.device)) {
+        ringk_rt.cudaSetDevice(current);
+    }
+    if (ret != 0) {
+        return ret;
+    }
+    memcpy(handle, &h, RINGK_CUDA_IPC_HANDLE_LEN);
+    *base_p = base;
+    *size_p = size;
+    return 0;
+}
+
+int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
+                        size_t why_len)
+{
+    struct cudaPointerAttributes attr;
+    unsigned long long base;
+    cudaIpcMemHandle_t h;
+    cudaError_t err;
+    size_t real;
+    int ret;
+
+    if (!ringk_cuda_usable_cached()) {
+        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
+        return -ENODEV;
+    }
+    ringk_cuda_ipc_flush(); /* closes left for later, once no device kernel is resident */
+    memcpy(&h, handle, RINGK_CUDA_IPC_HANDLE_LEN);
+    err = ringk_rt.cudaIpcOpenMemHandle(mapped_p, h, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "cudaIpcOpenMemHandle: %s", ringk_rt.cudaGetErrorString(err));
+        return -EIO;
+    }
+    /* the peer's word for the allocation's size is checked against the mapping itself */
+    ret = ringk_cu_load(why, why_len);
+    if ((ret == 0) && (ringk_rt.cudaPointerGetAttributes(&attr, *mapped_p) != cudaSuccess)) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "the mapping %p is not known to CUDA", *mapped_p);
+        ret = -EINVAL;
+    } else if ((ret == 0) &&
+               (ringk_cu_range_on(attr.device, *mapped_p, &base, &real, why, why_len) != 0)) {
+        ret = -EINVAL;
+    } else if ((ret == 0) && (real < size)) {
+        snprintf(why, why_len, "the mapped allocation is %zu bytes, the key says %llu", real,
+                 (unsigned long long)size);
+        ret = -EINVAL;
+    }
+    if (ret != 0) {
+        ringk_rt.cudaIpcCloseMemHandle(*mapped_p);
+        *mapped_p = NULL;
+        return ret;
+    }
+    return 0;
+}
+
+/* Mappings whose close waits for resident device kernels: cudaIpcCloseMemHandle waits for the
+ * device's work (docs/gpu.md, "Implicit synchronization"), so a close asked for while the
+ * process has device kernels is kept here and made once none is left. */
+static struct {
+    pthread_mutex_t mu;
+    void          **p;
+    size_t          n, cap;
+} ipc_deferred = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+size_t ringk_cuda_ipc_deferred(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&ipc_deferred.mu);
+    n = ipc_deferred.n;
+    pthread_mutex_unlock(&ipc_deferred.mu);
+    return n;
+}
+
+size_t ringk_cuda_ipc_flush(void)
+{
+    void **p;
+    size_t i, n;
+
+    if ((ringk_cuda_resident(-1) != 0) || !ringk_cudart(NULL, 0)) {
+        return 0;
+    }
+    pthread_mutex_lock(&ipc_deferred.mu);
+    p = ipc_deferred.p;
+    n = ipc_deferred.n;
+    ipc_deferred.p   = NULL;
+    ipc_deferred.n   = ipc_deferred.cap = 0;
+    pthread_mutex_unlock(&ipc_deferred.mu);
+    for (i = 0; i < n; i++) {
+        ringk_rt.cudaIpcCloseMemHandle(p[i]);
+    }
+    free(p);
+    return n;
+}
+
+void ringk_cuda_ipc_close(void *mapped)
+{
+    void **p;
+
+    if (!ringk_cudart(NULL, 0)) { /* never opened: nothing to close */
+        return;
+    }
+    if (ringk_cuda_resident(-1) != 0) {
+        /* without memory to remember it, the mapping stays until the process ends: closing
+         * it now could wait for ever */
+        pthread_mutex_lock(&ipc_deferred.mu);
+        if ((ipc_deferred.n == ipc_deferred.cap) &&
+            ((p = realloc(ipc_deferred.p, (2 * ipc_deferred.cap + 8) * sizeof(*p))) != NULL)) {
+            ipc_deferred.p   = p;
+            ipc_deferred.cap = 2 * ipc_deferred.cap + 8;
+        }
+        if (ipc_deferred.n < ipc_deferred.cap) {
+            ipc_deferred.p[ipc_deferred.n++] = mapped;
+        }
+        pthread_mutex_unlock(&ipc_deferred.mu);
+        return;
+    }
+    ringk_cuda_ipc_flush();
+    ringk_rt.cudaIpcCloseMemHandle(mapped);
+}
+
+#else /* !HAVE_CUDA */
+
+int ringk_cuda_ptr_range(const void *ptr, uint64_t *base_p, uint64_t *size_p, char *busid,
+                         size_t len)
+{
+    return 0;
+}
+
+int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
+                          char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA);
+    return -ENODEV;
+}
+
+int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
+                        size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA ": CUDA memory of a peer cannot be mapped");
+    return -ENODEV;
+}
+
+void ringk_cuda_ipc_close(void *mapped)
+{
+}
+
+size_t ringk_cuda_ipc_deferred(void)
+{
+    return 0;
+}
+
+size_t ringk_cuda_ipc_flush(void)
+{
+    return 0;
+}
+
+#endif
