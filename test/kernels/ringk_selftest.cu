@@ -133,8 +133,10 @@ extern "C" int ringk_kernels_selftest(uint32_t nmsgs, uint32_t ncells, uint32_t 
         snprintf(why, why_len, "cell_size %u is above the self-test's 256", cell_size);
         return -EINVAL;
     }
-    staging = malloc(bytes);
-    if (staging == NULL || ringk_ring_init(&r, staging, bytes, ncells, cell_size) != 0) {
+    /* formatted here, then copied: ringk_ring_init wants a ring line's alignment, which
+     * malloc does not give */
+    if ((posix_memalign(&staging, RINGK_RING_LINE, bytes) != 0) ||
+        (ringk_ring_init(&r, staging, bytes, ncells, cell_size) != 0)) {
         snprintf(why, why_len, "cannot format a ring of %u cells of %u bytes", ncells, cell_size);
         free(staging);
         return -EINVAL;
@@ -151,8 +153,12 @@ extern "C" int ringk_kernels_selftest(uint32_t nmsgs, uint32_t ncells, uint32_t 
     // waited for with a bound: the blocks give up after RINGK_SELFTEST_WAIT_NS each, so a
     // kernel still running after 60 s is stuck (not co-resident, or the timer does not move)
     err = cudaGetLastError();
-    for (waited_ms = 0; (err == cudaSuccess) &&
-                        ((err = cudaStreamQuery(stream)) == cudaErrorNotReady); waited_ms++) {
+    for (waited_ms = 0; err == cudaSuccess; waited_ms++) {
+        err = cudaStreamQuery(stream);
+        if (err != cudaErrorNotReady) {
+            break; /* done (cudaSuccess), or failed */
+        }
+        err = cudaSuccess;
         if (waited_ms >= 60000) {
             snprintf(why, why_len, "kernel: still running after 60 s");
             ret = -ETIMEDOUT;
