@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# ringk_info as a user runs it, as TAP: this machine (host-only topology and the host path
-# between processes), every topology fixture (expected matrix rows), --json validity, and clear
-# errors for bad files and bad overrides.
+# ringk_info as a user runs it, as TAP: this machine (the GPUs its driver lists, if any, and the
+# host path between processes), every topology fixture (expected matrix rows), --json
+# validity, and clear errors for bad files and bad overrides.
 set -u
 top=${RINGK_TOP_BUILDDIR:?}
 src=${RINGK_TOP_SRCDIR:?}
@@ -38,10 +38,24 @@ json() { # json NAME CMD...: CMD prints valid JSON
         nok "$name" "$out"
 }
 echo "1..15"
-expect "this machine: host-only topology and the host path" \
-    "topology: this machine: [0-9]+ package" " 0 GPU" \
-    "process-process  -> HOST_STAGED .*shared-memory rings.*same boot id, PID, IPC and network namespaces" \
-    -- "$info"
+# the GPUs the driver lists, if any: ringk_info must find as many, each with its matrix row
+gpus=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    gpus=$(nvidia-smi -L | grep -c '^GPU ')
+elif [ -d /proc/driver/nvidia/gpus ]; then
+    gpus=$(find /proc/driver/nvidia/gpus -mindepth 1 -maxdepth 1 | wc -l)
+fi
+if [ "$gpus" -eq 0 ]; then
+    expect "this machine: host-only topology and the host path" \
+        "topology: this machine: [0-9]+ package" " 0 GPU" \
+        "process-process  -> HOST_STAGED .*shared-memory rings.*same boot id, PID, IPC and network namespaces" \
+        -- "$info"
+else
+    expect "this machine: the driver's $gpus GPU(s) and the host path" \
+        "topology: this machine: [0-9]+ package.* $gpus GPU\\(s\\)" "^GPU0 +X" "^GPU$((gpus - 1)) " \
+        "process-process  -> HOST_STAGED .*shared-memory rings.*same boot id, PID, IPC and network namespaces" \
+        -- "$info"
+fi
 json "this machine: --json is valid JSON" "$info" --json
 expect "nvswitch-8gpu: NV18 everywhere, P2P_NVLINK" "^GPU0 +X +NV18 +NV18 +NV18 +NV18 +NV18 +NV18 +NV18" \
     "GPU3-GPU4 +NVLINK +-> P2P_NVLINK +450.0 GB/s" "GPU0-NUMA1 +CROSS_SOCKET" \

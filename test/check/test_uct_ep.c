@@ -420,7 +420,7 @@ START_TEST(test_uct_ep_put_get_local)
 {
     node_t a, b;
     uct_ep_h ep;
-    uct_mem_h memh;
+    uct_mem_h memh, src_memh, dst_memh;
     uct_rkey_bundle_t rkey;
     uct_md_attr_t md_attr;
     static uint8_t target[1 << 20], src[1 << 20], dst[1 << 20];
@@ -436,18 +436,26 @@ START_TEST(test_uct_ep_put_get_local)
     ck_assert_int_eq(uct_md_mem_reg(b.md, target, sizeof(target), UCT_MD_MEM_ACCESS_ALL, &memh), UCS_OK);
     ck_assert_int_eq(uct_md_mkey_pack(b.md, memh, packed), UCS_OK);
     ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), packed, &rkey), UCS_OK);
+    /* Without CUDA the md does not ask for local memory handles (no UCT_MD_FLAG_NEED_MEMH),
+     * so UCP leaves whatever its request held in memh: it must not be looked at. With CUDA it
+     * asks, and the local buffers get handles as UCP would give them. */
+    if (md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH) {
+        ck_assert_int_eq(uct_md_mem_reg(a.md, src, sizeof(src), UCT_MD_MEM_ACCESS_ALL,
+                                        &src_memh), UCS_OK);
+        ck_assert_int_eq(uct_md_mem_reg(a.md, dst, sizeof(dst), UCT_MD_MEM_ACCESS_ALL,
+                                        &dst_memh), UCS_OK);
+    } else {
+        src_memh = dst_memh = (uct_mem_h)(uintptr_t)0xdead00000000beefull;
+    }
     for (len = 1; len <= sizeof(target) / 2; len *= 4) {
         fill_msg(src, len, len < 8 ? 8 : len);
-        /* The md does not ask for local memory handles (no UCT_MD_FLAG_NEED_MEMH), so UCP
-         * leaves whatever its request held in memh: it must not be looked at. */
-        ck_assert(!(md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH));
-        iov = (uct_iov_t){.buffer = src, .length = len, .count = 1,
-                          .memh = (uct_mem_h)(uintptr_t)0xdead00000000beefull};
+        iov = (uct_iov_t){.buffer = src, .length = len, .count = 1, .memh = src_memh};
         ck_assert_int_eq(uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)target + 3, rkey.rkey, NULL),
                          UCS_OK);
         ck_assert_mem_eq(target + 3, src, len);
         memset(dst, 0, len);
         iov.buffer = dst;
+        iov.memh   = dst_memh;
         ck_assert_int_eq(uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)target + 3, rkey.rkey, NULL),
                          UCS_OK);
         ck_assert_mem_eq(dst, src, len);
@@ -461,6 +469,10 @@ START_TEST(test_uct_ep_put_get_local)
                      UCS_ERR_INVALID_PARAM);
     uct_rkey_release(test_ringk_component(), &rkey);
     uct_md_mem_dereg(b.md, memh);
+    if (md_attr.cap.flags & UCT_MD_FLAG_NEED_MEMH) {
+        uct_md_mem_dereg(a.md, src_memh);
+        uct_md_mem_dereg(a.md, dst_memh);
+    }
     uct_ep_destroy(ep);
     node_close(&b);
     node_close(&a);
