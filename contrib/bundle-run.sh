@@ -487,6 +487,23 @@ if [ $built = 1 ] && stage check; then
 fi
 trap - EXIT
 write_report
+# A lent GPU machine returns a handful of files: the logs go back as one archive, with each
+# failed test program's own log
+pack_logs() {
+    local loose fails
+    loose=$(cd "$report" && ls test-suite*.log sanitizer-*.txt ringk_info.json 2>/dev/null)
+    fails=$(printf '%s\n' "${tests[@]}" | awk -F'\t' '$1 ~ /^(FAIL|ERROR|XPASS)$/ {
+                split($2, w, " "); print w[1] ".log" }' | sort -u |
+            while read -r f; do [ -f "$build/$f" ] && echo "$f"; done)
+    [ -n "$loose$fails" ] || return 0
+    # shellcheck disable=SC2086 # lists of words
+    if [ -n "$fails" ]; then
+        tar czf "$report/logs.tar.gz" -C "$report" $loose -C "$build" $fails
+    else
+        tar czf "$report/logs.tar.gz" -C "$report" $loose
+    fi && (cd "$report" && rm -f $loose)
+}
+pack_logs
 cat "$report/report.txt"
 nfail=$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)')
 [ $failed -eq 0 ] && [ "$nfail" -eq 0 ]
