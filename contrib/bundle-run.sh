@@ -224,6 +224,8 @@ write_report() {
     json_str() {
         local v=$1
         v=${v//\\/\\\\}; v=${v//\"/\\\"}; v=${v//$'\t'/\\t}; v=${v//$'\n'/\\n}; v=${v//$'\r'/\\r}
+        # nvidia-smi underlines with terminal escapes; any other control character goes
+        v=${v//$'\e'/\\u001b}; v=${v//[[:cntrl:]]/}
         printf '"%s"' "$v"
     }
     {

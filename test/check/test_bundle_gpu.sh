@@ -32,6 +32,7 @@ fake_smi() {
         cat > "$1/nvidia-smi" <<'EOF'
 #!/bin/sh
 [ "$1" = -L ] && echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000000)"
+[ "$1" = topo ] && printf '\t\033[4mGPU0\tCPU Affinity\033[0m\nGPU0\t X \t0-15\n'
 exit 0
 EOF
     else
@@ -128,6 +129,12 @@ bundle() {
            grep . || echo none)"
     got+=" $(sed -n 's/^ *"gpu_cases": {"executed": \([0-9]*\), "passed": \([0-9]*\)}.*/\1 \2/p' \
              "$d/report/report.json" 2>/dev/null)"
+    # and all of it JSON, where there is a python to say so (nvidia-smi's topology has
+    # terminal escapes)
+    if command -v python3 >/dev/null &&
+       ! python3 -m json.tool "$d/report/report.json" >/dev/null 2>"$d/json.err"; then
+        got+=" invalid JSON: $(cat "$d/json.err")"
+    fi
     # shellcheck disable=SC2086 # three words
     set -- $got
     if { [ "$want_rc" = 0 ] && [ $rc -ne 0 ]; } || { [ "$want_rc" != 0 ] && [ $rc -eq 0 ]; } ||
