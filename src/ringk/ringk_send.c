@@ -443,8 +443,8 @@ remote_fast(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t
 }
 
 /* ringk_send() whose batched fast path did not take the message, though the sender's own
- * handler sends on the route it used last (from->last_rt, which names @a to_name): the
- * remote fast path, or send_slow(). */
+ * handler sends on the route it used last (from->last_rt, which names @a to_name): the short
+ * path to another process, a new batch cell, the full remote path, or send_slow(). */
 static __attribute__((noinline)) int send_last_route(ringk_ctx_t *ctx, ringk_kernel_t *from,
                                                      const char *to_name, ringk_msg_type_t type,
                                                      const void *payload, size_t length,
@@ -453,6 +453,11 @@ static __attribute__((noinline)) int send_last_route(ringk_ctx_t *ctx, ringk_ker
     unsigned i = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED)->index;
     int ret;
 
+    /* to another process: its short path first, which sends now or changes nothing */
+    if ((from->routes[i].remote_ep != NULL) &&
+        ((ret = ringk_remote_send_last(from, type, payload, length)) != RINGK_REMOTE_FULL_PATH)) {
+        return ret;
+    }
     if (from->defer_head != NULL) {
         return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
     }
@@ -472,19 +477,10 @@ static __attribute__((noinline)) int send_last_route(ringk_ctx_t *ctx, ringk_ker
     return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
 }
 
-int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
-                         size_t length, int timeout_ms)
-{
-    unsigned i = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED)->index;
-
-    return send_last_route(from->ctx, from, from->publishes_to.names[i], type, payload, length,
-                           timeout_ms);
-}
-
-/* The fast paths (batch_fast(), or ringk_remote_send_last() when the route the kernel used
- * last leads to another process) or send_slow(), which checks everything again. The batched
- * path makes no call (the others are tail calls), so it runs without saving registers: the
- * local one-way throughput is bound by it. */
+/* The batched fast path (batch_fast()), else send_last_route() (with the short path to another
+ * process, ringk_remote_send_last(), first) or send_slow(), which checks everything again. The
+ * batched path makes no call (the others are tail calls), so it runs without saving
+ * registers: the local one-way throughput is bound by it. */
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
@@ -500,9 +496,6 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
             /* no cell is open while calls of the handler wait to be made (ringk_defer_call) */
             if (batch_fast(from, rt, type, payload, length)) {
                 return 0;
-            }
-            if (rt->remote_ep != NULL) {
-                return ringk_remote_send_last(from, type, payload, length, timeout_ms);
             }
             return send_last_route(ctx, from, to_name, type, payload, length, timeout_ms);
         }
@@ -544,7 +537,7 @@ static __attribute__((noinline)) int send_route_slow(ringk_ctx_t *ctx, ringk_ker
 }
 
 /* ringk_send_route() from the sender's own handler whose batched path did not take the
- * message: the remote fast path, or send_route_slow(). */
+ * message: the short path to another process, the full remote path, or send_route_slow(). */
 static __attribute__((noinline)) int send_route_other(ringk_ctx_t *ctx, ringk_kernel_t *from,
                                                       int route, ringk_msg_type_t type,
                                                       const void *payload, size_t length,
@@ -552,6 +545,14 @@ static __attribute__((noinline)) int send_route_other(ringk_ctx_t *ctx, ringk_ke
 {
     int ret;
 
+    /* to another process: its short path first, which sends now or changes nothing */
+    if (from->routes[route].remote_ep != NULL) {
+        __atomic_store_n(&from->last_rt, &from->routes[route], __ATOMIC_RELAXED);
+        ret = ringk_remote_send_last(from, type, payload, length);
+        if (ret != RINGK_REMOTE_FULL_PATH) {
+            return ret;
+        }
+    }
     if ((from->defer_head == NULL) &&
         remote_fast(ctx, from, (unsigned)route, type, payload, length, timeout_ms, &ret)) {
         return (ret != RINGK_WOULD_WAIT) ? ret :
@@ -571,10 +572,6 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
         /* no cell is open while calls of the handler wait to be made (ringk_defer_call) */
         if (batch_fast(from, &from->routes[route], type, payload, length)) {
             return 0;
-        }
-        if (from->routes[route].remote_ep != NULL) {
-            __atomic_store_n(&from->last_rt, &from->routes[route], __ATOMIC_RELAXED);
-            return ringk_remote_send_last(from, type, payload, length, timeout_ms);
         }
         return send_route_other(ctx, from, route, type, payload, length, timeout_ms);
     }

@@ -265,7 +265,7 @@ void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route
 }
 
 int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
-                           size_t length, int timeout_ms)
+                           size_t length)
 {
     const route_t *rt = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED);
     uint32_t *c       = rt->remote_credit;
@@ -279,7 +279,7 @@ int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const vo
         (length > from->max_out) || (cur == 0) || from->timestamps ||
         __atomic_load_n(rt->remote_dead, __ATOMIC_ACQUIRE) ||
         !__atomic_compare_exchange_n(c, &cur, cur - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-        return ringk_send_last_full(from, type, payload, length, timeout_ms);
+        return RINGK_REMOTE_FULL_PATH;
     }
     w.sender = rt->remote_sender;
     w.dst    = (uint16_t)rt->remote_id;
@@ -291,7 +291,7 @@ int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const vo
                           length, &am_now_param);
     if (ucs_unlikely(req != NULL)) {
         __atomic_add_fetch(c, 1, __ATOMIC_RELEASE); /* the credit back */
-        return ringk_send_last_full(from, type, payload, length, timeout_ms);
+        return RINGK_REMOTE_FULL_PATH;
     }
     ringk_kernel_sent_fast(from, seq); /* one thread at a time sends as a kernel */
     return 0;

@@ -2,7 +2,8 @@
 /* libringk's network layer as the runtime sees it: the job's other processes, connected with
  * UCP (the files of this directory). The runtime calls down through this header only;
  * the network layer calls up only through the delivery, barrier, topic and directory calls of
- * ringk_internal.h, and never takes the context's lock itself. */
+ * ringk_internal.h, no such call leads back down into it, and it never takes the context's
+ * lock itself (contrib/layout.py checks the calls). */
 #ifndef RINGK_NET_H
 #define RINGK_NET_H
 
@@ -51,17 +52,18 @@ int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t
 /** Fills the remote fields of @a rt, a route of @a from resolved to kernel rt->remote_id of
  *  process rt->rank, for ringk_remote_send_last(). */
 void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);
+/** What ringk_remote_send_last() returns when it did not send: nothing changed, and the caller
+ *  takes its full path (a positive value: no errno). */
+#define RINGK_REMOTE_FULL_PATH 1
 /** The fast path of ringk_send() and ringk_send_route() from kernel @a from's own handler on
  *  its route from->last_rt, resolved to a kernel of another process: takes a credit and sends
- *  the message as one eager active message that leaves at once. When it cannot (deferred calls
- *  queued, bad type or length, no credit left or another thread taking one, the process gone,
- *  timestamps on, or UCP did not send it at once, for lack of resources or an error) it changes
- *  nothing and returns ringk_send_last_full(). */
+ *  the message as one eager active message that leaves at once, and returns 0. When it cannot
+ *  (deferred calls queued, bad type or length, no credit left or another thread taking one,
+ *  the process gone, timestamps on, or UCP did not send it at once, for lack of resources or
+ *  an error) it changes nothing and returns RINGK_REMOTE_FULL_PATH. It never waits and calls
+ *  nothing of the runtime. */
 int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
-                           size_t length, int timeout_ms);
-/** ringk_send() on from->last_rt by the full path (send_last_route() in ringk_send.c). */
-int ringk_send_last_full(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
-                         size_t length, int timeout_ms);
+                           size_t length);
 
 /* ---- job bootstrap (ringk_job.c) ---- */
 
