@@ -5,8 +5,12 @@ the tools) over MAX_LINES lines, no function over MAX_FUNC lines, and an include
 cycles in which the network layer (src/ringk/net/) is reached from the runtime only through
 net/ringk_net.h and includes nothing of the runtime but ringk_internal.h, and the device
 executor (src/ringk/dev/) only through dev/ringk_dev.h, including nothing of the runtime but
-ringk_internal.h and ringk_exec.h. Prints TAP; with
---graph, prints the include graph (local includes) instead.
+ringk_internal.h and ringk_exec.h. The calls are held to the same rule as the includes: the
+network layer calls only what ringk_internal.h (and the headers of the runtime it includes)
+declares, the runtime only what net/ringk_net.h declares, and no call up from the network
+layer leads back down into it (a call graph read from the sources: direct calls by name,
+not calls through pointers). Prints TAP; with --graph, prints the include graph (local
+includes) instead.
 
     layout.py SRCDIR [--graph]
 """
@@ -103,6 +107,100 @@ def door_crossings(paths, graph, layer, door, may):
     return bad
 
 
+ATTR_WORDS = {'__attribute__', 'always_inline', 'noinline', 'visibility', 'unused', 'aligned',
+              'format', 'weak', 'noreturn', 'cold', 'hot', 'UCS_F_ALWAYS_INLINE'}
+
+
+def functions(top, path):
+    """{name: body} of the functions @path defines (a definition starts at column 0 and its body
+    ends at the first '}' at column 0)."""
+    out, sig, body, name = {}, None, None, None
+    for line in open(os.path.join(top, path)):
+        if body is not None:
+            if line.startswith('}'):
+                out[name] = ''.join(body)
+                body = None
+            else:
+                body.append(line)
+            continue
+        if sig is None:
+            if re.match(r'[A-Za-z_].*\(', line) and not line.rstrip().endswith(';') and \
+                    not line.startswith(('typedef', 'struct', 'enum', 'union', '#')):
+                sig = ''
+            else:
+                continue
+        sig += line
+        if sig.rstrip().endswith(';'):
+            sig = None
+        elif '{' in line:
+            names = [n for n in re.findall(r'(\w+)\s*\(', sig.split('{')[0])
+                     if n not in ATTR_WORDS]
+            if names and '=' not in sig.split('(')[0]:
+                name, body = names[0], [sig.split('{', 1)[1]]
+            sig = None
+    return out
+
+
+def calls_across(top, paths):
+    """The calls between libringk's runtime (src/ringk/*.c) and its network layer
+    (src/ringk/net/*.c): (problems, a cycle of calls through both as a list, or None). A call
+    from the network layer must be to a function ringk_internal.h declares, a call into it to
+    one net/ringk_net.h declares."""
+    layer, defs = {}, {}
+    for p in paths:
+        if p.endswith('.c') and p.startswith('src/ringk/') and not p.startswith('src/ringk/dev/'):
+            for n, b in functions(top, p).items():
+                layer[n] = 'net' if p.startswith('src/ringk/net/') else 'rt'
+                defs[n] = (p, b)
+    declared = {}
+    for h, who in (('src/ringk/ringk_internal.h', 'rt'), ('src/ringk/net/ringk_net.h', 'net')):
+        # the header and the headers of its side it includes (ringk_log.h for the runtime)
+        hs, todo = set(), [h]
+        while todo:
+            x = todo.pop()
+            if x not in hs and x.startswith(os.path.dirname(h) + '/'):
+                hs.add(x)
+                todo.extend(includes(top, x))
+        text = ''.join(open(os.path.join(top, x)).read() for x in hs
+                       if who == 'net' or not x.startswith('src/ringk/net/'))
+        declared[who] = set(re.findall(r'(\w+)\s*\(', text))
+    graph, bad = {}, []
+    for n, (p, b) in defs.items():
+        callees = {c for c in re.findall(r'(\w+)\s*\(', b) if c in defs and c != n}
+        graph[n] = sorted(callees)
+        for c in callees:
+            if layer[n] != layer[c] and c not in declared[layer[c]]:
+                bad.append('%s: %s calls %s, which %s does not declare' %
+                           (p, n, c, 'ringk_internal.h' if layer[c] == 'rt' else 'ringk_net.h'))
+    # a cycle of calls that crosses between the layers: one through an edge from the network
+    # layer up into the runtime
+    for n in sorted(graph):
+        for c in graph[n]:
+            if layer[n] == 'net' and layer[c] == 'rt':
+                path = reach(graph, c, n)
+                if path:
+                    return bad, [n] + path
+    return bad, None
+
+
+def reach(graph, a, b):
+    """A call path from @a to @b in @graph, as a list, or None."""
+    seen, todo = {a: None}, [a]
+    while todo:
+        n = todo.pop()
+        if n == b:
+            out = []
+            while n is not None:
+                out.append(n)
+                n = seen[n]
+            return out[::-1]
+        for m in graph.get(n, ()):
+            if m not in seen:
+                seen[m] = n
+                todo.append(m)
+    return None
+
+
 def main():
     top = sys.argv[1]
     paths = files(top)
@@ -126,6 +224,12 @@ def main():
                          NET_MAY_INCLUDE)
     results.append((not bad, 'the runtime reaches the network layer through ringk_net.h only, '
                     'which includes no more of the runtime than ringk_internal.h', bad))
+    bad, loop = calls_across(top, paths)
+    results.append((not bad, 'the network layer calls no more of the runtime than '
+                    'ringk_internal.h declares, the runtime none of it but what ringk_net.h '
+                    'declares', bad))
+    results.append((loop is None, 'no call from the network layer into the runtime leads back '
+                    'into the network layer', [' -> '.join(loop or [])]))
     bad = door_crossings(paths, graph, 'src/ringk/dev/', 'src/ringk/dev/ringk_dev.h',
                          DEV_MAY_INCLUDE)
     results.append((not bad, 'the runtime reaches the device executor through dev/ringk_dev.h '
