@@ -71,41 +71,6 @@ static UCS_F_ALWAYS_INLINE ucs_status_t uct_ringk_ep_claim(uct_ringk_ep_t *ep, u
     return UCS_OK;
 }
 
-ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
-                                   const void *payload, unsigned length)
-{
-    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
-    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
-    uint32_t total           = length + sizeof(header);
-    unsigned ncells;
-    ucs_status_t status;
-    uint64_t pos;
-    uint8_t *dst;
-
-    UCT_CHECK_AM_ID(id);
-    UCT_CHECK_LENGTH((size_t)length + sizeof(header), 0, iface->max_short, "am_short");
-    ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
-    status = uct_ringk_ep_claim(ep, ncells, &pos);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    if (ucs_likely(ncells == 1)) {
-        dst = ringk_ring_payload(&ep->ring, pos);
-        memcpy(dst, &header, sizeof(header));
-        if (length != 0) { /* payload may be NULL then, and memcpy(NULL) is undefined (UBSan) */
-            memcpy(dst + sizeof(header), payload, length);
-        }
-    } else {
-        ringk_ring_write(&ep->ring, pos, 0, &header, sizeof(header));
-        ringk_ring_write(&ep->ring, pos, sizeof(header), payload, length);
-    }
-    ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
-    uct_ringk_ep_signal(ep);
-    uct_iface_trace_am(&iface->super.super, UCT_AM_TRACE_TYPE_SEND, id, &header, length, "TX: AM_SHORT");
-    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
-    return UCS_OK;
-}
-
 /* Copies the header and the iovecs into the claimed message at @a pos (contiguous in the ring);
  * a CUDA buffer is copied by CUDA, never read by the CPU. */
 static ucs_status_t uct_ringk_ep_write_iov(uct_ringk_ep_t *ep, uint64_t pos, const void *header,
@@ -162,40 +127,6 @@ static UCS_F_ALWAYS_INLINE void uct_ringk_copy_small(uint8_t *dst, const uint8_t
     }
 }
 
-ucs_status_t uct_ringk_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
-                                       size_t iovcnt)
-{
-    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
-    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
-    size_t total = 0, i, len;
-    unsigned ncells;
-    ucs_status_t status;
-    uint64_t pos;
-    uint8_t *dst;
-
-    UCT_CHECK_AM_ID(id);
-    for (i = 0; i < iovcnt; i++) {
-        total += uct_iov_get_length(&iov[i]);
-    }
-    UCT_CHECK_LENGTH(total, 0, iface->max_short, "am_short_iov");
-    ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
-    status = uct_ringk_ep_claim(ep, ncells, &pos);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    /* short: host memory, gathered into the claimed cells */
-    dst = ringk_ring_payload(&ep->ring, pos);
-    for (i = 0; i < iovcnt; i++) {
-        len = uct_iov_get_length(&iov[i]);
-        uct_ringk_copy_small(dst, iov[i].buffer, len);
-        dst += len;
-    }
-    ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
-    uct_ringk_ep_signal(ep);
-    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
-    return UCS_OK;
-}
-
 /* On an own lane with room for the largest message, packs straight into the ring (moving to
  * the ring's start first if that message could not fit before its end): one copy. */
 static UCS_F_ALWAYS_INLINE void *uct_ringk_ep_bcopy_dst(uct_ringk_iface_t *iface,
@@ -218,81 +149,222 @@ static UCS_F_ALWAYS_INLINE void *uct_ringk_ep_bcopy_dst(uct_ringk_iface_t *iface
     return ringk_ring_payload(&ep->ring, ep->prod.pos);
 }
 
-ssize_t uct_ringk_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
-                              void *arg, unsigned flags)
+/* The kinds of active message, as uct_ringk_ep_am_common_send() writes them. */
+typedef enum {
+    UCT_RINGK_AM_SHORT,     /* a 64-bit header and a payload of host memory */
+    UCT_RINGK_AM_SHORT_IOV, /* iovecs of host memory */
+    UCT_RINGK_AM_BCOPY,     /* what a pack callback writes */
+    UCT_RINGK_AM_ZCOPY      /* a header and iovecs of host or CUDA memory */
+} uct_ringk_am_kind_t;
+
+/* What one active message carries: the arguments of the call that sends it. */
+typedef struct {
+    uint64_t            header;        /* SHORT */
+    const void         *buffer;        /* SHORT: the payload; ZCOPY: the header */
+    unsigned            length;        /* SHORT: payload bytes; ZCOPY: header bytes */
+    const uct_iov_t    *iov;           /* SHORT_IOV, ZCOPY */
+    size_t              iovcnt;
+    uct_pack_callback_t pack_cb;       /* BCOPY */
+    void               *arg;
+} uct_ringk_am_args_t;
+
+/* Packs a bcopy message straight into the ring when the lane allows (one copy), else aside and
+ * claims after; the claim's position in *pos_p, the length or an error status. */
+static UCS_F_ALWAYS_INLINE ssize_t uct_ringk_ep_am_pack(uct_ringk_iface_t *iface,
+                                                        uct_ringk_ep_t *ep,
+                                                        const uct_ringk_am_args_t *a,
+                                                        unsigned *ncells_p, uint64_t *pos_p)
 {
-    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
-    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
-    unsigned ncells;
     ucs_status_t status;
-    uint64_t pos;
     size_t length;
     void *dst;
 
-    UCT_CHECK_AM_ID(id);
     if (uct_ringk_ep_pending_first(ep)) {
         return UCS_ERR_NO_RESOURCE;
     }
     dst = uct_ringk_ep_bcopy_dst(iface, ep);
     if (ucs_likely(dst != NULL)) {
-        length = pack_cb(dst, arg);
+        length = a->pack_cb(dst, a->arg);
         UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "am_bcopy");
-        ncells = ringk_ring_cells_for(length, ep->ring.cell_size);
+        *ncells_p = ringk_ring_cells_for(length, ep->ring.cell_size);
         /* Room for ep->max_cells without wrapping was checked: this claim takes exactly dst. */
-        pos = ep->prod.pos;
-        if (ucs_unlikely(!ringk_ring_sp_claim(&ep->ring, &ep->prod, ncells, &pos) ||
-                         (ringk_ring_payload(&ep->ring, pos) != dst))) {
+        *pos_p = ep->prod.pos;
+        if (ucs_unlikely(!ringk_ring_sp_claim(&ep->ring, &ep->prod, *ncells_p, pos_p) ||
+                         (ringk_ring_payload(&ep->ring, *pos_p) != dst))) {
             ucs_fatal("ringk ep %p: in-place claim of %u cells at %" PRIu64 " failed", ep,
-                      ncells, pos);
+                      *ncells_p, *pos_p);
+        }
+        return length;
+    }
+    /* Shared lane, or too little room for the largest message: pack aside, then copy. */
+    length = a->pack_cb(iface->tx_buf, a->arg);
+    UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "am_bcopy");
+    *ncells_p = ringk_ring_cells_for(length, ep->ring.cell_size);
+    status    = uct_ringk_ep_claim(ep, *ncells_p, pos_p);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    ringk_ring_write(&ep->ring, *pos_p, 0, iface->tx_buf, length);
+    return length;
+}
+
+/* The bytes a short, short_iov or zcopy message of @a a carries, checked against the iface's
+ * limits: the length, or an error status. */
+static UCS_F_ALWAYS_INLINE ssize_t uct_ringk_am_length(uct_ringk_iface_t *iface,
+                                                       uct_ringk_am_kind_t kind,
+                                                       const uct_ringk_am_args_t *a)
+{
+    size_t total = 0, i;
+
+    switch (kind) {
+    case UCT_RINGK_AM_SHORT:
+        total = (size_t)a->length + sizeof(a->header);
+        UCT_CHECK_LENGTH(total, 0, iface->max_short, "am_short");
+        return total;
+    case UCT_RINGK_AM_SHORT_IOV:
+        for (i = 0; i < a->iovcnt; i++) {
+            total += uct_iov_get_length(&a->iov[i]);
+        }
+        UCT_CHECK_LENGTH(total, 0, iface->max_short, "am_short_iov");
+        return total;
+    default: /* zcopy */
+        UCT_CHECK_LENGTH(a->length, 0, iface->max_short, "am_zcopy header");
+        total = a->length + uct_iov_total_length(a->iov, a->iovcnt);
+        UCT_CHECK_LENGTH(total, 0, iface->max_bcopy, "am_zcopy");
+        return total;
+    }
+}
+
+/* Writes a short, short_iov or zcopy message of @a a, @a total bytes, into the cells claimed
+ * at @a pos. A zcopy buffer in CUDA memory is copied by CUDA (an error gives the cells up). */
+static UCS_F_ALWAYS_INLINE ucs_status_t uct_ringk_am_write(uct_ringk_ep_t *ep,
+                                                           uct_ringk_am_kind_t kind,
+                                                           const uct_ringk_am_args_t *a,
+                                                           uint64_t pos, unsigned ncells)
+{
+    ucs_status_t status;
+    uint8_t *dst;
+    size_t i, len;
+
+    switch (kind) {
+    case UCT_RINGK_AM_SHORT:
+        if (ucs_likely(ncells == 1)) {
+            dst = ringk_ring_payload(&ep->ring, pos);
+            memcpy(dst, &a->header, sizeof(a->header));
+            if (a->length != 0) { /* payload may be NULL then: memcpy(NULL) is undefined */
+                memcpy(dst + sizeof(a->header), a->buffer, a->length);
+            }
+        } else {
+            ringk_ring_write(&ep->ring, pos, 0, &a->header, sizeof(a->header));
+            ringk_ring_write(&ep->ring, pos, sizeof(a->header), a->buffer, a->length);
+        }
+        return UCS_OK;
+    case UCT_RINGK_AM_SHORT_IOV: /* host memory, gathered into the claimed cells */
+        dst = ringk_ring_payload(&ep->ring, pos);
+        for (i = 0; i < a->iovcnt; i++) {
+            len = uct_iov_get_length(&a->iov[i]);
+            uct_ringk_copy_small(dst, a->iov[i].buffer, len);
+            dst += len;
+        }
+        return UCS_OK;
+    default: /* zcopy: the data is in the peer's ring when this returns */
+        status = uct_ringk_ep_write_iov(ep, pos, a->buffer, a->length, a->iov, a->iovcnt);
+        if (ucs_unlikely(status != UCS_OK)) {
+            /* the claimed cells are given up: the receiver passes over them */
+            ringk_ring_cancel(&ep->ring, pos, ncells);
+            uct_ringk_ep_signal(ep);
+        }
+        return status;
+    }
+}
+
+/* Every active message of the ring device: checks, claims cells on the ep's lane (or packs in
+ * place), writes the message, publishes it and wakes the receiver if it sleeps. @a kind is a
+ * constant at each call, so each wrapper compiles to its own straight path. Returns the bytes
+ * sent (for bcopy) or UCS_OK, or an error status. */
+static UCS_F_ALWAYS_INLINE ssize_t
+uct_ringk_ep_am_common_send(uct_ep_h tl_ep, uint8_t id, uct_ringk_am_kind_t kind,
+                            const uct_ringk_am_args_t *a)
+{
+    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
+    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
+    unsigned ncells;
+    ucs_status_t status;
+    ssize_t total;
+    uint64_t pos;
+
+    UCT_CHECK_AM_ID(id);
+    if (kind == UCT_RINGK_AM_BCOPY) {
+        total = uct_ringk_ep_am_pack(iface, ep, a, &ncells, &pos);
+        if (ucs_unlikely(total < 0)) {
+            return total;
         }
     } else {
-        /* Shared lane, or too little room for the largest message: pack aside, then copy. */
-        length = pack_cb(iface->tx_buf, arg);
-        UCT_CHECK_LENGTH(length, 0, iface->max_bcopy, "am_bcopy");
-        ncells = ringk_ring_cells_for(length, ep->ring.cell_size);
+        total = uct_ringk_am_length(iface, kind, a);
+        if (ucs_unlikely(total < 0)) {
+            return total;
+        }
+        ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
         status = uct_ringk_ep_claim(ep, ncells, &pos);
         if (ucs_unlikely(status != UCS_OK)) {
             return status;
         }
-        ringk_ring_write(&ep->ring, pos, 0, iface->tx_buf, length);
+        status = uct_ringk_am_write(ep, kind, a, pos, ncells);
+        if (ucs_unlikely(status != UCS_OK)) {
+            return status;
+        }
     }
-    ringk_ring_publish(&ep->ring, pos, length, ncells, id, 0);
+    ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
     uct_ringk_ep_signal(ep);
-    uct_iface_trace_am(&iface->super.super, UCT_AM_TRACE_TYPE_SEND, id,
-                       ringk_ring_payload(&ep->ring, pos), length, "TX: AM_BCOPY");
-    UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
-    return length;
+    switch (kind) {
+    case UCT_RINGK_AM_SHORT:
+        uct_iface_trace_am(&iface->super.super, UCT_AM_TRACE_TYPE_SEND, id, &a->header,
+                           a->length, "TX: AM_SHORT");
+        /* fall through */
+    case UCT_RINGK_AM_SHORT_IOV:
+        UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
+        return UCS_OK;
+    case UCT_RINGK_AM_BCOPY:
+        uct_iface_trace_am(&iface->super.super, UCT_AM_TRACE_TYPE_SEND, id,
+                           ringk_ring_payload(&ep->ring, pos), total, "TX: AM_BCOPY");
+        UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, total);
+        return total;
+    default:
+        UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, total);
+        return UCS_OK;
+    }
+}
+
+ucs_status_t uct_ringk_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                   const void *payload, unsigned length)
+{
+    const uct_ringk_am_args_t a = {.header = header, .buffer = payload, .length = length};
+
+    return (ucs_status_t)uct_ringk_ep_am_common_send(tl_ep, id, UCT_RINGK_AM_SHORT, &a);
+}
+
+ucs_status_t uct_ringk_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id, const uct_iov_t *iov,
+                                       size_t iovcnt)
+{
+    const uct_ringk_am_args_t a = {.iov = iov, .iovcnt = iovcnt};
+
+    return (ucs_status_t)uct_ringk_ep_am_common_send(tl_ep, id, UCT_RINGK_AM_SHORT_IOV, &a);
+}
+
+ssize_t uct_ringk_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id, uct_pack_callback_t pack_cb,
+                              void *arg, unsigned flags)
+{
+    const uct_ringk_am_args_t a = {.pack_cb = pack_cb, .arg = arg};
+
+    return uct_ringk_ep_am_common_send(tl_ep, id, UCT_RINGK_AM_BCOPY, &a);
 }
 
 ucs_status_t uct_ringk_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id, const void *header,
                                    unsigned header_length, const uct_iov_t *iov, size_t iovcnt,
                                    unsigned flags, uct_completion_t *comp)
 {
-    uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
-    uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
-    size_t total             = header_length + uct_iov_total_length(iov, iovcnt);
-    unsigned ncells;
-    ucs_status_t status;
-    uint64_t pos;
+    const uct_ringk_am_args_t a = {.buffer = header, .length = header_length, .iov = iov,
+                                   .iovcnt = iovcnt};
 
-    UCT_CHECK_AM_ID(id);
-    UCT_CHECK_LENGTH(header_length, 0, iface->max_short, "am_zcopy header");
-    UCT_CHECK_LENGTH(total, 0, iface->max_bcopy, "am_zcopy");
-    ncells = ringk_ring_cells_for(total, ep->ring.cell_size);
-    status = uct_ringk_ep_claim(ep, ncells, &pos);
-    if (ucs_unlikely(status != UCS_OK)) {
-        return status;
-    }
-    /* The data is in the peer's ring when this returns: the operation is complete. */
-    status = uct_ringk_ep_write_iov(ep, pos, header, header_length, iov, iovcnt);
-    if (ucs_unlikely(status != UCS_OK)) {
-        /* the claimed cells are given up: the receiver passes over them */
-        ringk_ring_cancel(&ep->ring, pos, ncells);
-        uct_ringk_ep_signal(ep);
-        return status;
-    }
-    ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
-    uct_ringk_ep_signal(ep);
-    UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, total);
-    return UCS_OK;
+    return (ucs_status_t)uct_ringk_ep_am_common_send(tl_ep, id, UCT_RINGK_AM_ZCOPY, &a);
 }
