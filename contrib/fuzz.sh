@@ -86,8 +86,10 @@ for t in $targets; do
         *) extra="$core $(pkg-config --cflags --libs hwloc ucx) -ldl" ;;
     esac
     if ! clang $flags -o "$out/$t" "$top/test/fuzz/$t.c" $extra 2>"$out/$t.build.log"; then
+        # the errors first (a link error comes after pages of warnings), else the tail
         result[$t]="not ok $n - $t: build failed
-$(sed 's/^/# /' "$out/$t.build.log" | tail -n 20)"
+$({ grep -E 'error|undefined reference' "$out/$t.build.log" || tail -n 20 "$out/$t.build.log"; } |
+  head -n 20 | sed 's/^/# /')"
         continue
     fi
 done
