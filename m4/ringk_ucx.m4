@@ -2,6 +2,21 @@
 # RINGK_CHECK_UCX: finds the installed UCX (pkg-config), the source tree of exactly that version
 # (internal headers a UCT plugin needs) and that build's configuration (ucx_info -b), and probes
 # the optional UCT APIs by compiling against them.
+# RINGK_UCX_PROBE(DEFINE, WHAT, STATEMENTS): defines DEFINE to 1 when STATEMENTS compile, as
+# errors, against UCX's internal headers (an incompatible function pointer is an error here)
+AC_DEFUN([RINGK_UCX_PROBE], [
+    AC_MSG_CHECKING([whether UCX's $2])
+    ringk_probe_CFLAGS="$CFLAGS"
+    CFLAGS="$CFLAGS -Werror=incompatible-pointer-types -Werror=implicit-function-declaration"
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <ucs/memory/memtype_cache.h>]], [[$3;]])],
+        [AC_MSG_RESULT([yes])
+         AC_DEFINE([$1], [1], [UCX's $2])],
+        [AC_MSG_RESULT([no])])
+    CFLAGS="$ringk_probe_CFLAGS"
+])
+
 AC_DEFUN([RINGK_CHECK_UCX], [
     PKG_CHECK_MODULES([UCX], [ucx], [],
         [AC_MSG_ERROR([UCX development files not found (pkg-config ucx); on Debian: apt-get install libucx-dev ucx-utils, or run contrib/setup.sh])])
@@ -27,6 +42,14 @@ AC_DEFUN([RINGK_CHECK_UCX], [
     AS_IF([test $UCX_VER_MAJOR -gt 1 || test $UCX_VER_MINOR -ge 22],
           [RINGK_UCX_LOAD=plugin_path], [RINGK_UCX_LOAD=preload])
     AC_SUBST([RINGK_UCX_LOAD])
+    AM_CONDITIONAL([RINGK_UCX_PLUGIN_PATH], [test "x$RINGK_UCX_LOAD" = xplugin_path])
+    # Such a UCX loads only the modules whose file name ends as its libucs's does (from the
+    # first dot: ".so.0" for libucs.so.0), so the plugin is also linked under that name.
+    ucx_soname=`objdump -p "$UCX_LIBDIR/libucs.so" 2>/dev/null | sed -n 's/^ *SONAME *//p'`
+    AS_CASE([$ucx_soname],
+        [libucs.*], [RINGK_UCX_MODULE_EXT=`echo "$ucx_soname" | sed 's/^libucs//'`],
+        [RINGK_UCX_MODULE_EXT=.so.0])
+    AC_SUBST([RINGK_UCX_MODULE_EXT])
 
     # --- UCX source of exactly this version ------------------------------------------------------
     AC_ARG_WITH([ucx-src],
@@ -95,6 +118,57 @@ AC_DEFUN([RINGK_CHECK_UCX], [
 #include <uct/base/uct_md.h>]])
     AC_CHECK_DECLS([UCT_TL_DEFINE_ENTRY, UCT_SINGLE_TL_INIT, uct_base_iface_internal_ops],
                    [], [], [[#include <uct/base/uct_iface.h>]])
+    # What changed in UCX's internal API after 1.13, one probe each (the 1.13 form is the
+    # default; base/ringk_compat.h and the points of use read these):
+    # the internal iface operations (1.16 has no shared table; 1.18 asks ep_is_connected,
+    # 1.20 and 1.22 iface_query_v2), md and component operations that came or went
+    AC_CHECK_MEMBERS([uct_iface_internal_ops_t.iface_query_v2,
+                      uct_iface_internal_ops_t.iface_vfs_refresh,
+                      uct_iface_internal_ops_t.ep_query,
+                      uct_iface_internal_ops_t.ep_connect_to_ep_v2,
+                      uct_iface_internal_ops_t.iface_is_reachable_v2,
+                      uct_iface_internal_ops_t.ep_is_connected,
+                      uct_iface_internal_ops_t.ep_get_device_ep,
+                      uct_iface_internal_ops_t.ep_put_sgl_zcopy,
+                      uct_iface_internal_ops_t.iface_mem_element_pack,
+                      uct_md_ops_t.is_sockaddr_accessible, uct_md_ops_t.mem_elem_pack,
+                      uct_component_t.rkey_compare],
+                     [], [], [[#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>]])
+    AC_CHECK_MEMBERS([uct_md_attr_v2_t.cache_mem_types],
+                     [], [], [[#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>]])
+    AC_CHECK_DECLS([ucs_callbackq_add_oneshot, uct_md_base_md_query, uct_iface_base_query_v2,
+                    uct_base_rkey_compare, uct_iface_scope_is_reachable,
+                    uct_base_ep_is_connected],
+                   [], [], [[#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <ucs/datastruct/callbackq.h>]])
+    # signatures: each is the newer form when the probe compiles
+    RINGK_UCX_PROBE([HAVE_UCT_MD_QUERY_V2], [md query takes uct_md_attr_v2_t],
+        [uct_md_query_func_t f = (ucs_status_t (*)(uct_md_h, uct_md_attr_v2_t*))0])
+    RINGK_UCX_PROBE([HAVE_UCT_MD_MEM_REG_PARAMS], [md mem_reg takes parameters],
+        [uct_md_mem_reg_func_t f = (ucs_status_t (*)(uct_md_h, void*, size_t,
+                                    const uct_md_mem_reg_params_t*, uct_mem_h*))0])
+    RINGK_UCX_PROBE([HAVE_UCT_MD_MEM_QUERY_V2], [md mem_query takes uct_md_mem_attr_v2_t],
+        [uct_md_mem_query_func_t f = (ucs_status_t (*)(uct_md_h, const void*, size_t,
+                                      uct_md_mem_attr_v2_t*))0])
+    RINGK_UCX_PROBE([HAVE_UCT_MD_MKEY_PACK_ADDRESS], [md mkey_pack takes address and length],
+        [uct_md_mkey_pack_func_t f = (ucs_status_t (*)(uct_md_h, uct_mem_h, void*, size_t,
+                                      const uct_md_mkey_pack_params_t*, void*))0])
+    RINGK_UCX_PROBE([HAVE_UCT_MD_MEM_ALLOC_SYS_DEV], [md mem_alloc takes a system device],
+        [uct_md_mem_alloc_func_t f = (ucs_status_t (*)(uct_md_h, size_t*, void**,
+                                      ucs_memory_type_t, ucs_sys_device_t, unsigned,
+                                      const char*, uct_mem_h*))0])
+    RINGK_UCX_PROBE([HAVE_UCT_RKEY_UNPACK_PARAMS], [component rkey_unpack takes parameters],
+        [uct_component_rkey_unpack_func_t f = (ucs_status_t (*)(uct_component_t*, const void*,
+                                               const uct_rkey_unpack_params_t*, uct_rkey_t*,
+                                               void**))0])
+    RINGK_UCX_PROBE([HAVE_UCS_MEMTYPE_CACHE_UPDATE_FLAGS], [memtype cache update takes flags],
+        [ucs_memtype_cache_update(0, 0, UCS_MEMORY_TYPE_HOST, UCS_SYS_DEVICE_ID_UNKNOWN, 0)])
+    RINGK_UCX_PROBE([HAVE_UCT_EP_KEEPALIVE_CHECK_PARAM_FLAGS_ONLY],
+        [UCT_EP_KEEPALIVE_CHECK_PARAM takes the flags only],
+        [unsigned flags = 0; UCT_EP_KEEPALIVE_CHECK_PARAM(flags)])
     AS_IF([test "x$ac_cv_have_decl_UCT_TL_DEFINE_ENTRY" != xyes],
         [AC_MSG_ERROR([UCX $UCX_VERSION lacks UCT_TL_DEFINE_ENTRY; ringk needs UCX >= 1.13])])
     CPPFLAGS="$ringk_save_CPPFLAGS"

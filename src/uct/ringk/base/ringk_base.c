@@ -43,13 +43,14 @@ static const char *uct_ringk_dev_name(uint8_t kind)
     return (kind == UCT_RINGK_DEV_SHM) ? "ringk_shm" : UCT_RINGK_NAME;
 }
 
-UCS_CLASS_INIT_FUNC(uct_ringk_base_iface_t, uct_iface_ops_t *ops, uct_md_h md,
-                    uct_worker_h worker, const uct_iface_params_t *params,
-                    const uct_iface_config_t *tl_config, uint8_t kind)
+UCS_CLASS_INIT_FUNC(uct_ringk_base_iface_t, uct_iface_ops_t *ops,
+                    uct_iface_internal_ops_t *internal_ops, uct_md_h md, uct_worker_h worker,
+                    const uct_iface_params_t *params, const uct_iface_config_t *tl_config,
+                    uint8_t kind)
 {
     ringk_node_id_t node;
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, &uct_base_iface_internal_ops, md, worker,
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, ops, internal_ops, md, worker,
                               params, tl_config UCS_STATS_ARG(
                                   (params->field_mask & UCT_IFACE_PARAM_FIELD_STATS_ROOT) ?
                                   params->stats_root : NULL)
@@ -128,6 +129,38 @@ int uct_ringk_base_iface_is_reachable(const uct_iface_h tl_iface,
     return 1;
 }
 
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_IS_REACHABLE_V2
+int uct_ringk_base_iface_is_reachable_v2(const uct_iface_h tl_iface,
+                                         const uct_iface_is_reachable_params_t *params)
+{
+    const uct_device_addr_t *dev_addr =
+            (params->field_mask & UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR) ?
+            params->device_addr : NULL;
+    const uct_iface_addr_t *iface_addr =
+            (params->field_mask & UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR) ?
+            params->iface_addr : NULL;
+
+    return uct_ringk_base_iface_is_reachable(tl_iface, dev_addr, iface_addr) &&
+           uct_iface_scope_is_reachable(tl_iface, params);
+}
+#endif
+
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_IS_CONNECTED
+int uct_ringk_peer_is_connected(const uct_ringk_peer_t *peer,
+                                const uct_ep_is_connected_params_t *params)
+{
+    uint64_t id;
+
+    if (!uct_base_ep_is_connected(&peer->ep->super, params) ||
+        !(params->field_mask & UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR) ||
+        (params->iface_addr == NULL)) {
+        return 0;
+    }
+    memcpy(&id, params->iface_addr, sizeof(id)); /* both devices' addresses start with it */
+    return id == peer->iface_id;
+}
+#endif
+
 /* Operations complete when posted, in program order: a fence orders only this thread's loads
  * and stores. */
 ucs_status_t uct_ringk_base_iface_fence(uct_iface_h tl_iface, unsigned flags)
@@ -156,9 +189,10 @@ ucs_status_ptr_t uct_ringk_base_ep_tag_rndv_zcopy(uct_ep_h ep, uct_tag_t tag,
 /* ---- peer liveness ------------------------------------------------------------------------- */
 
 ucs_status_t uct_ringk_peer_init(uct_ringk_peer_t *peer, uct_base_ep_t *ep, uint32_t pid,
-                                 int32_t fd, const char *tl)
+                                 int32_t fd, uint64_t iface_id, const char *tl)
 {
     peer->ep            = ep;
+    peer->iface_id      = iface_id;
     peer->closed        = NULL;
     peer->pid           = pid;
     peer->failed        = 0;
@@ -218,8 +252,8 @@ void uct_ringk_peer_fail(uct_ringk_peer_t *peer)
               peer->ep, peer->pid);
     peer->err_scheduled = 1;
     iface->nerr_scheduled++;
-    ucs_callbackq_add_safe(&iface->super.worker->super.progress_q, uct_ringk_peer_err_progress,
-                           peer, UCS_CALLBACKQ_FLAG_ONESHOT);
+    uct_ringk_oneshot_add(&iface->super.worker->super.progress_q, uct_ringk_peer_err_progress,
+                          peer);
 }
 
 void uct_ringk_peer_check(uct_ringk_peer_t *peer)
@@ -234,8 +268,8 @@ void uct_ringk_peer_cleanup(uct_ringk_peer_t *peer)
     uct_ringk_base_iface_t *iface = uct_ringk_peer_iface(peer);
 
     if (peer->err_scheduled) {
-        ucs_callbackq_remove_if(&iface->super.worker->super.progress_q,
-                                uct_ringk_peer_err_cb_match, peer);
+        uct_ringk_oneshot_remove(&iface->super.worker->super.progress_q,
+                                 uct_ringk_peer_err_cb_match, peer);
         peer->err_scheduled = 0;
         iface->nerr_scheduled--;
     }

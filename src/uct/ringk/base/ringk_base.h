@@ -12,6 +12,7 @@
 #include <core/ringk_topo.h>
 
 #include <uct/base/uct_iface.h>
+#include "ringk_compat.h"
 #include <ucs/sys/stubs.h>
 #include <ucs/type/class.h>
 
@@ -99,8 +100,8 @@ typedef struct uct_ringk_base_iface {
 
 /* Initializes the UCT base iface with @a ops, checks the configuration and sets the device
  * address of kind @a kind (UCT_RINGK_DEV_*). */
-UCS_CLASS_DECLARE(uct_ringk_base_iface_t, uct_iface_ops_t*, uct_md_h, uct_worker_h,
-                  const uct_iface_params_t*, const uct_iface_config_t*, uint8_t);
+UCS_CLASS_DECLARE(uct_ringk_base_iface_t, uct_iface_ops_t*, uct_iface_internal_ops_t*, uct_md_h,
+                  uct_worker_h, const uct_iface_params_t*, const uct_iface_config_t*, uint8_t);
 
 /** What both devices answer alike: capabilities, addresses, fences, no tag offload. */
 void uct_ringk_base_iface_query(uct_ringk_base_iface_t *iface, uct_iface_attr_t *attr,
@@ -110,6 +111,12 @@ ucs_status_t uct_ringk_base_iface_get_device_address(uct_iface_h tl_iface,
 int uct_ringk_base_iface_is_reachable(const uct_iface_h tl_iface,
                                       const uct_device_addr_t *dev_addr,
                                       const uct_iface_addr_t *iface_addr);
+
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_IS_REACHABLE_V2
+/** The same, as UCX from 1.15 on asks it: both addresses, and the scope UCX checks itself. */
+int uct_ringk_base_iface_is_reachable_v2(const uct_iface_h tl_iface,
+                                         const uct_iface_is_reachable_params_t *params);
+#endif
 ucs_status_t uct_ringk_base_iface_fence(uct_iface_h tl_iface, unsigned flags);
 ucs_status_t uct_ringk_base_ep_fence(uct_ep_h tl_ep, unsigned flags);
 ucs_status_ptr_t uct_ringk_base_ep_tag_rndv_zcopy(uct_ep_h ep, uct_tag_t tag,
@@ -154,11 +161,74 @@ ucs_status_ptr_t uct_ringk_base_ep_tag_rndv_zcopy(uct_ep_h ep, uct_tag_t tag,
     .iface_query = _iface##_query, \
     .iface_get_address = _iface##_get_address
 
+/* The internal operations of UCX's base iface, in each release's form: the ones both devices
+ * answer alike, and @a _is_connected, the device's own ep_is_connected (1.18 on). */
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_QUERY_V2
+#define UCT_RINGK_INTERNAL_QUERY_V2_OP .iface_query_v2 = uct_iface_base_query_v2,
+#else
+#define UCT_RINGK_INTERNAL_QUERY_V2_OP
+#endif
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_CONNECT_TO_EP_V2
+#define UCT_RINGK_INTERNAL_CONNECT_V2_OP \
+    .ep_connect_to_ep_v2 = (uct_ep_connect_to_ep_v2_func_t)ucs_empty_function_return_unsupported,
+#else
+#define UCT_RINGK_INTERNAL_CONNECT_V2_OP
+#endif
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_IS_REACHABLE_V2
+#define UCT_RINGK_INTERNAL_REACHABLE_V2_OP \
+    .iface_is_reachable_v2 = uct_ringk_base_iface_is_reachable_v2,
+#else
+#define UCT_RINGK_INTERNAL_REACHABLE_V2_OP
+#endif
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_IS_CONNECTED
+#define UCT_RINGK_INTERNAL_IS_CONNECTED_OP(_f) .ep_is_connected = _f,
+#else
+#define UCT_RINGK_INTERNAL_IS_CONNECTED_OP(_f)
+#endif
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_GET_DEVICE_EP
+#define UCT_RINGK_INTERNAL_DEVICE_EP_OP \
+    .ep_get_device_ep = (uct_ep_get_device_ep_func_t)ucs_empty_function_return_unsupported,
+#else
+#define UCT_RINGK_INTERNAL_DEVICE_EP_OP
+#endif
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_PUT_SGL_ZCOPY
+#define UCT_RINGK_INTERNAL_SGL_OP \
+    .ep_put_sgl_zcopy = (uct_ep_put_sgl_zcopy_func_t)ucs_empty_function_return_unsupported,
+#else
+#define UCT_RINGK_INTERNAL_SGL_OP
+#endif
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_IFACE_MEM_ELEMENT_PACK
+#define UCT_RINGK_INTERNAL_MEM_ELEMENT_OP \
+    .iface_mem_element_pack = \
+        (uct_iface_mem_element_pack_func_t)ucs_empty_function_return_unsupported,
+#else
+#define UCT_RINGK_INTERNAL_MEM_ELEMENT_OP
+#endif
+#define UCT_RINGK_INTERNAL_OPS(_is_connected) \
+    .iface_estimate_perf = uct_base_iface_estimate_perf, \
+    .iface_vfs_refresh = (uct_iface_vfs_refresh_func_t)ucs_empty_function, \
+    .ep_query = (uct_ep_query_func_t)ucs_empty_function_return_unsupported, \
+    .ep_invalidate = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported, \
+    UCT_RINGK_INTERNAL_QUERY_V2_OP \
+    UCT_RINGK_INTERNAL_CONNECT_V2_OP \
+    UCT_RINGK_INTERNAL_REACHABLE_V2_OP \
+    UCT_RINGK_INTERNAL_IS_CONNECTED_OP(_is_connected) \
+    UCT_RINGK_INTERNAL_DEVICE_EP_OP \
+    UCT_RINGK_INTERNAL_SGL_OP \
+    UCT_RINGK_INTERNAL_MEM_ELEMENT_OP
+
 /** The md operations both mds answer alike. */
+#ifdef HAVE_UCT_MD_OPS_T_IS_SOCKADDR_ACCESSIBLE
+#define UCT_RINGK_MD_SOCKADDR_OP \
+    , .is_sockaddr_accessible = \
+        (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int
+#else
+#define UCT_RINGK_MD_SOCKADDR_OP
+#endif
 #define UCT_RINGK_BASE_MD_OPS \
     .close = uct_ringk_md_close, \
-    .mem_advise = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported, \
-    .is_sockaddr_accessible = (uct_md_is_sockaddr_accessible_func_t)ucs_empty_function_return_zero_int
+    .mem_advise = (uct_md_mem_advise_func_t)ucs_empty_function_return_unsupported \
+    UCT_RINGK_MD_SOCKADDR_OP
 
 /** The entries of uct_iface_ops_t both devices fill alike: no tag-matching offload, no
  * connection to an endpoint or a client, fences, device addresses and reachability, UCT's
@@ -224,14 +294,23 @@ typedef struct uct_ringk_peer {
     unsigned long   start_time;    /**< the process's start time, against pid reuse */
     int             failed;        /**< found gone: reported, or about to be */
     int             err_scheduled; /**< the report is queued on the worker's progress */
+    uint64_t        iface_id;      /**< the first word of the peer iface's address: its id */
 } uct_ringk_peer_t;
+
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_IS_CONNECTED
+/** Whether the endpoint of @a peer goes to the iface whose addresses @a params holds (UCX from
+ *  1.18 on asks before it reuses an endpoint). */
+int uct_ringk_peer_is_connected(const uct_ringk_peer_t *peer,
+                                const uct_ep_is_connected_params_t *params);
+#endif
 
 /**
  * Checks the pid and descriptor of a peer's address (@a tl names the device in the error) and
- * records the process's start time. @a closed is set by the caller once it mapped the peer.
+ * records the process's start time and the iface's id (@a iface_id). @a closed is set by the
+ * caller once it mapped the peer.
  */
 ucs_status_t uct_ringk_peer_init(uct_ringk_peer_t *peer, uct_base_ep_t *ep, uint32_t pid,
-                                 int32_t fd, const char *tl);
+                                 int32_t fd, uint64_t iface_id, const char *tl);
 
 /** Whether the peer process died (a pid reused by another process counts) or closed its iface:
  * a system call. */

@@ -45,7 +45,8 @@ static ucs_config_field_t uct_ringk_md_config_table[] = {
 };
 
 static ucs_status_t uct_ringk_rkey_unpack(uct_component_t *component, const void *rkey_buffer,
-                                          uct_rkey_t *rkey_p, void **handle_p)
+                                          UCT_RINGK_RKEY_UNPACK_PARAMS_ARG uct_rkey_t *rkey_p,
+                                          void **handle_p)
 {
     uct_ringk_shm_rkey_t *shm_key;
     ucs_status_t status;
@@ -177,6 +178,9 @@ uct_component_t uct_ringk_component = {
     .rkey_unpack        = uct_ringk_rkey_unpack,
     .rkey_ptr           = uct_ringk_rkey_ptr,
     .rkey_release       = uct_ringk_rkey_release,
+#ifdef HAVE_UCT_COMPONENT_T_RKEY_COMPARE
+    .rkey_compare       = uct_base_rkey_compare,
+#endif
     .name               = UCT_RINGK_NAME,
     .md_config          = {
         .name           = "ringk memory domain",

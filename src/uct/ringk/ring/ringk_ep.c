@@ -284,7 +284,8 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
         return UCS_ERR_EXCEEDS_LIMIT;
     }
     addr   = (const uct_ringk_iface_addr_t*)params->iface_addr;
-    status = uct_ringk_peer_init(&self->peer, &self->super, addr->pid, addr->fd, "ringk");
+    status = uct_ringk_peer_init(&self->peer, &self->super, addr->pid, addr->fd,
+                                 addr->iface_id, "ringk");
     if (status != UCS_OK) {
         return status;
     }
@@ -366,7 +367,7 @@ ucs_status_t uct_ringk_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t
     uct_ringk_ep_t *ep       = ucs_derived_of(tl_ep, uct_ringk_ep_t);
     uct_ringk_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_ringk_iface_t);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_RINGK_EP_CHECK_PARAMS(flags, comp);
     uct_ringk_peer_check(&ep->peer);
     uct_ringk_iface_sweep(iface);
     return UCS_OK;

@@ -491,6 +491,18 @@ err_close_wake:
 
 static uct_iface_ops_t uct_ringk_iface_ops;
 
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_IS_CONNECTED
+static int uct_ringk_ep_is_connected(const uct_ep_h tl_ep,
+                                     const uct_ep_is_connected_params_t *params)
+{
+    return uct_ringk_peer_is_connected(&ucs_derived_of(tl_ep, uct_ringk_ep_t)->peer, params);
+}
+#endif
+
+static uct_iface_internal_ops_t uct_ringk_iface_internal_ops = {
+    UCT_RINGK_INTERNAL_OPS(uct_ringk_ep_is_connected)
+};
+
 /* The largest messages: a message may take at most half the ring, so that it can always be
  * placed without wrapping once the ring is empty; am_bcopy is capped by SEG_SIZE and by that. */
 static void uct_ringk_iface_limits_init(uct_ringk_iface_t *self,
@@ -562,8 +574,9 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
                                                             uct_ringk_iface_config_t);
     ucs_status_t status;
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_ringk_base_iface_t, &uct_ringk_iface_ops, md, worker, params,
-                              tl_config, UCT_RINGK_DEV_RING);
+    UCS_CLASS_CALL_SUPER_INIT(uct_ringk_base_iface_t, &uct_ringk_iface_ops,
+                              &uct_ringk_iface_internal_ops, md, worker, params, tl_config,
+                              UCT_RINGK_DEV_RING);
     self->config     = *config;
     /* the strings go with the configuration: resolved below */
     self->config.gpu       = NULL;

@@ -20,31 +20,39 @@
 #include <string.h>
 #include <unistd.h>
 
-static ucs_status_t uct_ringk_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
+static ucs_status_t uct_ringk_md_query(uct_md_h tl_md, uct_ringk_md_attr_t *attr)
 {
     uct_ringk_md_t *md = ucs_derived_of(tl_md, uct_ringk_md_t);
+    __typeof__(&UCT_RINGK_MD_CAP(attr)) cap = &UCT_RINGK_MD_CAP(attr);
 
+    uct_ringk_md_attr_base(attr);
     /* With CUDA memory, zcopy asks for a memh: UCP then offers zcopy for memory types the md
      * registers, where without it only for those the md can access with the CPU (host); the
      * memh itself is not read (CUDA buffers are told by pointer). */
-    attr->cap.flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
-                                 (md->cuda ? UCT_MD_FLAG_NEED_MEMH : 0);
+    cap->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
+                            (md->cuda ? UCT_MD_FLAG_NEED_MEMH : 0);
     /* CUDA memory is registered (exported for CUDA IPC) and moved by put/get zcopy along the
      * endpoint's GPU path; it is not CPU-accessible, so short/bcopy stay host-only. */
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
-                                 (md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0);
-    attr->cap.alloc_mem_types  = 0;
-    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    cap->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
+                            (md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0);
+    cap->alloc_mem_types  = 0;
+    cap->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+#if defined(HAVE_UCT_MD_QUERY_V2) && defined(HAVE_UCT_MD_ATTR_V2_T_CACHE_MEM_TYPES)
+    /* UCP keeps registrations of these in its cache (it asserts that an md it registers zcopy
+     * buffers with is in its cache map when the cache is on): a registration here is cheap but
+     * also what a CUDA export needs once */
+    attr->cache_mem_types = cap->reg_mem_types;
+#endif
     /* UCP asks the mds that detect a memory type (through mem_query) when its memory-type
      * cache is off (UCX_MEMTYPE_CACHE=n); with the cache on it takes an address the cache does
      * not know for host memory, and learns CUDA allocations only from registration here. A UCX
      * built without CUDA has no other md that can tell. */
-    attr->cap.detect_mem_types = md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0;
-    attr->cap.max_alloc        = 0;
-    attr->cap.max_reg          = ULONG_MAX;
-    attr->rkey_packed_size     = sizeof(uct_ringk_packed_rkey_t);
+    cap->detect_mem_types = md->cuda ? UCS_BIT(UCS_MEMORY_TYPE_CUDA) : 0;
+    cap->max_alloc        = 0;
+    cap->max_reg          = ULONG_MAX;
+    attr->rkey_packed_size = sizeof(uct_ringk_packed_rkey_t);
     /* Registration only records the range: RMA is done by cross-memory attach. */
-    attr->reg_cost             = ucs_linear_func_make(50e-9, 0);
+    attr->reg_cost         = ucs_linear_func_make(50e-9, 0);
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
     return UCS_OK;
 }
@@ -82,7 +90,7 @@ static ucs_sys_device_t uct_ringk_sys_dev(const char *busid)
  * learns of device memory only from here and from registration). Host memory is not this
  * md's to describe: UCS_ERR_INVALID_ADDR, and UCP takes it as host memory. */
 static ucs_status_t uct_ringk_mem_query(uct_md_h tl_md, const void *address, size_t length,
-                                        uct_md_mem_attr_t *mem_attr)
+                                        uct_ringk_mem_attr_t *mem_attr)
 {
     uct_ringk_md_t *md = ucs_derived_of(tl_md, uct_ringk_md_t);
     ucs_sys_device_t sys_dev;
@@ -93,7 +101,8 @@ static ucs_status_t uct_ringk_mem_query(uct_md_h tl_md, const void *address, siz
         return UCS_ERR_INVALID_ADDR;
     }
     sys_dev = uct_ringk_sys_dev(busid);
-    ucs_memtype_cache_update((void*)(uintptr_t)base, size, UCS_MEMORY_TYPE_CUDA, sys_dev);
+    uct_ringk_memtype_cache_update((void*)(uintptr_t)base, size, UCS_MEMORY_TYPE_CUDA,
+                                   sys_dev);
     if (mem_attr->field_mask & UCT_MD_MEM_ATTR_FIELD_MEM_TYPE) {
         mem_attr->mem_type = UCS_MEMORY_TYPE_CUDA;
     }
@@ -110,7 +119,7 @@ static ucs_status_t uct_ringk_mem_query(uct_md_h tl_md, const void *address, siz
 }
 
 static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t length,
-                                      unsigned flags, uct_mem_h *memh_p)
+                                      UCT_RINGK_MEM_REG_ARG, uct_mem_h *memh_p)
 {
     uct_ringk_md_t *md     = ucs_derived_of(tl_md, uct_ringk_md_t);
     uct_ringk_memh_t *memh = ucs_calloc(1, sizeof(*memh), "ringk_memh");
@@ -131,7 +140,7 @@ static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t leng
             ((uintptr_t)address + length > memh->alloc_base + memh->alloc_size)) {
             /* Still registered, so that UCP's registration on other mds stands; peers get a
              * key they cannot map (unreachable), and local copies still work. */
-            if (!(flags & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
+            if (!(UCT_RINGK_MEM_REG_FLAGS() & UCT_MD_MEM_FLAG_HIDE_ERRORS)) {
                 ucs_warn("ringk: CUDA memory %p+%zu cannot be exported for CUDA IPC: %s",
                          address, length, why);
             }
@@ -141,7 +150,7 @@ static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t leng
             memh->ipc_valid = 1;
         }
         /* from now on UCP's memory-type cache tells sends from this allocation as CUDA */
-        ucs_memtype_cache_update((void*)(uintptr_t)memh->alloc_base, memh->alloc_size,
+        uct_ringk_memtype_cache_update((void*)(uintptr_t)memh->alloc_base, memh->alloc_size,
                                  UCS_MEMORY_TYPE_CUDA, uct_ringk_sys_dev(busid));
     }
     *memh_p = memh;
@@ -155,9 +164,7 @@ static ucs_status_t uct_ringk_mem_dereg(uct_md_h md, const uct_md_mem_dereg_para
     return UCS_OK;
 }
 
-static ucs_status_t uct_ringk_mkey_pack(uct_md_h md, uct_mem_h tl_memh,
-                                        const uct_md_mkey_pack_params_t *params,
-                                        void *rkey_buffer)
+static ucs_status_t uct_ringk_mkey_pack(UCT_RINGK_MKEY_PACK_ARGS(md, tl_memh))
 {
     const uct_ringk_memh_t *memh = tl_memh;
     uct_ringk_packed_rkey_t packed = {

@@ -208,7 +208,7 @@ ucs_status_t uct_ringk_shm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req
  * reported once, from the worker's progress, as UCT expects. */
 ucs_status_t uct_ringk_shm_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t *comp)
 {
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    UCT_RINGK_EP_CHECK_PARAMS(flags, comp);
     uct_ringk_peer_check(&ucs_derived_of(tl_ep, uct_ringk_shm_ep_t)->peer);
     return UCS_OK;
 }
@@ -256,7 +256,8 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_shm_ep_t, const uct_ep_params_t *params)
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super.super);
     memcpy(&addr, params->iface_addr, sizeof(addr));
-    status = uct_ringk_peer_init(&self->peer, &self->super, addr.pid, addr.fd, "ringk_shm");
+    status = uct_ringk_peer_init(&self->peer, &self->super, addr.pid, addr.fd, addr.id,
+                                 "ringk_shm");
     if (status != UCS_OK) {
         return status;
     }

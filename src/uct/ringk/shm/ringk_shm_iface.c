@@ -113,6 +113,19 @@ static uct_iface_ops_t uct_ringk_shm_iface_ops = {
     UCT_RINGK_BASE_IFACE_OPS
 };
 
+#ifdef HAVE_UCT_IFACE_INTERNAL_OPS_T_EP_IS_CONNECTED
+static int uct_ringk_shm_ep_is_connected(const uct_ep_h tl_ep,
+                                         const uct_ep_is_connected_params_t *params)
+{
+    return uct_ringk_peer_is_connected(&ucs_derived_of(tl_ep, uct_ringk_shm_ep_t)->peer,
+                                       params);
+}
+#endif
+
+static uct_iface_internal_ops_t uct_ringk_shm_iface_internal_ops = {
+    UCT_RINGK_INTERNAL_OPS(uct_ringk_shm_ep_is_connected)
+};
+
 static UCS_CLASS_INIT_FUNC(uct_ringk_shm_iface_t, uct_md_h md, uct_worker_h worker,
                            const uct_iface_params_t *params, const uct_iface_config_t *tl_config)
 {
@@ -120,8 +133,9 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_shm_iface_t, uct_md_h md, uct_worker_h work
     ucs_status_t status;
     char name[64];
 
-    UCS_CLASS_CALL_SUPER_INIT(uct_ringk_base_iface_t, &uct_ringk_shm_iface_ops, md, worker,
-                              params, tl_config, UCT_RINGK_DEV_SHM);
+    UCS_CLASS_CALL_SUPER_INIT(uct_ringk_base_iface_t, &uct_ringk_shm_iface_ops,
+                              &uct_ringk_shm_iface_internal_ops, md, worker, params, tl_config,
+                              UCT_RINGK_DEV_SHM);
     /* no active messages here, but the same parameters are refused as on the ring device */
     status = uct_ringk_iface_am_align(params, &align, &align_offset);
     if (status != UCS_OK) {

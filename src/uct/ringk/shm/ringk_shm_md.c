@@ -57,21 +57,22 @@ typedef struct uct_ringk_shm_memh {
     uint64_t seg_id;
 } uct_ringk_shm_memh_t;
 
-static ucs_status_t uct_ringk_shm_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
+static ucs_status_t uct_ringk_shm_md_query(uct_md_h tl_md, uct_ringk_md_attr_t *attr)
 {
-    memset(attr, 0, sizeof(*attr));
+    __typeof__(&UCT_RINGK_MD_CAP(attr)) cap = &UCT_RINGK_MD_CAP(attr);
+
+    uct_ringk_md_attr_base(attr);
     /* No REG: UCP sends registered memory to the ringk md (cross-memory attach), and rkey_ptr
      * is never asked of a key this md did not pack. */
-    attr->cap.flags            = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_RKEY_PTR |
-                                 UCT_MD_FLAG_NEED_RKEY;
-    attr->cap.reg_mem_types    = 0;
-    attr->cap.alloc_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.detect_mem_types = 0;
-    attr->cap.max_alloc        = SIZE_MAX;
-    attr->cap.max_reg          = 0;
-    attr->rkey_packed_size     = sizeof(uct_ringk_shm_packed_rkey_t);
-    attr->reg_cost             = ucs_linear_func_make(0, 0);
+    cap->flags             = UCT_MD_FLAG_ALLOC | UCT_MD_FLAG_RKEY_PTR | UCT_MD_FLAG_NEED_RKEY;
+    cap->reg_mem_types     = 0;
+    cap->alloc_mem_types   = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    cap->access_mem_types  = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    cap->detect_mem_types  = 0;
+    cap->max_alloc         = SIZE_MAX;
+    cap->max_reg           = 0;
+    attr->rkey_packed_size = sizeof(uct_ringk_shm_packed_rkey_t);
+    attr->reg_cost         = ucs_linear_func_make(0, 0);
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
     return UCS_OK;
 }
@@ -123,7 +124,8 @@ err:
 }
 
 static ucs_status_t uct_ringk_shm_mem_alloc(uct_md_h tl_md, size_t *length_p, void **address_p,
-                                            ucs_memory_type_t mem_type, unsigned flags,
+                                            ucs_memory_type_t mem_type,
+                                            UCT_RINGK_MEM_ALLOC_SYS_DEV_ARG unsigned flags,
                                             const char *alloc_name, uct_mem_h *memh_p)
 {
     uct_ringk_md_t *md = ucs_derived_of(tl_md, uct_ringk_md_t);
@@ -197,9 +199,7 @@ static ucs_status_t uct_ringk_shm_mem_free(uct_md_h md, uct_mem_h tl_memh)
     return UCS_OK;
 }
 
-static ucs_status_t uct_ringk_shm_mkey_pack(uct_md_h md, uct_mem_h tl_memh,
-                                            const uct_md_mkey_pack_params_t *params,
-                                            void *rkey_buffer)
+static ucs_status_t uct_ringk_shm_mkey_pack(UCT_RINGK_MKEY_PACK_ARGS(md, tl_memh))
 {
     const uct_ringk_shm_memh_t *memh = tl_memh;
     uct_ringk_shm_packed_rkey_t packed = {
