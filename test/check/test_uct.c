@@ -6,6 +6,7 @@
 
 #include <core/ringk_ucxver.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +43,36 @@ uct_component_h test_ringk_component(void)
     ck_assert_msg(c != NULL, "component 'ringk' not registered; run this test through "
                              "contrib/ringk-run (it preloads the plugin)");
     return c;
+}
+
+ucs_status_t test_uct_config_set(void *config, const char *name, const char *value)
+{
+    ucs_status_t status = uct_config_modify(config, name, value);
+    char full[128];
+
+    if (status != UCS_ERR_NO_ELEM) {
+        return status;
+    }
+    snprintf(full, sizeof(full), "RINGK_%s", name);
+    return uct_config_modify(config, full, value);
+}
+
+void *test_plugin_sym(const char *name)
+{
+    static const char *const libs[] = {"libuct_ringk.so", "libuct_ringk.so.0"};
+    void *sym, *lib;
+    size_t i;
+
+    test_ringk_component(); /* UCX's module loader loads the plugin at its first query */
+    sym = dlsym(RTLD_DEFAULT, name);
+    for (i = 0; (sym == NULL) && (i < sizeof(libs) / sizeof(libs[0])); i++) {
+        lib = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (lib != NULL) {
+            sym = dlsym(lib, name);
+            dlclose(lib);
+        }
+    }
+    return sym;
 }
 
 uct_md_h test_ringk_md_open(void)
@@ -170,7 +201,7 @@ static ucs_status_t iface_open_with(const char *name, const char *value, uct_ifa
     ck_assert_int_eq(uct_worker_create(async, UCS_THREAD_MODE_SINGLE, &worker), UCS_OK);
     ck_assert_int_eq(uct_md_iface_config_read(md, "ringk", NULL, NULL, &config), UCS_OK);
     if (name != NULL) {
-        status = uct_config_modify(config, name, value);
+        status = test_uct_config_set(config, name, value);
         if (status != UCS_OK) {
             uct_config_release(config); /* ASan's leak check found this missing */
             return status; /* rejected by the parser itself */
@@ -426,7 +457,7 @@ START_TEST(test_without_wrapper_unaffected)
 {
     char cmd[2048], out[1 << 16];
 
-    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD %s -d 2>&1", ucx_info());
+    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD -u UCX_PLUGIN_PATH %s -d 2>&1", ucx_info());
     ck_assert_int_eq(run_cmd(cmd, out, sizeof(out)), 0);
     ck_assert_ptr_null(strstr(out, "ringk"));
     ck_assert_ptr_nonnull(strstr(out, "Transport: posix"));

@@ -16,6 +16,15 @@ uct_md_h test_ringk_md_open(void);
  * and created. */
 uct_ep_h test_uct_connect(uct_iface_h iface, const void *addr, const void *dev_addr);
 
+/** uct_config_modify() of the ringk transport's option @a name ("RING_SIZE"), as each UCX
+ *  release names it: bare up to 1.13, with the table's prefix (RINGK_RING_SIZE) where UCX
+ *  matches names that way. */
+ucs_status_t test_uct_config_set(void *config, const char *name, const char *value);
+
+/** A symbol of the plugin, however UCX loaded it: a preload puts it in the global scope, UCX's
+ *  own module loader (UCX_PLUGIN_PATH, UCX >= 1.22) does not. NULL when not found. */
+void *test_plugin_sym(const char *name);
+
 /** UCX errors logged between test_capture_errors_begin() and _end(). */
 extern char test_captured[8192];
 void test_capture_errors_begin(void);

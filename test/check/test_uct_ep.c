@@ -108,7 +108,7 @@ void node_open(node_t *n, const char *name, const char *value)
     ck_assert_int_eq(uct_worker_create(n->async, UCS_THREAD_MODE_SINGLE, &n->worker), UCS_OK);
     ck_assert_int_eq(uct_md_iface_config_read(n->md, "ringk", NULL, NULL, &config), UCS_OK);
     if (name != NULL) {
-        ck_assert_int_eq(uct_config_modify(config, name, value), UCS_OK);
+        ck_assert_int_eq(test_uct_config_set(config, name, value), UCS_OK);
     }
     ck_assert_int_eq(uct_iface_open(n->md, n->worker, &params, config, &n->iface), UCS_OK);
     uct_config_release(config);

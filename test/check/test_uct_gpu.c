@@ -77,7 +77,7 @@ START_TEST(test_uct_ep_gpu_path)
     node_t a, b;
     uct_ep_h ep;
 
-    *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
+    *(void**)&query = test_plugin_sym("uct_ringk_ep_path_query");
     ck_assert_ptr_nonnull(query);
     snprintf(file, sizeof(file), "%s/test/check/topo/%s", src ? src : "..",
              gpu_paths[_i].topo);
@@ -132,7 +132,7 @@ START_TEST(test_uct_ep_gpu_path_ucx_config)
     node_t a, b;
     uct_ep_h ep;
 
-    *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
+    *(void**)&query = test_plugin_sym("uct_ringk_ep_path_query");
     ck_assert_ptr_nonnull(query);
     snprintf(file, sizeof(file), "%s/test/check/topo/pcie-4gpu.xml", src ? src : "..");
     setenv("UCX_RINGK_TOPO_FILE", file, 1);

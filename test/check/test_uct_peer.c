@@ -281,7 +281,7 @@ START_TEST(test_uct_ep_two_process_am_rma)
         const char *path, *reason;
         char why[128];
 
-        *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
+        *(void**)&query = test_plugin_sym("uct_ringk_ep_path_query");
         ck_assert_ptr_nonnull(query);
         ck_assert_int_eq(query(ep, &path, &reason), UCS_OK);
         /* with a usable GPU both processes are on the current one, device 0: its memory goes

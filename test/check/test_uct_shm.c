@@ -119,7 +119,7 @@ static void shm_alloc(uct_md_h md, size_t length, uct_allocated_memory_t *mem)
  * plugin is preloaded). */
 static unsigned maps_count(void)
 {
-    unsigned (*fn)(void) = (unsigned (*)(void))dlsym(RTLD_DEFAULT, "uct_ringk_shm_maps_count");
+    unsigned (*fn)(void) = (unsigned (*)(void))test_plugin_sym("uct_ringk_shm_maps_count");
 
     ck_assert_msg(fn != NULL, "uct_ringk_shm_maps_count not found in the plugin");
     return fn();
