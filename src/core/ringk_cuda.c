@@ -203,7 +203,7 @@ int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t wh
     capture_end(mode);
     if (err != cudaSuccess) {
         ringk_rt.cudaGetLastError(); /* not left for the application's next error check */
-        snprintf(why, why_len, "ringk_rt.cudaMemcpy(%p <- %p, %zu): %s", dst, src, len,
+        snprintf(why, why_len, "cudaMemcpy(%p <- %p, %zu): %s", dst, src, len,
                  ringk_rt.cudaGetErrorString(err));
         return -EIO;
     }

@@ -140,7 +140,7 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
     }
     if ((ringk_rt.cudaGetDevice(&current) == cudaSuccess) && (current != attr.device) &&
         (ringk_rt.cudaSetDevice(attr.device) != cudaSuccess)) {
-        snprintf(why, why_len, "ringk_rt.cudaSetDevice(%d): %s", attr.device,
+        snprintf(why, why_len, "cudaSetDevice(%d): %s", attr.device,
                  ringk_rt.cudaGetErrorString(ringk_rt.cudaGetLastError()));
         return -EIO;
     }
@@ -148,7 +148,7 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
         ret = -EINVAL;
     } else if (ringk_rt.cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
         /* e.g. memory from cudaMallocAsync pools or cuMemCreate */
-        snprintf(why, why_len, "ringk_rt.cudaIpcGetMemHandle(0x%llx): %s", base,
+        snprintf(why, why_len, "cudaIpcGetMemHandle(0x%llx): %s", base,
                  ringk_rt.cudaGetErrorString(ringk_rt.cudaGetLastError()));
         ret = -EOPNOTSUPP;
     }

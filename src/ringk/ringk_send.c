@@ -479,8 +479,8 @@ static __attribute__((noinline)) int send_last_route(ringk_ctx_t *ctx, ringk_ker
 
 /* The batched fast path (batch_fast()), else send_last_route() (with the short path to another
  * process, ringk_remote_send_last(), first) or send_slow(), which checks everything again. The
- * batched path makes no call (the others are tail calls), so it runs without saving
- * registers: the local one-way throughput is bound by it. */
+ * batched path makes no call (the others are tail calls), so the function saves few registers
+ * (two with GCC 12 at -O2): the local one-way throughput is bound by it. */
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
