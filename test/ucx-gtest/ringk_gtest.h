@@ -65,6 +65,7 @@
 #define RINGK_GTEST_MD_ALSO_rocm_ipc(_test_case)
 #define RINGK_GTEST_MD_ALSO_ib(_test_case)
 #define RINGK_GTEST_MD_ALSO_ugni(_test_case)
+#define RINGK_GTEST_MD_ALSO_gdr_copy(_test_case)
 #define RINGK_GTEST_MD_ALSO_sockcm(_test_case)
 #define RINGK_GTEST_MD_ALSO_rdmacm(_test_case)
 
