@@ -8,8 +8,9 @@ executor (src/ringk/dev/) only through dev/ringk_dev.h, including nothing of the
 ringk_internal.h and ringk_exec.h. The calls are held to the same rule as the includes: the
 network layer calls only what ringk_internal.h (and the headers of the runtime it includes)
 declares, the runtime only what net/ringk_net.h declares, and no call up from the network
-layer leads back down into it (a call graph read from the sources: direct calls by name,
-not calls through pointers). Prints TAP; with --graph, prints the include graph (local
+layer leads back down into it, and a one-way send (ringk_send, ringk_send_route) never calls
+into a file it left (a call graph read from the sources: direct calls by name, not calls
+through pointers). Prints TAP; with --graph, prints the include graph (local
 includes) instead.
 
     layout.py SRCDIR [--graph]
@@ -183,6 +184,51 @@ def calls_across(top, paths):
     return bad, None
 
 
+# calls a send's path makes that carry other messages, not the one it follows: the worker's
+# progress (a wait for credits progresses it, and receive callbacks deliver what came in)
+SIDE_CALLS = {'ringk_remote_poll'}
+
+
+def call_graph(top, paths):
+    """{name: (file, sorted callees)} of the functions of libringk's runtime and network layer
+    (src/ringk/*.c and src/ringk/net/*.c), direct calls by name."""
+    defs = {}
+    for p in paths:
+        if p.endswith('.c') and p.startswith('src/ringk/') and not p.startswith('src/ringk/dev/'):
+            for n, b in functions(top, p).items():
+                defs[n] = (p, b)
+    out = {}
+    for n, (p, b) in defs.items():
+        code = re.sub(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\])*"', ' ', b, flags=re.S)
+        out[n] = (p, sorted({c for c in re.findall(r'(\w+)\s*\(', code)
+                             if c in defs and c != n and c not in SIDE_CALLS}))
+    return out
+
+
+def returns_to_file(graph, roots):
+    """Call paths from @roots that call into a file they left: a list of such paths, each as
+    'a (file) -> b (file) -> ...'. A path may stay in a file, call into another and return,
+    but no call along it enters a file it had left."""
+    bad, seen = [], set()
+
+    def visit(n, stack, files):
+        f, callees = graph[n]
+        for c in callees:
+            cf = graph[c][0]
+            if cf != f and cf in files:
+                bad.append(' -> '.join('%s (%s)' % (m, graph[m][0]) for m in stack + [c]))
+                continue
+            key = (c, tuple(files))
+            if c in stack or key in seen:
+                continue
+            seen.add(key)
+            visit(c, stack + [c], files + ([cf] if cf != f else []))
+
+    for r in roots:
+        visit(r, [r], [graph[r][0]])
+    return bad
+
+
 def reach(graph, a, b):
     """A call path from @a to @b in @graph, as a list, or None."""
     seen, todo = {a: None}, [a]
@@ -230,6 +276,9 @@ def main():
                     'declares', bad))
     results.append((loop is None, 'no call from the network layer into the runtime leads back '
                     'into the network layer', [' -> '.join(loop or [])]))
+    bad = returns_to_file(call_graph(top, paths), ('ringk_send', 'ringk_send_route'))
+    results.append((not bad, 'a one-way send (ringk_send, ringk_send_route) never calls into a '
+                    'file it left, down to its memcpy or ucp_am_send_nbx', bad[:20]))
     bad = door_crossings(paths, graph, 'src/ringk/dev/', 'src/ringk/dev/ringk_dev.h',
                          DEV_MAY_INCLUDE)
     results.append((not bad, 'the runtime reaches the device executor through dev/ringk_dev.h '

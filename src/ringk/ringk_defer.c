@@ -28,7 +28,9 @@ typedef struct ringk_deferred {
 } ringk_deferred_t;
 
 /* Queues a call of the handler running in the receive callback, to be made once the callback
- * returned (ringk_deferred_run): 0, or -ENOMEM. */
+ * returned (ringk_deferred_run): 0, or -ENOMEM. The caller has published what the handler
+ * batched so far (ringk_flush_running): the batched path of ringk_send(), which does not look
+ * at defer_head, then finds no open cell. */
 __attribute__((noinline)) int ringk_defer_call(ringk_ctx_t *ctx, ringk_defer_kind_t kind,
                                                 ringk_kernel_t *from, int route,
                                                 const char *name, ringk_msg_type_t type,
@@ -57,11 +59,6 @@ __attribute__((noinline)) int ringk_defer_call(ringk_ctx_t *ctx, ringk_defer_kin
     if (name != NULL) {
         memcpy(d->data + length, name, name_len);
         d->name = (const char*)(d->data + length);
-    }
-    if (k->open_batches != 0) {
-        /* what the handler batched so far goes out now: ringk_send()'s batched path, which
-         * does not look at defer_head, then finds no open cell */
-        ringk_batch_flush_all(k);
     }
     if (k->defer_tail != NULL) {
         k->defer_tail->next = d;

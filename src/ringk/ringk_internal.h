@@ -75,10 +75,23 @@ typedef struct {
     unsigned     count;
 } name_list_t;
 
-/* A resolved K2K route of a sender: target and whether the target accepts this sender. */
+/* What a route leads to: set when it resolves (ringk_route_resolve), back to unresolved when
+ * ctx->kernels_gen moves on (a send then resolves it again). */
+typedef enum {
+    RINGK_ROUTE_UNRESOLVED = 0,
+    RINGK_ROUTE_LOCAL,            /* a kernel of this process: target */
+    RINGK_ROUTE_REMOTE            /* a kernel of another process: rank, remote_id, remote_* */
+} ringk_route_kind_t;
+
+/* A K2K route of a sender (or of one host send, on the stack): what it leads to and what may be
+ * sent on it. */
 typedef struct {
-    ringk_kernel_t *target;       /* local target, or NULL */
-    int             allowed;
+    ringk_kernel_t *target;       /* RINGK_ROUTE_LOCAL: the kernel */
+    uint32_t        kind;         /* ringk_route_kind_t */
+    uint32_t        ok_len;       /* payloads shorter than this may be sent (0: the target does
+                                     not accept the sender); holds max_out and max_in */
+    const char     *name;         /* the target's name (publishes_to, or the host's argument) */
+    int             allowed;      /* the target accepts the sender (its subscribes_to) */
     uint32_t        name_len;     /* strlen of its name in publishes_to */
     uint32_t        index, bit;   /* its index in publishes_to and routes, and 1 << index */
     /* its name and terminating zero as two little-endian words, and the masks of their bytes
@@ -88,9 +101,8 @@ typedef struct {
     uint64_t        gen;          /* ctx->kernels_gen when it resolved */
     int             rank;         /* remote target: its process (-1: not resolved) */
     uint32_t        remote_id;    /* remote target: its id in that process */
-    /* remote target, for ringk_remote_send_last(), set by ringk_remote_route_init(): the
-     * endpoint (NULL: not a resolved remote route), the credits left for the target, whether
-     * the process is gone, and the sender field of the wire header */
+    /* remote target, set by ringk_remote_route_init(): the endpoint, the credits left for the
+     * target, whether the process is gone, and the sender field of the wire header */
     void           *remote_ep;
     uint32_t       *remote_credit;
     const int      *remote_dead;
@@ -367,13 +379,6 @@ static inline void ringk_kernel_sent(ringk_kernel_t *from, uint64_t n)
     __atomic_store_n(&from->msgs_out, from->msgs_out + n, __ATOMIC_RELAXED);
 }
 
-/* The fast path of a send from @a from's handler, with sequence number @a seq, has left. */
-static inline void ringk_kernel_sent_fast(ringk_kernel_t *from, uint64_t seq)
-{
-    __atomic_store_n(&from->seq, seq + 1, __ATOMIC_RELAXED);
-    ringk_kernel_sent(from, 1);
-    from->iter_sends++;
-}
 
 
 /* ---- small helpers ---- */
@@ -495,10 +500,21 @@ static inline void ringk_flush_running(void)
 
 /* ---- wait.c ---- */
 
-/** The wait of a claim of @a ncells cells in @a to's inbox once it was found full: 0 with the
- *  cells claimed at *pos_p, or -EAGAIN, -ETIMEDOUT, -EPIPE, -EDEADLK, RINGK_WOULD_WAIT. */
+/** The wait of a claim of @a ncells cells in @a to's inbox once it was found full, as
+ *  @a timeout_ms (not RINGK_WAIT_NONE) says, from a thread that may wait: 0 with the cells
+ *  claimed at *pos_p, or -ETIMEDOUT, -EPIPE, -EDEADLK. */
 int ringk_inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_cache,
                      uint64_t *pos_p);
+/** Sends one message as @a from on @a rt, a route to another process, once a credit for its
+ *  kernel comes back, waiting as @a timeout_ms says (progressing the worker), and then for UCP
+ *  to send it: 0, -EAGAIN, -ETIMEDOUT, or -EPIPE. From a thread that may wait. */
+int ringk_wait_credit(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t *rt,
+                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms);
+/** Waits for UCP to send a message to process @a rank that is on its way (request @a req of
+ *  ringk_remote_send_try()): 0, or -EPIPE. UCP completes it or fails it (a lost process fails
+ *  it), so the wait has no bound of its own; one longer than wait_warn_ms says so, again each
+ *  time as long again has passed. */
+int ringk_wait_sent(ringk_ctx_t *ctx, int rank, void *req);
 
 /* ---- defer.c ---- */
 
@@ -508,7 +524,8 @@ typedef enum {
 } ringk_defer_kind_t;
 
 /** Queues a call of the handler running in the receive callback (ringk_tls_inline), to be made
- *  once the callback returned: 0, or -ENOMEM. */
+ *  once the callback returned: 0, or -ENOMEM. The caller first publishes the handler's open
+ *  batch cells (ringk_flush_running), so that none is open while calls wait to be made. */
 int ringk_defer_call(ringk_ctx_t *ctx, ringk_defer_kind_t kind, ringk_kernel_t *from,
                      int route, const char *name, ringk_msg_type_t type, const void *payload,
                      size_t length, int timeout_ms);
@@ -529,8 +546,12 @@ ringk_kernel_t *ringk_kernel_lookup(ringk_ctx_t *ctx, const char *name);
 ringk_kernel_t *ringk_kernel_find(ringk_ctx_t *ctx, const char *name);
 /** The number of @a from's route to kernel @a to_name, or -EPERM (logged) when it has none. */
 int ringk_route_index(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name);
-/** Resolves route @a i of @a from on its first use: 0, or -ENOENT (logged). */
+/** Resolves route @a i of @a from on its first use, and again once ctx->kernels_gen moved on:
+ *  its kind, target and limits; 0, or -ENOENT (logged). */
 int ringk_route_resolve(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i);
+/** Fills @a route, on the caller's stack, for one send of the host to the kernel named
+ *  @a to_name (kept by the caller while the route is used): 0, or -ENOENT (logged). */
+int ringk_route_host(ringk_ctx_t *ctx, const char *to_name, route_t *route);
 /** Sets the words ringk_route_name_eq() compares a name with. */
 void ringk_route_name_init(route_t *rt, const char *name);
 

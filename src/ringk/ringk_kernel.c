@@ -440,6 +440,7 @@ int ringk_kernel_terminate(ringk_kernel_t *k)
     }
     if (ringk_tls_inline != NULL) {
         /* it waits for @a k, which may wait for the worker's lock: after the callback */
+        ringk_flush_running();
         return ringk_defer_call(k->ctx, RINGK_DEFER_TERMINATE, k, -1, NULL, RINGK_MSG_DATA, NULL,
                                 0, 0);
     }
@@ -469,6 +470,7 @@ int ringk_kernel_destroy(ringk_kernel_t *k)
     ctx = k->ctx;
     if (ringk_tls_inline != NULL) {
         /* it waits for @a k and for the executors, which may wait for the worker's lock */
+        ringk_flush_running();
         return ringk_defer_call(ctx, RINGK_DEFER_DESTROY, k, -1, NULL, RINGK_MSG_DATA, NULL, 0,
                                 0);
     }

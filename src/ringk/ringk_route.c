@@ -91,41 +91,64 @@ int ringk_route_index(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_nam
     return -EPERM;
 }
 
-/* Resolves route @a i of @a from on its first use: its kernel in this process or another;
- * -ENOENT (logged) when there is none yet. */
-__attribute__((noinline)) int ringk_route_resolve(ringk_ctx_t *ctx, ringk_kernel_t *from,
-                                                   unsigned i)
+/* Binds @a route, of @a from (NULL: a send of the host), to the kernel named route->name in this
+ * process or another: its kind, its target, and what may be sent on it; -ENOENT (logged) when
+ * there is no such kernel (yet). */
+static int route_bind(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *route)
 {
-    const char *to_name = from->publishes_to.names[i];
-    route_t *route = &from->routes[i];
     ringk_kernel_t *to;
+    uint32_t max;
 
-    /* resolved again after a kernel was destroyed: nothing of the old target is kept */
+    /* bound again after a kernel was destroyed: nothing of the old target is kept */
     route->gen        = __atomic_load_n(&ctx->kernels_gen, __ATOMIC_ACQUIRE);
+    route->kind       = RINGK_ROUTE_UNRESOLVED;
     route->target     = NULL;
     route->rank       = -1;
     route->remote_ep  = NULL;
+    route->ok_len     = 0;
     route->batch_lim  = 0;
     route->head_cache = 0;
-    to = ringk_kernel_lookup(ctx, to_name);
+    to = ringk_kernel_lookup(ctx, route->name);
     if (to != NULL) {
-        route->allowed = ringk_kernel_accepts(to, from);
+        route->allowed = (from == NULL) || ringk_kernel_accepts(to, from);
+        max            = (from != NULL) ? RINGK_MIN(to->max_in, from->max_out) : to->max_in;
+        route->ok_len  = route->allowed ? max + 1 : 0;
         /* what batch_send() may take on this route, checked once here; a device kernel's
          * loop takes single messages only (batch cells are the CPU dispatch loop's format) */
         route->batch_lim =
-            (route->allowed && !from->timestamps && !to->timestamps && (to->dev == NULL)) ?
-            RINGK_MIN(RINGK_MIN(RINGK_BATCH_MAX_LEN, to->max_in), from->max_out) + 1 : 0;
-        __atomic_store_n(&route->target, to, __ATOMIC_RELEASE);
+            ((from != NULL) && route->allowed && !from->timestamps && !to->timestamps &&
+             (to->dev == NULL)) ? RINGK_MIN(RINGK_BATCH_MAX_LEN, max) + 1 : 0;
+        route->target = to;
+        __atomic_store_n(&route->kind, RINGK_ROUTE_LOCAL, __ATOMIC_RELEASE);
     } else if ((ringk_remote_of(ctx) != NULL) &&
-               (ringk_remote_lookup(ctx, to_name, &route->rank, &route->remote_id) == 0)) {
-        route->allowed = 1; /* the receiving process checks its subscribes_to */
+               (ringk_remote_lookup(ctx, route->name, &route->rank, &route->remote_id) == 0)) {
+        route->allowed = 1; /* the receiving process checks its subscribes_to and max_in */
+        route->ok_len  = (from != NULL) ? from->max_out + 1 : UINT32_MAX;
         ringk_remote_route_init(ctx, from, route);
+        __atomic_store_n(&route->kind, RINGK_ROUTE_REMOTE, __ATOMIC_RELEASE);
     } else {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s' (from '%s')",
-                      to_name, from->name);
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'%s%s%s",
+                      route->name, (from != NULL) ? " (from '" : "",
+                      (from != NULL) ? from->name : "", (from != NULL) ? "')" : "");
         return -ENOENT;
     }
     return 0;
+}
+
+/* Resolves route @a i of @a from on its first use, and again once ctx->kernels_gen moved on. */
+__attribute__((noinline)) int ringk_route_resolve(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                                   unsigned i)
+{
+    from->routes[i].name = from->publishes_to.names[i];
+    return route_bind(ctx, from, &from->routes[i]);
+}
+
+int ringk_route_host(ringk_ctx_t *ctx, const char *to_name, route_t *route)
+{
+    memset(route, 0, sizeof(*route));
+    route->name  = to_name;
+    route->index = UINT32_MAX; /* no bit: it never opens a batch cell */
+    return route_bind(ctx, NULL, route);
 }
 
 int ringk_route_find(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name)

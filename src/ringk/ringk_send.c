@@ -12,26 +12,19 @@
 #include <errno.h>
 #include <string.h>
 
-/* Claims @a ncells cells of @a to's inbox, waiting for room as @a timeout_ms says; *sleeper_p:
- * the executor of @a to slept, so the publish must wake it.
- * @return 0, -EAGAIN, -ETIMEDOUT, or -EPIPE (terminating). */
-static inline __attribute__((always_inline)) int
-ringk_inbox_claim(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *head_cache,
-                  uint64_t *pos_p, int *sleeper_p)
-{
-    int state, ret;
+/* What a claim that found no room returns (nothing claimed): positive values, no errno, apart
+ * from the RINGK_REMOTE_ ones; SEND_FULL_BATCH: the claim of a new batch cell. */
+#define SEND_FULL       16
+#define SEND_FULL_BATCH 17
 
-    /* Fast refusal; the check that counts comes after the claim (T1). */
-    state = ringk_load_i(&to->state);
-    if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
-        return -EPIPE;
-    }
-    if (!ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, pos_p)) {
-        ret = ringk_inbox_wait(to, ncells, timeout_ms, head_cache, pos_p);
-        if (ret != 0) {
-            return ret;
-        }
-    }
+/* After @a ncells cells of @a to's inbox were claimed at @a pos: *sleeper_p, whether the
+ * executor of @a to slept (the publish must wake it); 0, or -EPIPE (it terminates: the cells are
+ * given up). */
+static inline __attribute__((always_inline)) int
+inbox_claimed(ringk_kernel_t *to, uint32_t ncells, uint64_t pos, int *sleeper_p)
+{
+    int state;
+
     /* W2 (see ringk_sleeping_seen): right after the claim, so that no fence is needed */
     *sleeper_p = ringk_sleeping_seen(to);
     /* T1: the claim (a compare-and-swap on the tail) comes before this read of the state;
@@ -40,10 +33,44 @@ ringk_inbox_claim(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t 
      * and is told. */
     state = __atomic_load_n(&to->state, __ATOMIC_SEQ_CST);
     if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
-        ringk_ring_cancel(&to->inbox, *pos_p, ncells);
+        ringk_ring_cancel(&to->inbox, pos, ncells);
         return -EPIPE;
     }
     return 0;
+}
+
+/* Claims @a ncells cells of @a to's inbox if it has room, without waiting.
+ * @return 0 (claimed at *pos_p, *sleeper_p as inbox_claimed() says), SEND_FULL, or -EPIPE. */
+static inline __attribute__((always_inline)) int
+inbox_claim(ringk_kernel_t *to, uint32_t ncells, uint64_t *head_cache, uint64_t *pos_p,
+            int *sleeper_p)
+{
+    /* Fast refusal; the check that counts comes after the claim (T1). */
+    if (ringk_load_i(&to->state) >= RINGK_KERNEL_TERMINATING) {
+        return -EPIPE;
+    }
+    if (!ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, pos_p)) {
+        return SEND_FULL;
+    }
+    return inbox_claimed(to, ncells, *pos_p, sleeper_p);
+}
+
+/* What a delivery or send that found no room does, by its timeout and its thread: the one
+ * place that says it. */
+typedef enum {
+    BLOCKED_WAIT,   /* it waits (ringk_wait.c) */
+    BLOCKED_REFUSE, /* RINGK_WAIT_NONE: -EAGAIN */
+    BLOCKED_DEFER   /* in a receive callback (ringk_tls_inline), where nothing may wait: the
+                     * call is deferred (RINGK_WOULD_WAIT), made once the callback returned */
+} blocked_t;
+
+static inline blocked_t blocked_how(int timeout_ms)
+{
+    if (timeout_ms == RINGK_WAIT_NONE) {
+        return BLOCKED_REFUSE;
+    }
+    /* the worker's lock is held: a receiver's executor may itself wait for it */
+    return (ringk_tls_inline != NULL) ? BLOCKED_DEFER : BLOCKED_WAIT;
 }
 
 /* Publishes route @a i's open batch cell, and wakes its target if it slept at the claim. */
@@ -68,21 +95,12 @@ void ringk_batch_flush_all(ringk_kernel_t *from)
     }
 }
 
-/* Claims a new batch cell on route @a i of @a from and writes its header; the first entry will
- * carry sequence number @a seq. */
-static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t *from,
-                                                unsigned i, uint64_t seq, int timeout_ms)
+/* Writes the header of the batch cell just claimed at rt->batch_pos on route @a rt of @a from,
+ * and opens it; the first entry will carry sequence number @a seq. */
+static void batch_begin(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt, uint64_t seq)
 {
-    route_t *rt = &from->routes[i];
-    ringk_batch_hdr_t *bh;
-    int ret;
+    ringk_batch_hdr_t *bh = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
 
-    ret = ringk_inbox_claim(rt->target, 1, timeout_ms, &rt->head_cache, &rt->batch_pos,
-                            &rt->batch_sleeper);
-    if (ret != 0) {
-        return ret;
-    }
-    bh           = ringk_ring_payload(&rt->target->inbox, rt->batch_pos);
     bh->sender   = ((uint32_t)ctx->job.rank << RINGK_RANK_SHIFT) | from->id;
     bh->reserved = 0;
     bh->seq      = seq;
@@ -95,8 +113,23 @@ static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t
     rt->batch_hdr       = bh;
     rt->batch_seq       = seq;
     rt->batch_bytes     = 0;
-    from->open_batches |= 1u << i;
-    return 0;
+    from->open_batches |= rt->bit;
+}
+
+/* Claims a new batch cell on route @a rt of @a from, if the inbox has room, and opens it (see
+ * batch_begin). 0, SEND_FULL_BATCH, or -EPIPE. */
+static __attribute__((noinline)) int batch_open(ringk_ctx_t *ctx, ringk_kernel_t *from,
+                                                route_t *rt, uint64_t seq)
+{
+    int ret = inbox_claim(rt->target, 1, &rt->head_cache, &rt->batch_pos, &rt->batch_sleeper);
+
+    if (ret == SEND_FULL) {
+        return SEND_FULL_BATCH;
+    }
+    if (ret == 0) {
+        batch_begin(ctx, from, rt, seq);
+    }
+    return ret;
 }
 
 /* Whether the open batch cell of @a rt has room for an entry of @a need bytes with sequence
@@ -135,28 +168,28 @@ batch_append(ringk_kernel_t *from, route_t *rt, uint64_t seq, ringk_msg_type_t t
 }
 
 /* Sends a small message of @a from (whose dispatch loop runs on this thread) to the local target
- * of its route @a i: appended to the route's open batch cell, or to a new one. */
+ * of its route @a rt: appended to the route's open batch cell, or to a new one. 0,
+ * SEND_FULL_BATCH (no room for a new cell: nothing sent), or -EPIPE. */
 static inline __attribute__((always_inline)) int
-batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t type,
-           const void *payload, size_t length, int timeout_ms)
+batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt, ringk_msg_type_t type,
+           const void *payload, size_t length)
 {
-    route_t *rt     = &from->routes[i];
     uint32_t need   = RINGK_BATCH_ENTRY(length);
     uint64_t seq    = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
     int ret;
 
-    if (from->open_batches & (1u << i)) {
+    if (from->open_batches & rt->bit) {
         if (ringk_load_i(&rt->target->state) >= RINGK_KERNEL_TERMINATING) {
             /* what the cell holds was sent before the terminate: it is handled */
-            batch_flush(from, i);
+            batch_flush(from, rt->index);
             return -EPIPE;
         }
         if (!batch_fits(rt, seq, need)) {
-            batch_flush(from, i);
+            batch_flush(from, rt->index);
         }
     }
-    if (!(from->open_batches & (1u << i))) {
-        ret = batch_open(ctx, from, i, seq, timeout_ms);
+    if (!(from->open_batches & rt->bit)) {
+        ret = batch_open(ctx, from, rt, seq);
         if (ret != 0) {
             return ret;
         }
@@ -165,25 +198,16 @@ batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t 
     return 0;
 }
 
-/* Puts one message into @a to's inbox, waiting for room as @a timeout_ms says. */
-int ringk_deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
-                   ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
-                   int timeout_ms, uint64_t *head_cache, const ringk_msg_t *remote_hdr)
+/* Writes one message into the @a ncells cells of @a to's inbox claimed at @a pos, publishes
+ * it, and wakes @a to if @a sleeper says it slept; @a remote_hdr: the header of a message from
+ * another process, or NULL. */
+static inline __attribute__((always_inline)) void
+msg_write(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to, uint64_t pos,
+          uint32_t ncells, int sleeper, ringk_msg_type_t type, uint32_t receiver,
+          const void *payload, size_t length, const ringk_msg_t *remote_hdr)
 {
-    uint64_t local_head = 0;
-    uint32_t ncells = RINGK_MSG_CELLS(length);
-    uint64_t pos = 0;
-    ringk_msg_t *msg;
-    int ret, sleeper;
+    ringk_msg_t *msg = ringk_ring_payload(&to->inbox, pos);
 
-    if (head_cache == NULL) {
-        head_cache = &local_head;
-    }
-    ret = ringk_inbox_claim(to, ncells, timeout_ms, head_cache, &pos, &sleeper);
-    if (ret != 0) {
-        return ret;
-    }
-    msg = ringk_ring_payload(&to->inbox, pos);
     msg->receiver  = receiver;
     msg->type      = type;
     msg->flags     = 0;
@@ -215,7 +239,90 @@ int ringk_deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
         /* it sees a claimed cell, so it waits for the publish rather than sleeping again */
         ringk_wake_signal(to);
     }
+}
+
+/* Waits for @a ncells cells of @a to's inbox, found full (blocked_how() said so), as
+ * @a timeout_ms says, then writes the message into them. */
+static __attribute__((noinline)) int
+deliver_wait(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to, ringk_msg_type_t type,
+             uint32_t receiver, const void *payload, size_t length, int timeout_ms,
+             uint64_t *head_cache, const ringk_msg_t *remote_hdr)
+{
+    uint32_t ncells = RINGK_MSG_CELLS(length);
+    uint64_t pos    = 0;
+    int ret, sleeper;
+
+    ringk_flush_running(); /* never wait holding claimed cells their reader may need to pass */
+    ret = ringk_inbox_wait(to, ncells, timeout_ms, head_cache, &pos);
+    if ((ret != 0) || ((ret = inbox_claimed(to, ncells, pos, &sleeper)) != 0)) {
+        return ret;
+    }
+    msg_write(ctx, from, to, pos, ncells, sleeper, type, receiver, payload, length, remote_hdr);
     return 0;
+}
+
+/* Waits for a cell of route @a rt's target inbox, found full (blocked_how() said so), as
+ * @a timeout_ms says, opens a batch cell in it, and appends the message, as batch_send() would
+ * have. */
+static __attribute__((noinline)) int
+batch_wait(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt, ringk_msg_type_t type,
+           const void *payload, size_t length, int timeout_ms)
+{
+    uint64_t seq;
+    int ret;
+
+    ringk_flush_running(); /* never wait holding claimed cells their reader may need to pass */
+    ret = ringk_inbox_wait(rt->target, 1, timeout_ms, &rt->head_cache, &rt->batch_pos);
+    if ((ret != 0) ||
+        ((ret = inbox_claimed(rt->target, 1, rt->batch_pos, &rt->batch_sleeper)) != 0)) {
+        return ret;
+    }
+    seq = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+    batch_begin(ctx, from, rt, seq);
+    batch_append(from, rt, seq, type, payload, length, RINGK_BATCH_ENTRY(length));
+    return 0;
+}
+
+/* A message for @a to that found its inbox full: waits, or says why not (blocked_how()). */
+static __attribute__((noinline)) int
+deliver_blocked(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
+                ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
+                int timeout_ms, uint64_t *head_cache, const ringk_msg_t *remote_hdr)
+{
+    switch (blocked_how(timeout_ms)) {
+    case BLOCKED_REFUSE:
+        ringk_add_u64(&to->refused_full, 1);
+        return -EAGAIN;
+    case BLOCKED_DEFER:
+        return RINGK_WOULD_WAIT;
+    default:
+        return deliver_wait(ctx, from, to, type, receiver, payload, length, timeout_ms,
+                            head_cache, remote_hdr);
+    }
+}
+
+int ringk_deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
+                  ringk_msg_type_t type, uint32_t receiver, const void *payload, size_t length,
+                  int timeout_ms, uint64_t *head_cache, const ringk_msg_t *remote_hdr)
+{
+    uint64_t local_head = 0;
+    uint32_t ncells = RINGK_MSG_CELLS(length);
+    uint64_t pos = 0;
+    int ret, sleeper;
+
+    if (head_cache == NULL) {
+        head_cache = &local_head;
+    }
+    ret = inbox_claim(to, ncells, head_cache, &pos, &sleeper);
+    if (ret == SEND_FULL) {
+        return deliver_blocked(ctx, from, to, type, receiver, payload, length, timeout_ms,
+                               head_cache, remote_hdr);
+    }
+    if (ret == 0) {
+        msg_write(ctx, from, to, pos, ncells, sleeper, type, receiver, payload, length,
+                  remote_hdr);
+    }
+    return ret;
 }
 
 int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *hdr,
@@ -228,89 +335,122 @@ int ringk_deliver_hdr(ringk_ctx_t *ctx, ringk_kernel_t *to, const ringk_msg_t *h
                          hdr->length, timeout_ms, NULL, hdr);
 }
 
-/* ringk_send() of a kernel (not the host), once its arguments were checked. */
-static __attribute__((noinline)) int send_from(ringk_ctx_t *ctx, ringk_kernel_t *from,
-                                               unsigned i, ringk_msg_type_t type,
-                                               const void *payload, size_t length, int timeout_ms)
-{
-    route_t *route = &from->routes[i];
-    ringk_kernel_t *to;
+/* ---- one-way sends: ringk_send() and ringk_send_route() -------------------------------------
+ *
+ * Both entries check their arguments once and find the route (by name, by index, or one on the
+ * stack for the host), then call send_on(), which sends on it: to a local kernel into its
+ * inbox (batched with the sender's other small sends of the same dispatch-loop iteration, or
+ * alone), to a kernel of another process as one active message (net/). Neither ever waits:
+ * what could not go at once (no room, no credit, UCP busy) goes to send_blocked(), the one
+ * place that decides whether the send waits (ringk_wait.c), is deferred (in a receive
+ * callback), or fails. */
 
-    if (length > from->max_out) {
+/* A send on @a rt whose length or sender the route does not take (length >= rt->ok_len): the
+ * error, logged, as the first check that fails names it. */
+static __attribute__((noinline, cold)) int
+send_refused(ringk_ctx_t *ctx, const ringk_kernel_t *from, const route_t *rt, size_t length)
+{
+    if ((from != NULL) && (length > from->max_out)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes from '%s' exceeds its max_out %u",
                       length, from->name, from->max_out);
         return -EMSGSIZE;
     }
-    ringk_flush_running(); /* a remote send may wait for a credit */
-    to = route->target;
-    if (to == NULL) {
-        return ringk_remote_send(ctx, from, route->rank, route->remote_id, type, payload, length,
-                                 timeout_ms);
-    }
-    if (!route->allowed) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not subscribe to '%s'", to->name,
-                      from->name);
+    if (!rt->allowed) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s' does not subscribe to '%s'",
+                      rt->target->name, from->name);
         return -EPERM;
     }
-    if (length > to->max_in) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u",
-                      length, to->name, to->max_in);
-        return -EMSGSIZE;
-    }
-    return ringk_deliver(ctx, from, to, type, to->id, payload, length, timeout_ms,
-                         &route->head_cache, NULL);
+    ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u",
+                  length, rt->name, (rt->target != NULL) ? rt->target->max_in : 0);
+    return -EMSGSIZE;
 }
 
-/* ringk_send() of the host (no sending kernel). */
-static __attribute__((noinline)) int send_from_host(ringk_ctx_t *ctx, const char *to_name,
-                                                    ringk_msg_type_t type, const void *payload,
-                                                    size_t length, int timeout_ms)
+/* The send on @a rt that could not go at once, for @a why (SEND_FULL, SEND_FULL_BATCH,
+ * RINGK_REMOTE_NO_CREDIT, RINGK_REMOTE_BUSY, or RINGK_REMOTE_PENDING with @a req): waits as
+ * @a timeout_ms says, is deferred, or fails. The one place that decides it. */
+static __attribute__((noinline)) int
+send_blocked(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt, ringk_msg_type_t type,
+             const void *payload, size_t length, int timeout_ms, int why, void *req)
 {
-    ringk_kernel_t *to = ringk_kernel_lookup(ctx, to_name);
-    uint32_t id;
-    int rank;
+    blocked_t how = blocked_how(timeout_ms);
 
-    if (to == NULL) {
-        if ((ringk_remote_of(ctx) != NULL) &&
-            (ringk_remote_lookup(ctx, to_name, &rank, &id) == 0)) {
-            return ringk_remote_send(ctx, NULL, rank, id, type, payload, length, timeout_ms);
+    if (why == RINGK_REMOTE_PENDING) {
+        return ringk_wait_sent(ctx, rt->rank, req); /* it left; UCP reads the payload */
+    }
+    if ((why == RINGK_REMOTE_BUSY) && (how != BLOCKED_DEFER)) {
+        /* the immediate send failed, a send that may take a request does not */
+        how = BLOCKED_WAIT;
+    }
+    switch (how) {
+    case BLOCKED_REFUSE:
+        if (rt->kind == RINGK_ROUTE_LOCAL) {
+            ringk_add_u64(&rt->target->refused_full, 1);
         }
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "undeliverable: no kernel named '%s'", to_name);
-        return -ENOENT;
+        return -EAGAIN;
+    case BLOCKED_DEFER:
+        ringk_flush_running(); /* none is open while calls wait to be made */
+        return (from != NULL) ?
+               ringk_defer_call(ctx, RINGK_DEFER_SEND_ROUTE, from, (int)rt->index, NULL, type,
+                                payload, length, timeout_ms) :
+               ringk_defer_call(ctx, RINGK_DEFER_SEND, NULL, -1, rt->name, type, payload,
+                                length, timeout_ms);
+    default:
+        ringk_flush_running(); /* never wait holding claimed cells their reader may need */
+        if (rt->kind == RINGK_ROUTE_REMOTE) {
+            return ringk_wait_credit(ctx, from, rt, type, payload, length, timeout_ms);
+        }
+        if (why == SEND_FULL_BATCH) {
+            return batch_wait(ctx, from, rt, type, payload, length, timeout_ms);
+        }
+        return deliver_wait(ctx, from, rt->target, type, rt->target->id, payload, length,
+                            timeout_ms, &rt->head_cache, NULL);
     }
-    if (length > to->max_in) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "message of %zu bytes to '%s' exceeds its max_in %u",
-                      length, to->name, to->max_in);
-        return -EMSGSIZE;
-    }
-    return ringk_deliver(ctx, NULL, to, type, to->id, payload, length, timeout_ms, NULL, NULL);
 }
 
-/* ringk_send() on route @a i of @a from once its arguments were checked: resolves the route if
- * it has not been, then batches the send or sends it alone. */
-static int send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t type,
-                      const void *payload, size_t length, int timeout_ms)
+/* Sends one message as @a from (NULL: the host) on route @a rt, with arguments checked: the
+ * core of ringk_send() and ringk_send_route(). */
+static __attribute__((noinline)) int
+send_on(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt, ringk_msg_type_t type,
+        const void *payload, size_t length, int timeout_ms)
 {
-    int ret;
+    void *req = NULL;
+    uint32_t ncells;
+    uint64_t pos;
+    int ret, sleeper, batch = 0;
 
-    if (((from->routes[i].target == NULL) && (from->routes[i].rank < 0)) ||
-        (from->routes[i].gen != __atomic_load_n(&ctx->kernels_gen, __ATOMIC_ACQUIRE))) {
-        if (from->open_batches & (1u << i)) {
-            batch_flush(from, i); /* into the inbox it was claimed in */
+    if ((from != NULL) &&
+        __builtin_expect((rt->kind == RINGK_ROUTE_UNRESOLVED) ||
+                         (rt->gen != __atomic_load_n(&ctx->kernels_gen, __ATOMIC_ACQUIRE)), 0)) {
+        if (from->open_batches & rt->bit) {
+            batch_flush(from, rt->index); /* into the inbox it was claimed in */
         }
-        ret = ringk_route_resolve(ctx, from, i);
-        if (ret != 0) {
+        if ((ret = ringk_route_resolve(ctx, from, rt->index)) != 0) {
             return ret;
         }
     }
-    __atomic_store_n(&from->last_rt, &from->routes[i], __ATOMIC_RELAXED);
-    if ((ringk_tls_running == from) && (from->iter_sends++ > 0) && (type != RINGK_MSG_TERMINATE) &&
-        (length < from->routes[i].batch_lim)) {
-        /* sent from the sender's own handler, small, to a local kernel: batched with its other
-         * sends (batch_send); batch_lim holds the route's checks (max_out, max_in, allowed) */
-        return batch_send(ctx, from, i, type, payload, length, timeout_ms);
+    if (length >= rt->ok_len) {
+        return send_refused(ctx, from, rt, length);
     }
-    return send_from(ctx, from, i, type, payload, length, timeout_ms);
+    if ((from != NULL) && (ringk_tls_running == from)) {
+        __atomic_store_n(&from->last_rt, rt, __ATOMIC_RELAXED);
+        /* the first send of a dispatch-loop iteration goes out at once, later ones batched */
+        batch = (from->iter_sends++ > 0);
+    }
+    if (rt->kind == RINGK_ROUTE_REMOTE) {
+        ret = ringk_remote_send_try(ctx, from, rt, type, payload, length, 1, &req);
+    } else if (batch && (type != RINGK_MSG_TERMINATE) && (length < rt->batch_lim)) {
+        /* small, to a local kernel, from the sender's own handler: batch_lim held the checks */
+        ret = batch_send(ctx, from, rt, type, payload, length);
+    } else {
+        ncells = RINGK_MSG_CELLS(length);
+        ret    = inbox_claim(rt->target, ncells, &rt->head_cache, &pos, &sleeper);
+        if (ret == 0) {
+            msg_write(ctx, from, rt->target, pos, ncells, sleeper, type, rt->target->id,
+                      payload, length, NULL);
+        }
+    }
+    return (ret <= 0) ? ret :
+           send_blocked(ctx, from, rt, type, payload, length, timeout_ms, ret, req);
 }
 
 /* The arguments every send has, of public call @a fn: 0, or -EINVAL (logged). */
@@ -334,61 +474,71 @@ static int send_args_check(const char *fn, ringk_ctx_t *ctx, const ringk_kernel_
     return ringk_log_check_timeout(ctx, fn, timeout_ms);
 }
 
-static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
-                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms);
-
-/* ringk_send() but for its fast path. */
-static __attribute__((noinline)) int send_slow(ringk_ctx_t *ctx, ringk_kernel_t *from,
-                                               const char *to_name, ringk_msg_type_t type,
-                                               const void *payload, size_t length,
-                                               int timeout_ms)
+/* The route of a send that did not take an entry's fast path: by @a to_name (ringk_send) or
+ * by number @a route (ringk_send_route, @a to_name NULL, checked), of @a from; the host's send
+ * fills @a host_rt. NULL with *ret_p the error (logged). */
+static route_t *send_route_of(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
+                              int route, route_t *host_rt, int *ret_p)
 {
-    int ret, host;
+    route_t *rt;
+    int i;
 
-    if ((ret = send_args_check("ringk_send", ctx, from, payload, length, type,
-                               timeout_ms)) != 0) {
-        return ret;
-    }
     if (to_name == NULL) {
-        return ringk_log_bad_arg(ctx, "ringk_send", "to is NULL");
+        return &from->routes[route];
     }
-    if (ringk_tls_inline != NULL) {
-        if (ringk_tls_inline->defer_head != NULL) {
-            return ringk_defer_behind(ctx, RINGK_DEFER_SEND, from, -1, to_name, type, payload,
-                                      length, timeout_ms);
-        }
-        ret = send_named(ctx, from, to_name, type, payload, length, timeout_ms);
-        return (ret != RINGK_WOULD_WAIT) ? ret :
-               ringk_defer_call(ctx, RINGK_DEFER_SEND, from, -1, to_name, type, payload, length,
-                                timeout_ms);
-    }
-    host = ringk_host_enter(ctx); /* a thread outside the executors: a destroy waits for it */
-    ret  = send_named(ctx, from, to_name, type, payload, length, timeout_ms);
-    ringk_host_leave(ctx, host);
-    return ret;
-}
-
-/* ringk_send() once its arguments were checked. */
-static int send_named(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
-                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
-{
-    unsigned i;
-    int ret;
-
     if (from == NULL) {
-        return send_from_host(ctx, to_name, type, payload, length, timeout_ms);
+        *ret_p = ringk_route_host(ctx, to_name, host_rt);
+        return (*ret_p == 0) ? host_rt : NULL;
     }
     /* a kernel usually sends where it sent last: that route is tried first */
-    i = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED)->index;
-    if ((i >= from->publishes_to.count) ||
-        !ringk_route_name_eq(&from->routes[i], from->publishes_to.names[i], to_name)) {
-        ret = ringk_route_index(ctx, from, to_name);
-        if (ret < 0) {
-            return ret;
-        }
-        i = (unsigned)ret;
+    rt = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED);
+    if ((rt->index < from->publishes_to.count) &&
+        ringk_route_name_eq(rt, from->publishes_to.names[rt->index], to_name)) {
+        return rt;
     }
-    return send_route(ctx, from, i, type, payload, length, timeout_ms);
+    if ((i = ringk_route_index(ctx, from, to_name)) < 0) {
+        *ret_p = i;
+        return NULL;
+    }
+    return &from->routes[i];
+}
+
+/* ringk_send() (@a by_name, to @a to_name) or ringk_send_route() (on @a route) but for their
+ * fast paths: every check, the call queued behind the calls its handler deferred, the route. */
+static __attribute__((noinline)) int
+send_entry(ringk_ctx_t *ctx, ringk_kernel_t *from, int by_name, const char *to_name, int route,
+           ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    const char *fn = by_name ? "ringk_send" : "ringk_send_route";
+    route_t host_rt, *rt;
+    int ret, host;
+
+    if ((ret = send_args_check(fn, ctx, from, payload, length, type, timeout_ms)) != 0) {
+        return ret;
+    }
+    if (by_name && (to_name == NULL)) {
+        return ringk_log_bad_arg(ctx, fn, "to is NULL");
+    }
+    if (!by_name && (from == NULL)) {
+        return ringk_log_bad_arg(ctx, fn, "from is NULL (routes are a kernel's)");
+    }
+    if (!by_name && ((route < 0) || ((unsigned)route >= from->publishes_to.count))) {
+        return ringk_log_bad_arg(ctx, fn, "kernel '%s': route %d does not exist (it has %u)",
+                                 from->name, route, from->publishes_to.count);
+    }
+    if ((ringk_tls_inline != NULL) && (ringk_tls_inline->defer_head != NULL)) {
+        /* in a receive callback, behind the calls its handler deferred: in order with them */
+        return ringk_defer_behind(ctx, by_name ? RINGK_DEFER_SEND :
+                                  RINGK_DEFER_SEND_ROUTE, from, route, to_name, type, payload,
+                                  length, timeout_ms);
+    }
+    host = ringk_host_enter(ctx); /* a thread outside the executors: a destroy waits for it */
+    rt   = send_route_of(ctx, from, to_name, route, &host_rt, &ret);
+    if (rt != NULL) {
+        ret = send_on(ctx, from, rt, type, payload, length, timeout_ms);
+    }
+    ringk_host_leave(ctx, host);
+    return ret;
 }
 
 /* The fast path of ringk_send() and ringk_send_route(): appends to the open batch cell of route
@@ -418,69 +568,9 @@ batch_fast(ringk_kernel_t *from, route_t *rt, ringk_msg_type_t type, const void 
     return 1;
 }
 
-/* The fast path of a send from a kernel's own handler on route @a i, resolved to a kernel of
- * another process: what send_route() and send_from() would check and do, without their calls
- * (their calls are a large part of a cross-process round trip). Returns 1 with the
- * result in *ret_p, or 0 when the send needs the full path, having changed nothing. */
-static inline __attribute__((always_inline)) int
-remote_fast(ringk_ctx_t *ctx, ringk_kernel_t *from, unsigned i, ringk_msg_type_t type,
-            const void *payload, size_t length, int timeout_ms, int *ret_p)
-{
-    const route_t *rt = &from->routes[i];
-
-    if ((rt->target != NULL) || (rt->rank < 0) || ((unsigned)type > RINGK_MSG_TERMINATE) ||
-        (length > from->max_out)) {
-        return 0;
-    }
-    __atomic_store_n(&from->last_rt, &from->routes[i], __ATOMIC_RELAXED);
-    from->iter_sends++;
-    if (from->open_batches != 0) {
-        ringk_batch_flush_all(from); /* a remote send may wait for a credit */
-    }
-    *ret_p = ringk_remote_send(ctx, from, rt->rank, rt->remote_id, type, payload, length,
-                               timeout_ms);
-    return 1;
-}
-
-/* ringk_send() whose batched fast path did not take the message, though the sender's own
- * handler sends on the route it used last (from->last_rt, which names @a to_name): the short
- * path to another process, a new batch cell, the full remote path, or send_slow(). */
-static __attribute__((noinline)) int send_last_route(ringk_ctx_t *ctx, ringk_kernel_t *from,
-                                                     const char *to_name, ringk_msg_type_t type,
-                                                     const void *payload, size_t length,
-                                                     int timeout_ms)
-{
-    unsigned i = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED)->index;
-    int ret;
-
-    /* to another process: its short path first, which sends now or changes nothing */
-    if ((from->routes[i].remote_ep != NULL) &&
-        ((ret = ringk_remote_send_last(from, type, payload, length)) != RINGK_REMOTE_FULL_PATH)) {
-        return ret;
-    }
-    if (from->defer_head != NULL) {
-        return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
-    }
-    if ((from->routes[i].target != NULL) && (from->iter_sends != 0) &&
-        (from->routes[i].gen == __atomic_load_n(&ctx->kernels_gen, __ATOMIC_ACQUIRE)) &&
-        ((unsigned)type < RINGK_MSG_TERMINATE) && (length < from->routes[i].batch_lim) &&
-        (ringk_tls_inline == NULL)) {
-        /* its batch cell is full (or the receiver terminating): what send_route() would do */
-        from->iter_sends++;
-        return batch_send(ctx, from, i, type, payload, length, timeout_ms);
-    }
-    if (remote_fast(ctx, from, i, type, payload, length, timeout_ms, &ret)) {
-        return (ret != RINGK_WOULD_WAIT) ? ret :
-               ringk_defer_call(ctx, RINGK_DEFER_SEND, from, -1, to_name, type, payload, length,
-                                timeout_ms);
-    }
-    return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
-}
-
-/* The batched fast path (batch_fast()), else send_last_route() (with the short path to another
- * process, ringk_remote_send_last(), first) or send_slow(), which checks everything again. The
- * batched path makes no call (the others are tail calls), so the function saves few registers
- * (two with GCC 12 at -O2): the local one-way throughput is bound by it. */
+/* The batched fast path (batch_fast()), else send_on() on the route the sender used last, else
+ * send_entry(), which checks everything. The batched path makes no call (the others are tail
+ * calls), so the function saves few registers: the local one-way throughput is bound by it. */
 int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
                ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
@@ -489,80 +579,22 @@ int ringk_send(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name,
     if ((from != NULL) && (ringk_tls_running == from) && (ctx == from->ctx) &&
         (to_name != NULL) && ((payload != NULL) || (length == 0)) &&
         ((unsigned)type <= RINGK_MSG_TERMINATE) && (timeout_ms >= RINGK_WAIT_FOREVER)) {
-        /* a route past publishes_to.count is named "" and never opens a cell: the checks of
-         * send_last_route() and send_slow() refuse it */
+        /* a route past publishes_to.count is named "" and never opens a cell */
         rt = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED);
         if (ringk_route_name_eq(rt, from->publishes_to.names[rt->index], to_name)) {
             /* no cell is open while calls of the handler wait to be made (ringk_defer_call) */
             if (batch_fast(from, rt, type, payload, length)) {
                 return 0;
             }
-            return send_last_route(ctx, from, to_name, type, payload, length, timeout_ms);
+            if ((from->defer_head == NULL) && (rt->index < from->publishes_to.count)) {
+                return send_on(ctx, from, rt, type, payload, length, timeout_ms);
+            }
         }
     }
-    return send_slow(ctx, from, to_name, type, payload, length, timeout_ms);
+    return send_entry(ctx, from, 1, to_name, -1, type, payload, length, timeout_ms);
 }
 
-/* ringk_send_route() but for its fast path. */
-static __attribute__((noinline)) int send_route_slow(ringk_ctx_t *ctx, ringk_kernel_t *from,
-                                                     int route, ringk_msg_type_t type,
-                                                     const void *payload, size_t length,
-                                                     int timeout_ms)
-{
-    int ret, host;
-
-    if ((ret = send_args_check("ringk_send_route", ctx, from, payload, length, type,
-                               timeout_ms)) != 0) {
-        return ret;
-    }
-    if (from == NULL) {
-        return ringk_log_bad_arg(ctx, "ringk_send_route", "from is NULL (routes are a "
-                                 "kernel's)");
-    }
-    if ((route < 0) || ((unsigned)route >= from->publishes_to.count)) {
-        return ringk_log_bad_arg(ctx, "ringk_send_route", "kernel '%s': route %d does not "
-                                 "exist (it has %u)", from->name, route,
-                                 from->publishes_to.count);
-    }
-    if ((ringk_tls_inline != NULL) && (ringk_tls_inline->defer_head != NULL)) {
-        return ringk_defer_behind(ctx, RINGK_DEFER_SEND_ROUTE, from, route, NULL, type, payload,
-                                  length, timeout_ms);
-    }
-    host = ringk_host_enter(ctx);
-    ret  = send_route(ctx, from, (unsigned)route, type, payload, length, timeout_ms);
-    ringk_host_leave(ctx, host);
-    return (ret != RINGK_WOULD_WAIT) ? ret :
-           ringk_defer_call(ctx, RINGK_DEFER_SEND_ROUTE, from, route, NULL, type, payload, length,
-                            timeout_ms);
-}
-
-/* ringk_send_route() from the sender's own handler whose batched path did not take the
- * message: the short path to another process, the full remote path, or send_route_slow(). */
-static __attribute__((noinline)) int send_route_other(ringk_ctx_t *ctx, ringk_kernel_t *from,
-                                                      int route, ringk_msg_type_t type,
-                                                      const void *payload, size_t length,
-                                                      int timeout_ms)
-{
-    int ret;
-
-    /* to another process: its short path first, which sends now or changes nothing */
-    if (from->routes[route].remote_ep != NULL) {
-        __atomic_store_n(&from->last_rt, &from->routes[route], __ATOMIC_RELAXED);
-        ret = ringk_remote_send_last(from, type, payload, length);
-        if (ret != RINGK_REMOTE_FULL_PATH) {
-            return ret;
-        }
-    }
-    if ((from->defer_head == NULL) &&
-        remote_fast(ctx, from, (unsigned)route, type, payload, length, timeout_ms, &ret)) {
-        return (ret != RINGK_WOULD_WAIT) ? ret :
-               ringk_defer_call(ctx, RINGK_DEFER_SEND_ROUTE, from, route, NULL, type, payload,
-                                length, timeout_ms);
-    }
-    return send_route_slow(ctx, from, route, type, payload, length, timeout_ms);
-}
-
-/* As ringk_send(): the batched path makes no call, the others are tail calls. */
+/* As ringk_send(), by route number. */
 int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_msg_type_t type,
                      const void *payload, size_t length, int timeout_ms)
 {
@@ -573,7 +605,9 @@ int ringk_send_route(ringk_ctx_t *ctx, ringk_kernel_t *from, int route, ringk_ms
         if (batch_fast(from, &from->routes[route], type, payload, length)) {
             return 0;
         }
-        return send_route_other(ctx, from, route, type, payload, length, timeout_ms);
+        if (from->defer_head == NULL) {
+            return send_on(ctx, from, &from->routes[route], type, payload, length, timeout_ms);
+        }
     }
-    return send_route_slow(ctx, from, route, type, payload, length, timeout_ms);
+    return send_entry(ctx, from, 0, NULL, route, type, payload, length, timeout_ms);
 }

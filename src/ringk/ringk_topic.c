@@ -156,6 +156,7 @@ int ringk_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *topic, con
     }
     if (ringk_tls_inline != NULL) {
         /* a publish may wait (room, credits, its active messages): after the callback */
+        ringk_flush_running();
         return ringk_defer_call(ctx, RINGK_DEFER_PUBLISH, from, -1, topic, RINGK_MSG_DATA, payload,
                                 length, timeout_ms);
     }

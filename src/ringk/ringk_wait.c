@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libringk: a send's wait for room in a full inbox: timeouts, warnings, and the detection of
- * wait cycles (deadlocks) between kernels. */
+/* libringk: the waits of a send that could not go at once (its slow path decides that it
+ * waits): for room in a full inbox, with timeouts, warnings and the detection of wait cycles
+ * (deadlocks) between kernels; for a credit of a kernel of another process; for UCP to send
+ * a message that is on its way. */
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
 #include "ringk_exec.h"
 #include "ringk_internal.h"
+#include "net/ringk_net.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -135,13 +138,6 @@ ringk_inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *
     ringk_ctx_t *pool = NULL;
     int ret;
 
-    if (timeout_ms == RINGK_WAIT_NONE) {
-        ringk_add_u64(&to->refused_full, 1);
-        return -EAGAIN;
-    }
-    if (ringk_tls_inline != NULL) {
-        return RINGK_WOULD_WAIT; /* to's executor may itself wait for the worker's lock */
-    }
     ringk_wait_prepare();
     start       = ringk_now_ns();
     deadline    = (timeout_ms < 0) ? UINT64_MAX : start + (uint64_t)timeout_ms * 1000000u;
@@ -199,4 +195,70 @@ void ringk_wait_warn(ringk_ctx_t *ctx, uint64_t since_ns, uint64_t now_ns, uint6
                   "cycle?)", self ? "kernel '" : "a thread outside the kernels",
                   self ? self->name : "", self ? "'" : "", (double)(now_ns - since_ns) / 1e9,
                   what);
+}
+
+
+/* ---- a send to another process ------------------------------------------------------------- */
+
+int ringk_wait_sent(ringk_ctx_t *ctx, int rank, void *req)
+{
+    const uint64_t every = (uint64_t)ctx->wait_warn_ms * 1000000u;
+    uint64_t start = 0, next = 0, now;
+    int ret;
+
+    /* a kernel thread that polled may be the one waiting: the progress thread must not nap */
+    ringk_remote_unpoll(ctx);
+    while ((ret = ringk_remote_request_test(ctx, rank, req)) == RINGK_REMOTE_PENDING) {
+        if (every != 0) {
+            now = ringk_now_ns();
+            if (start == 0) {
+                start = now;
+                next  = now + every;
+            } else if (now >= next) {
+                next = now + every;
+                ringk_log_msg(ctx, RINGK_LOG_WARN, "a message to process %d (active message "
+                              "%u) has waited %.1f s to leave: UCP has not sent it (does the "
+                              "process take messages in?)", rank, RINGK_REMOTE_AM_MSG,
+                              (double)(now - start) / 1e9);
+            }
+        }
+        sched_yield();
+    }
+    return ret;
+}
+
+int ringk_wait_credit(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t *rt,
+                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
+{
+    uint64_t start = 0, deadline = 0, warn_next = 0, now;
+    char what[RINGK_NAME_MAX + 64];
+    void *req = NULL;
+    int ret;
+
+    /* a send that may take a request: it never ends UCP-busy */
+    while ((ret = ringk_remote_send_try(ctx, from, rt, type, payload, length, 0, &req)) ==
+           RINGK_REMOTE_NO_CREDIT) {
+        if (timeout_ms == RINGK_WAIT_NONE) {
+            return -EAGAIN;
+        }
+        now = ringk_now_ns();
+        if (deadline == 0) {
+            start    = now;
+            deadline = (timeout_ms < 0) ? UINT64_MAX : now + (uint64_t)timeout_ms * 1000000u;
+            ringk_wait_prepare();
+        }
+        if (now > deadline) {
+            return -ETIMEDOUT;
+        }
+        if ((ctx->wait_warn_ms != 0) && ((warn_next == 0) || (now >= warn_next))) {
+            ringk_remote_wait_what(ctx, rt->rank, rt->remote_id, what, sizeof(what));
+            ringk_wait_warn(ctx, start, now, &warn_next, what);
+        }
+        /* credits come back through the worker: this thread progresses it, or lets the
+         * thread that does run */
+        if (ringk_remote_poll(ctx) == 0) {
+            sched_yield();
+        }
+    }
+    return (ret == RINGK_REMOTE_PENDING) ? ringk_wait_sent(ctx, rt->rank, req) : ret;
 }

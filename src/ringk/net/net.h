@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <ucp/api/ucp.h>
 
-#define RINGK_AM_MSG      17   /* UCP AM id of K2K messages */
+#define RINGK_AM_MSG      RINGK_REMOTE_AM_MSG /* UCP AM id of K2K messages (17) */
 #define RINGK_AM_TOPIC    18   /* UCP AM id of topic publishes (one per destination process) */
 #define RINGK_AM_BARRIER  19   /* UCP AM id of barrier arrivals (to rank 0) and releases */
 #define RINGK_AM_BYE      20   /* UCP AM id of "this process leaves the job" */
@@ -120,8 +120,9 @@ ucs_status_t net_am_credit_recv(void *arg, const void *header, size_t header_len
                                 void *data, size_t length, const ucp_am_recv_param_t *param);
 /** Returns the credits queued by net_credit_owe(); not from inside an AM callback. */
 void net_credits_return(ringk_remote_t *r);
-/** Waits for a credit for kernel @a id of process @a rank as @a timeout_ms says: 0 with the
- *  credit taken, or -EAGAIN, -ETIMEDOUT, -EPIPE, RINGK_WOULD_WAIT. */
+/** Waits for a credit for slot @a id of process @a rank (the publishes of
+ *  ringk_remote_publish) as @a timeout_ms says: 0 with the credit taken, or -EAGAIN,
+ *  -ETIMEDOUT, -EPIPE. */
 int net_credit_wait(ringk_ctx_t *ctx, int rank, uint32_t id, int timeout_ms);
 
 /* net_send.c */

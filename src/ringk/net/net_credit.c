@@ -68,10 +68,10 @@ ucs_status_t net_am_credit_recv(void *arg, const void *header, size_t header_len
     return UCS_OK;
 }
 
-/* What a send waiting for credits of slot @a id of process @a rank waits for, in words. */
-static void remote_wait_what(const ringk_remote_t *r, int rank, uint32_t id, char *buf,
-                             size_t size)
+void ringk_remote_wait_what(const ringk_ctx_t *ctx, int rank, uint32_t id, char *buf,
+                            size_t size)
 {
+    const ringk_remote_t *r = ctx->remote;
     const dir_entry_t *e;
     int i;
 
@@ -116,7 +116,7 @@ __attribute__((noinline)) int net_credit_wait(ringk_ctx_t *ctx, int rank, uint32
             return -ETIMEDOUT;
         }
         if ((ctx->wait_warn_ms != 0) && ((warn_next == 0) || (now * 1000000u >= warn_next))) {
-            remote_wait_what(r, rank, id, what, sizeof(what));
+            ringk_remote_wait_what(ctx, rank, id, what, sizeof(what));
             ringk_wait_warn(ctx, start * 1000000u, now * 1000000u, &warn_next, what);
         }
         if (ringk_remote_poll(ctx) == 0) {

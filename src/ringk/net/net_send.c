@@ -123,8 +123,8 @@ ucs_status_t net_am_send_async(ringk_remote_t *r, int rank, unsigned id, const v
 /* Eager active messages: constant parameters, not built on the stack for every send. */
 static const ucp_request_param_t am_eager_param = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                                                    .flags = UCP_AM_SEND_FLAG_EAGER};
-/* From a handler run in a receive callback (ringk_tls_inline): sent at once or not at all
- * (UCS_ERR_NO_RESOURCE), never a request that only progressing the worker completes. */
+/* A send that leaves at once or not at all (UCS_ERR_NO_RESOURCE), never a request that only
+ * progressing the worker completes (a handler run in a receive callback cannot wait for one). */
 static const ucp_request_param_t am_now_param = {
     .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
     .flags        = UCP_AM_SEND_FLAG_EAGER};
@@ -194,66 +194,6 @@ static void remote_msg_init(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_msg_t 
     msg->timestamp = ringk_sender_stamp(ctx, from);
 }
 
-int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
-                      ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
-{
-    ringk_remote_t *r = ctx->remote;
-    wire_msg_t w;
-    size_t hlen = RINGK_WIRE_MSG_SHORT;
-    ucs_status_ptr_t req;
-    ucs_status_t status;
-    int ret;
-
-    if ((rank < 0) || (rank >= ctx->job.size) || (rank == ctx->job.rank) || (id == 0) ||
-        (id > RINGK_MAX_KERNELS) || __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE)) {
-        return -EPIPE;
-    }
-    /* backpressure: the receiving kernel's inbox and this process's share of its backlog are
-     * full until it returns credits */
-    if (!net_credit_take(r, rank, id)) {
-        if ((ringk_tls_inline != NULL) && (timeout_ms != RINGK_WAIT_NONE)) {
-            return RINGK_WOULD_WAIT; /* credits come back only through the worker */
-        }
-        ret = net_credit_wait(ctx, rank, id, timeout_ms);
-        if (ret != 0) {
-            return ret;
-        }
-    }
-    w.sender = ringk_sender_of(ctx, from);
-    w.dst    = (uint16_t)id;
-    w.type   = (uint8_t)type;
-    w.flags  = 0;
-    w.seq    = ringk_sender_next_seq(ctx, from);
-    if ((from != NULL) && from->timestamps) {
-        w.timestamp = ringk_sender_stamp(ctx, from);
-        w.flags     = RINGK_WIRE_TIMESTAMP;
-        hlen        = sizeof(w);
-    }
-    /* one active message (the process was alive at the top; net_credit_wait checked it since) */
-    req = ucp_am_send_nbx(r->eps[rank], RINGK_AM_MSG, &w, hlen, payload, length,
-                          (ringk_tls_inline == NULL) ? &am_eager_param : &am_now_param);
-    if ((ringk_tls_inline != NULL) && (req == UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE))) {
-        /* not sent: as if never tried (the sequence number back), then again after the
-         * callback. A host send cannot take back its number: the host's sequence has a gap. */
-        net_credit_give_back(r, rank, id);
-        if (from != NULL) {
-            ringk_kernel_unsend(from, w.seq);
-        }
-        return (timeout_ms == RINGK_WAIT_NONE) ? -EAGAIN : RINGK_WOULD_WAIT;
-    }
-    status = UCS_PTR_IS_PTR(req) ? am_request_wait(r, rank, RINGK_AM_MSG, req)
-                                 : UCS_PTR_STATUS(req);
-    if (status != UCS_OK) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
-                      ucs_status_string(status));
-        return -EPIPE;
-    }
-    if (from != NULL) {
-        ringk_kernel_sent(from, 1);
-    }
-    return 0;
-}
-
 void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt)
 {
     ringk_remote_t *r = ctx->remote;
@@ -264,36 +204,80 @@ void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route
     rt->remote_ep     = r->eps[rt->rank];
 }
 
-int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
-                           size_t length)
+int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t *rt,
+                          ringk_msg_type_t type, const void *payload, size_t length, int now,
+                          void **req_p)
 {
-    const route_t *rt = __atomic_load_n(&from->last_rt, __ATOMIC_RELAXED);
-    uint32_t *c       = rt->remote_credit;
-    uint32_t cur      = __atomic_load_n(c, __ATOMIC_RELAXED);
-    uint64_t seq      = __atomic_load_n(&from->seq, __ATOMIC_RELAXED);
+    uint32_t *c  = rt->remote_credit;
+    uint32_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
+    size_t hlen  = RINGK_WIRE_MSG_SHORT;
     ucs_status_ptr_t req;
     wire_msg_t w;
 
-    /* queued behind deferred calls, an error to report, a wait, or a timestamp: the full path */
-    if ((from->defer_head != NULL) || ((unsigned)type > RINGK_MSG_TERMINATE) ||
-        (length > from->max_out) || (cur == 0) || from->timestamps ||
-        __atomic_load_n(rt->remote_dead, __ATOMIC_ACQUIRE) ||
-        !__atomic_compare_exchange_n(c, &cur, cur - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-        return RINGK_REMOTE_FULL_PATH;
+    if (__atomic_load_n(rt->remote_dead, __ATOMIC_ACQUIRE)) {
+        return -EPIPE;
     }
+    /* backpressure: the receiving kernel's inbox and this process's share of its backlog are
+     * full until it returns credits */
+    do {
+        if (cur == 0) {
+            return RINGK_REMOTE_NO_CREDIT;
+        }
+    } while (!__atomic_compare_exchange_n(c, &cur, cur - 1, 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_RELAXED));
     w.sender = rt->remote_sender;
     w.dst    = (uint16_t)rt->remote_id;
     w.type   = (uint8_t)type;
     w.flags  = 0;
-    w.seq    = seq;
-    /* sent at once or not at all (then by the full path, which may wait or defer) */
-    req = ucp_am_send_nbx(rt->remote_ep, RINGK_AM_MSG, &w, RINGK_WIRE_MSG_SHORT, payload,
-                          length, &am_now_param);
-    if (ucs_unlikely(req != NULL)) {
-        __atomic_add_fetch(c, 1, __ATOMIC_RELEASE); /* the credit back */
-        return RINGK_REMOTE_FULL_PATH;
+    /* a kernel's number is taken once the message left (one thread at a time sends as a
+     * kernel); the host's, which any thread sends as, now: a host send not sent leaves a gap */
+    w.seq = (from != NULL) ? __atomic_load_n(&from->seq, __ATOMIC_RELAXED)
+                           : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
+    if ((from != NULL) && from->timestamps) {
+        w.timestamp = ringk_sender_stamp(ctx, from);
+        w.flags     = RINGK_WIRE_TIMESTAMP;
+        hlen        = sizeof(w);
     }
-    ringk_kernel_sent_fast(from, seq); /* one thread at a time sends as a kernel */
+    req = ucp_am_send_nbx(rt->remote_ep, RINGK_AM_MSG, &w, hlen, payload, length,
+                          now ? &am_now_param : &am_eager_param);
+    if (ucs_likely(req == NULL)) {
+        if (from != NULL) {
+            __atomic_store_n(&from->seq, w.seq + 1, __ATOMIC_RELAXED);
+            ringk_kernel_sent(from, 1);
+        }
+        return 0;
+    }
+    if (UCS_PTR_IS_PTR(req)) {
+        /* on its way, reading the payload until UCP completes it */
+        if (from != NULL) {
+            __atomic_store_n(&from->seq, w.seq + 1, __ATOMIC_RELAXED);
+            ringk_kernel_sent(from, 1);
+        }
+        *req_p = req;
+        return RINGK_REMOTE_PENDING;
+    }
+    __atomic_add_fetch(c, 1, __ATOMIC_RELEASE); /* the credit back */
+    if (req == UCS_STATUS_PTR(UCS_ERR_NO_RESOURCE)) {
+        return RINGK_REMOTE_BUSY; /* as if never tried */
+    }
+    ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rt->rank,
+                  ucs_status_string(UCS_PTR_STATUS(req)));
+    return -EPIPE;
+}
+
+int ringk_remote_request_test(ringk_ctx_t *ctx, int rank, void *req)
+{
+    ucs_status_t status = ucp_request_check_status(req);
+
+    if (status == UCS_INPROGRESS) {
+        return RINGK_REMOTE_PENDING;
+    }
+    ucp_request_free(req);
+    if (status != UCS_OK) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "send to process %d failed: %s", rank,
+                      ucs_status_string(status));
+        return -EPIPE;
+    }
     return 0;
 }
 

@@ -44,26 +44,33 @@ int ringk_remote_barrier_send(ringk_ctx_t *ctx, int rank, const char *name, uint
 void ringk_remote_barrier_release(ringk_ctx_t *ctx, const char *name, uint64_t gen);
 /** Finds a kernel of another process by name: rank and its local id. */
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
-/** Sends one message to kernel @a id of process @a rank as one active message, once it has a
- * credit for that kernel (waiting as @a timeout_ms says: -EAGAIN, -ETIMEDOUT). */
-int ringk_remote_send(ringk_ctx_t *ctx, ringk_kernel_t *from, int rank, uint32_t id,
-                      ringk_msg_type_t type, const void *payload, size_t length,
-                      int timeout_ms);
-/** Fills the remote fields of @a rt, a route of @a from resolved to kernel rt->remote_id of
- *  process rt->rank, for ringk_remote_send_last(). */
+/** Fills the remote fields of @a rt, a route of @a from (NULL: the host) resolved to kernel
+ *  rt->remote_id of process rt->rank, for ringk_remote_send_try(). */
 void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);
-/** What ringk_remote_send_last() returns when it did not send: nothing changed, and the caller
- *  takes its full path (a positive value: no errno). */
-#define RINGK_REMOTE_FULL_PATH 1
-/** The fast path of ringk_send() and ringk_send_route() from kernel @a from's own handler on
- *  its route from->last_rt, resolved to a kernel of another process: takes a credit and sends
- *  the message as one eager active message that leaves at once, and returns 0. When it cannot
- *  (deferred calls queued, bad type or length, no credit left or another thread taking one,
- *  the process gone, timestamps on, or UCP did not send it at once, for lack of resources or
- *  an error) it changes nothing and returns RINGK_REMOTE_FULL_PATH. It never waits and calls
- *  nothing of the runtime. */
-int ringk_remote_send_last(ringk_kernel_t *from, ringk_msg_type_t type, const void *payload,
-                           size_t length);
+/** The UCP active-message id a message of ringk_remote_send_try() travels as. */
+#define RINGK_REMOTE_AM_MSG 17
+/* What ringk_remote_send_try() returns besides 0 and a negative errno (positive: no errno). */
+#define RINGK_REMOTE_NO_CREDIT 1 /* no credit for the target: nothing sent, nothing changed */
+#define RINGK_REMOTE_BUSY      2 /* UCP could not send it at once: nothing sent or changed */
+#define RINGK_REMOTE_PENDING   3 /* on its way: UCP reads the payload until the request the
+                                  * call gave completes (ringk_remote_request_test) */
+/** Sends one message as kernel @a from (NULL: the host) on @a rt, a route resolved to a kernel
+ *  of another process, as one eager active message, when a credit for that kernel is left:
+ *  0 (it left), RINGK_REMOTE_PENDING (it is leaving: *@a req_p, which the caller tests until it
+ *  completes, the payload kept until then), RINGK_REMOTE_NO_CREDIT, RINGK_REMOTE_BUSY (with
+ *  @a now only: UCP could not send it at once), or -EPIPE (the process is gone, or UCP failed
+ *  the send: logged). It never waits and calls nothing of the runtime but what
+ *  ringk_internal.h declares; what a send that could not go does is the caller's choice. */
+int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t *rt,
+                          ringk_msg_type_t type, const void *payload, size_t length, int now,
+                          void **req_p);
+/** Whether a send that ringk_remote_send_try() left on its way to process @a rank (@a req) has
+ *  completed: 0 (then the request is freed), RINGK_REMOTE_PENDING, or -EPIPE (failed: logged,
+ *  freed). It never waits. */
+int ringk_remote_request_test(ringk_ctx_t *ctx, int rank, void *req);
+/** What a send waiting for a credit of kernel @a id of process @a rank waits for, in words. */
+void ringk_remote_wait_what(const ringk_ctx_t *ctx, int rank, uint32_t id, char *buf,
+                            size_t size);
 
 /* ---- job bootstrap (ringk_job.c) ---- */
 
