@@ -25,8 +25,15 @@ if ! apt-get source -q "ucx=$deb_ver" >"$cache/apt-source.log" 2>&1; then
     echo "fetch-ucx-src: 'apt-get source ucx=$deb_ver' failed; is deb-src enabled (contrib/setup.sh)?" >&2
     exit 1
 fi
+# apt-get source unpacks into ucx-<upstream version of the package>, which may differ from what
+# pkg-config says: a repacked source (1.18.1+ds) or a release candidate (1.23.0~rc1 for 1.23.0)
+up=${deb_ver#*:}
+up=${up%-*}
+if [ "$up" != "$ver" ] && [ -d "$cache/ucx-$up" ] && [ ! -e "$dir" ]; then
+    mv "$cache/ucx-$up" "$dir"
+fi
 if [ ! -f "$dir/src/uct/base/uct_iface.h" ]; then
-    echo "fetch-ucx-src: expected $dir after apt-get source" >&2
+    echo "fetch-ucx-src: expected $dir (or $cache/ucx-$up) after apt-get source" >&2
     exit 1
 fi
 echo "$dir"

@@ -20,6 +20,9 @@ AC_DEFUN([RINGK_UCX_PROBE], [
 AC_DEFUN([RINGK_CHECK_UCX], [
     PKG_CHECK_MODULES([UCX], [ucx], [],
         [AC_MSG_ERROR([UCX development files not found (pkg-config ucx); on Debian: apt-get install libucx-dev ucx-utils, or run contrib/setup.sh])])
+    # UCX's headers are a dependency's: included as system headers, so that warnings in them
+    # (UCX 1.22's ucp.h trips -Wsign-compare) are not taken for ringk's own
+    UCX_CFLAGS=`echo " $UCX_CFLAGS" | sed 's/ -I */ -isystem /g'`
     UCX_VERSION=`$PKG_CONFIG --modversion ucx`
     UCX_PREFIX=`$PKG_CONFIG --variable=prefix ucx`
     UCX_LIBDIR=`$PKG_CONFIG --variable=libdir ucx`

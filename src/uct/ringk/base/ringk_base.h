@@ -70,6 +70,12 @@ ucs_status_t uct_ringk_iface_policy(const uct_ringk_iface_config_t *config,
 const char *uct_ringk_setting(const char *value, const char *ucx_name, const char *plain,
                               const char **name_p);
 
+/** One data-trace line per RMA operation of endpoint @a _ep (UCX_LOG_LEVEL=data), as UCX's
+ *  own transports print them; nothing where UCX was built without data traces. */
+#define UCT_RINGK_TRACE_RMA(_ep, _op, _length, _remote_addr) \
+    ucs_trace_data("ringk ep %p: %s of %zu bytes at remote 0x%" PRIx64, (void*)(_ep), _op, \
+                   (size_t)(_length), (uint64_t)(_remote_addr))
+
 /** Which device of the ringk transport an address belongs to: UCP offers every address of a
  * transport to every iface of it, so each iface takes only its own kind. */
 enum {

@@ -314,19 +314,21 @@ uct_ringk_ep_am_common_send(uct_ep_h tl_ep, uint8_t id, uct_ringk_am_kind_t kind
             return status;
         }
     }
+    /* the message as the receiver gets it (header and payload, contiguous in the cells), read
+     * before the publish: after it the receiver may release the cells to another sender */
+    uct_iface_trace_am(&iface->super.super, UCT_AM_TRACE_TYPE_SEND, id,
+                       ringk_ring_payload(&ep->ring, pos), total, "TX: AM_%s",
+                       (kind == UCT_RINGK_AM_SHORT) ? "SHORT" :
+                       (kind == UCT_RINGK_AM_SHORT_IOV) ? "SHORT_IOV" :
+                       (kind == UCT_RINGK_AM_BCOPY) ? "BCOPY" : "ZCOPY");
     ringk_ring_publish(&ep->ring, pos, total, ncells, id, 0);
     uct_ringk_ep_signal(ep);
     switch (kind) {
     case UCT_RINGK_AM_SHORT:
-        uct_iface_trace_am(&iface->super.super, UCT_AM_TRACE_TYPE_SEND, id, &a->header,
-                           a->length, "TX: AM_SHORT");
-        /* fall through */
     case UCT_RINGK_AM_SHORT_IOV:
         UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
         return UCS_OK;
     case UCT_RINGK_AM_BCOPY:
-        uct_iface_trace_am(&iface->super.super, UCT_AM_TRACE_TYPE_SEND, id,
-                           ringk_ring_payload(&ep->ring, pos), total, "TX: AM_BCOPY");
         UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, total);
         return total;
     default:

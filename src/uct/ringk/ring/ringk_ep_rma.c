@@ -288,6 +288,7 @@ ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned
                                                 "put_short");
 
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    UCT_RINGK_TRACE_RMA(ep, "put_short", length, remote_addr);
     return status;
 }
 
@@ -305,6 +306,7 @@ ssize_t uct_ringk_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void
         return status;
     }
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, BCOPY, length);
+    UCT_RINGK_TRACE_RMA(tl_ep, "put_bcopy", length, remote_addr);
     return length;
 }
 
@@ -314,6 +316,7 @@ ucs_status_t uct_ringk_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t
 {
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, ZCOPY,
                       uct_iov_total_length(iov, iovcnt));
+    UCT_RINGK_TRACE_RMA(tl_ep, "put_zcopy", uct_iov_total_length(iov, iovcnt), remote_addr);
     return uct_ringk_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 1);
 }
 
@@ -332,6 +335,7 @@ ucs_status_t uct_ringk_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack
     }
     unpack_cb(arg, iface->tx_buf, length);
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, BCOPY, length);
+    UCT_RINGK_TRACE_RMA(tl_ep, "get_bcopy", length, remote_addr);
     return UCS_OK;
 }
 
@@ -341,5 +345,6 @@ ucs_status_t uct_ringk_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t
 {
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, ZCOPY,
                       uct_iov_total_length(iov, iovcnt));
+    UCT_RINGK_TRACE_RMA(tl_ep, "get_zcopy", uct_iov_total_length(iov, iovcnt), remote_addr);
     return uct_ringk_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 0);
 }

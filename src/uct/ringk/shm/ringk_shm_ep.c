@@ -63,6 +63,7 @@ ucs_status_t uct_ringk_shm_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     void *dst;
 
     if (ucs_unlikely(length == 0)) {
+        UCT_RINGK_TRACE_RMA(ep, "put_short", length, remote_addr);
         return UCS_OK;
     }
     dst = uct_ringk_shm_addr(ep, rkey, remote_addr, length, "put_short");
@@ -71,6 +72,7 @@ ucs_status_t uct_ringk_shm_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     }
     uct_ringk_shm_copy(dst, buffer, length);
     UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
+    UCT_RINGK_TRACE_RMA(ep, "put_short", length, remote_addr);
     return UCS_OK;
 }
 
@@ -95,11 +97,13 @@ ssize_t uct_ringk_shm_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, 
                        (length <= UCT_RINGK_SHM_PUT_MAX_BCOPY))) {
             iface->posted = 1;
             UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
+            UCT_RINGK_TRACE_RMA(ep, "put_bcopy", length, remote_addr);
             return length;
         }
     } else {
         length = pack_cb(iface->sink, arg);
         if (length == 0) {
+            UCT_RINGK_TRACE_RMA(ep, "put_bcopy", length, remote_addr);
             return 0;
         }
     }
@@ -148,6 +152,7 @@ ucs_status_t uct_ringk_shm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, ZCOPY,
                       uct_iov_total_length(iov, iovcnt));
+    UCT_RINGK_TRACE_RMA(tl_ep, "put_zcopy", uct_iov_total_length(iov, iovcnt), remote_addr);
     return uct_ringk_shm_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 1);
 }
 
@@ -168,6 +173,7 @@ ucs_status_t uct_ringk_shm_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t un
         unpack_cb(arg, NULL, 0);
     }
     UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
+    UCT_RINGK_TRACE_RMA(ep, "get_bcopy", length, remote_addr);
     return UCS_OK;
 }
 
@@ -177,6 +183,7 @@ ucs_status_t uct_ringk_shm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
 {
     UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, ZCOPY,
                       uct_iov_total_length(iov, iovcnt));
+    UCT_RINGK_TRACE_RMA(tl_ep, "get_zcopy", uct_iov_total_length(iov, iovcnt), remote_addr);
     return uct_ringk_shm_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 0);
 }
 
