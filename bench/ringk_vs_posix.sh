@@ -9,7 +9,7 @@
 #                                            CASES=REGEX runs only the cases it matches)
 #
 # Cases (client and server are two processes on this host). UCT RMA and atomics run on ringk's
-# shm device (memory the ringk_shm md allocated) against posix; UCP ones let UCP choose among
+# mapped device (memory the ringk_shm md allocated) against posix; UCP ones let UCP choose among
 # ringk,self against posix,cma,self; MPI ones run bench/mpi_rma over pml+osc ucx.
 #   active messages and tag matching
 #     UCT am_lat 8 B, am_bw 8 B, am_bw 8 KiB bcopy; UCP tag_lat 8 B, tag_bw 1 MiB; MPI ping-pong
@@ -38,12 +38,13 @@ trap 'rm -rf "$out"' EXIT
 
 # perf TLS LEVEL TEST SIZE ITERS FIELD [LAYOUT]: one client/server run, prints the chosen figure
 # (FIELD 4 = average latency usec, 6 = average MB/s, 8 = average msg/s of the Final line). At
-# the UCT level TLS is TL[/DEVICE] (device "memory" by default).
+# the UCT level TLS is TL[/DEVICE] (by default device "ring" of ringk, "memory" of posix).
 perf() {
     local tls=$1 level=$2 t=$3 s=$4 iters=$5 field=$6 layout=${7:-} args env line dev
     port=$((port + 1))
     if [ "$level" = uct ]; then
         dev=memory
+        [ "$tls" = ringk ] && dev=ring
         case $tls in */*) dev=${tls#*/}; tls=${tls%%/*} ;; esac
         args=(-t "$t" -s "$s" -n "$iters" -x "$tls" -d "$dev" ${layout:+-D $layout})
         env=()
@@ -87,16 +88,16 @@ cases=(
     "ucp_tag_lat_8B|usec|lower|perf ringk,self ucp tag_lat 8 200000 4|perf posix,cma,self ucp tag_lat 8 200000 4"
     "ucp_tag_bw_1MiB|MB/s|higher|perf ringk,self ucp tag_bw 1048576 2000 6|perf posix,cma,self ucp tag_bw 1048576 2000 6"
     "mpi_pingpong_8B|usec|lower|mpi_lat ringk,self|mpi_lat posix,self"
-    "uct_put_lat_8B|usec|lower|perf ringk/shm uct put_lat 8 300000 4|perf posix uct put_lat 8 300000 4"
-    "uct_put_bw_64KiB|MB/s|higher|perf ringk/shm uct put_bw 65536 50000 6 zcopy|perf posix uct put_bw 65536 50000 6 bcopy"
-    "uct_put_bw_4MiB|MB/s|higher|perf ringk/shm uct put_bw 4194304 1000 6 zcopy|perf posix uct put_bw 4194304 1000 6 bcopy"
-    "uct_get_bw_64KiB|MB/s|higher|perf ringk/shm uct get 65536 50000 6 bcopy|perf posix uct get 65536 50000 6 bcopy"
-    "uct_get_bw_4MiB|MB/s|higher|perf ringk/shm uct get 4194304 1000 6 zcopy|perf posix uct get 4194304 1000 6 bcopy"
-    "uct_add_lat_8B|usec|lower|perf ringk/shm uct add_lat 8 300000 4|perf posix uct add_lat 8 300000 4"
-    "uct_fadd_lat_8B|usec|lower|perf ringk/shm uct fadd 8 1000000 4|perf posix uct fadd 8 1000000 4"
-    "uct_cswap_lat_8B|usec|lower|perf ringk/shm uct cswap 8 1000000 4|perf posix uct cswap 8 1000000 4"
-    "uct_add_mr_8B|msg/s|higher|perf ringk/shm uct add_mr 8 2000000 8|perf posix uct add_mr 8 2000000 8"
-    "uct_fadd_mr_8B|msg/s|higher|perf ringk/shm uct fadd 8 1000000 8|perf posix uct fadd 8 1000000 8"
+    "uct_put_lat_8B|usec|lower|perf ringk/mapped uct put_lat 8 300000 4|perf posix uct put_lat 8 300000 4"
+    "uct_put_bw_64KiB|MB/s|higher|perf ringk/mapped uct put_bw 65536 50000 6 zcopy|perf posix uct put_bw 65536 50000 6 bcopy"
+    "uct_put_bw_4MiB|MB/s|higher|perf ringk/mapped uct put_bw 4194304 1000 6 zcopy|perf posix uct put_bw 4194304 1000 6 bcopy"
+    "uct_get_bw_64KiB|MB/s|higher|perf ringk/mapped uct get 65536 50000 6 bcopy|perf posix uct get 65536 50000 6 bcopy"
+    "uct_get_bw_4MiB|MB/s|higher|perf ringk/mapped uct get 4194304 1000 6 zcopy|perf posix uct get 4194304 1000 6 bcopy"
+    "uct_add_lat_8B|usec|lower|perf ringk/mapped uct add_lat 8 300000 4|perf posix uct add_lat 8 300000 4"
+    "uct_fadd_lat_8B|usec|lower|perf ringk/mapped uct fadd 8 1000000 4|perf posix uct fadd 8 1000000 4"
+    "uct_cswap_lat_8B|usec|lower|perf ringk/mapped uct cswap 8 1000000 4|perf posix uct cswap 8 1000000 4"
+    "uct_add_mr_8B|msg/s|higher|perf ringk/mapped uct add_mr 8 2000000 8|perf posix uct add_mr 8 2000000 8"
+    "uct_fadd_mr_8B|msg/s|higher|perf ringk/mapped uct fadd 8 1000000 8|perf posix uct fadd 8 1000000 8"
     "ucp_put_lat_8B|usec|lower|perf ringk,self ucp ucp_put_lat 8 200000 4|perf posix,cma,self ucp ucp_put_lat 8 200000 4"
     "ucp_put_bw_64KiB|MB/s|higher|perf ringk,self ucp ucp_put_bw 65536 20000 6|perf posix,cma,self ucp ucp_put_bw 65536 20000 6"
     "ucp_put_bw_1MiB|MB/s|higher|perf ringk,self ucp ucp_put_bw 1048576 2000 6|perf posix,cma,self ucp ucp_put_bw 1048576 2000 6"

@@ -39,8 +39,8 @@ perf() { # perf "ENV" ARGS...: ucx_perftest server and client on this host, prin
     wait
 }
 echo
-echo "=== 5. UCT level, two processes: ucx_perftest -t am_lat -x ringk -d memory (8 B)"
-perf "" -t am_lat -x ringk -d memory -n 100000
+echo "=== 5. UCT level, two processes: ucx_perftest -t am_lat -x ringk -d ring (8 B)"
+perf "" -t am_lat -x ringk -d ring -n 100000
 echo
 echo "=== 6. UCP level over ringk alone (UCX_TLS=ringk,self): tag_lat 8 B, tag_bw 1 MiB (rendezvous)"
 perf "UCX_TLS=ringk,self UCX_LOG_LEVEL=info" -t tag_lat -n 100000

@@ -32,7 +32,7 @@ cat "$log0" "$log1" >"$logs"
 if why=$(results "$logs" 2 "all: rounds=20000 errors=0" \
              "1: handled=20001 direct>=1 inline>=1" -- "$pp") &&
    [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] &&
-   grep -q "am(ringk/memory)" "$log0" && grep -q "am(ringk/memory)" "$log1"; then
+   grep -q "am(ringk/ring)" "$log0" && grep -q "am(ringk/ring)" "$log1"; then
     ok "two processes: ping in rank 0, pong in rank 1, over ringk"
     grep -h "^pingpong" "$log0" "$log1" | sed 's/^/# /'
 else

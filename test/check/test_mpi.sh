@@ -36,19 +36,19 @@ check() { # check NAME EXPECTED-OUTPUT LANE-PATTERN CMD...
     fi
 }
 echo "1..6"
-check "mpi ping-pong 1 B .. 16 MiB over ringk" "0 errors" "tag(ringk/memory)" \
+check "mpi ping-pong 1 B .. 16 MiB over ringk" "0 errors" "tag(ringk/ring)" \
     "${run[@]}" -np 2 "$ex/mpi_pingpong" 2000
-check "mpi allreduce + alltoall, 4 ranks over ringk" "0 errors" "tag(ringk/memory)" \
+check "mpi allreduce + alltoall, 4 ranks over ringk" "0 errors" "tag(ringk/ring)" \
     "${run[@]}" -np 4 "$ex/mpi_collectives"
-check "mpi osc ucx put/get/accumulate, 4 ranks over ringk" "0 errors" "rma(ringk/memory ringk/shm)" \
+check "mpi osc ucx put/get/accumulate, 4 ranks over ringk" "0 errors" "rma(ringk/ring ringk/mapped)" \
     "${run[@]}" -np 4 --mca osc ucx "$ex/mpi_osc"
 for np in 2 4; do
     check "mpi osc ucx passive target (lock/Rget/Rput/atomics/unlock), $np ranks over ringk" \
-        "0 errors" "rma(ringk/memory ringk/shm) amo(ringk/shm)" "${run[@]}" -np $np --mca osc ucx "$ex/mpi_osc_passive"
+        "0 errors" "rma(ringk/ring ringk/mapped) amo(ringk/mapped)" "${run[@]}" -np $np --mca osc ucx "$ex/mpi_osc_passive"
 done
 wrapper=(env -u OMPI_MCA_osc -u OMPI_MCA_opal_common_ucx_tls -u OMPI_MCA_opal_common_ucx_devices
          "$top/contrib/ringk-run" timeout 120 mpirun --allow-run-as-root --oversubscribe
          --mca pml ucx -x UCX_TLS=ringk,self -x UCX_LOG_LEVEL=info -x LD_PRELOAD)
 check "mpi one-sided through ringk-run without --mca osc: osc ucx over ringk" "0 errors" \
-    "rma(ringk/memory ringk/shm)" "${wrapper[@]}" -np 2 "$ex/mpi_osc"
+    "rma(ringk/ring ringk/mapped)" "${wrapper[@]}" -np 2 "$ex/mpi_osc"
 [ $fails -eq 0 ]

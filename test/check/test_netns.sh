@@ -47,9 +47,9 @@ run3() {
     done
     n=$((n + 1))
     if [ $rc -eq 0 ] &&
-       grep -q "am(ringk/memory)" "${logs[0]}" && grep -q "am(tcp/" "${logs[0]}" &&
-       grep -q "am(ringk/memory)" "${logs[1]}" && grep -q "am(tcp/" "${logs[1]}" &&
-       grep -q "am(tcp/" "${logs[2]}" && ! grep -q "ringk/memory" "${logs[2]}" &&
+       grep -q "am(ringk/ring)" "${logs[0]}" && grep -q "am(tcp/" "${logs[0]}" &&
+       grep -q "am(ringk/ring)" "${logs[1]}" && grep -q "am(tcp/" "${logs[1]}" &&
+       grep -q "am(tcp/" "${logs[2]}" && ! grep -q "ringk/ring" "${logs[2]}" &&
        ! grep -qE "FAIL|MISMATCH" "${logs[@]}"; then
         echo "ok $n - $name"
         grep -hE "ep_cfg|: OK|done" "${logs[@]}" | sed -e 's/^.*INFO  */  /' -e 's/^/# /'

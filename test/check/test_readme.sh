@@ -42,8 +42,8 @@ commands() {
 expect() {
     case $1 in
         *"ringk-run ucx_info -d"*)
-            grep -q "Transport: ringk" <<<"$2" && grep -q "Device: memory" <<<"$2" &&
-                grep -q "Device: shm" <<<"$2" || echo "no 'Transport: ringk' with memory and shm" ;;
+            grep -q "Transport: ringk" <<<"$2" && grep -q "Device: ring" <<<"$2" &&
+                grep -q "Device: mapped" <<<"$2" || echo "no 'Transport: ringk' with ring and mapped" ;;
         *"ringk-run ucx_info -c"*)
             grep -q "^UCX_RINGK_" <<<"$2" || echo "no UCX_RINGK_ variables" ;;
         "ucx_info -d")

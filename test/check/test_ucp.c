@@ -285,7 +285,7 @@ START_TEST(test_ucp_wakeup_pingpong)
     f = open_memstream(&info, &info_len);
     ucp_ep_print_info(p.ep, f);
     fclose(f);
-    ck_assert_msg(strstr(info, "ringk/memory") != NULL, "ep info: %s", info);
+    ck_assert_msg(strstr(info, "ringk/ring") != NULL, "ep info: %s", info);
     free(info);
     sleeps = pingpong_sleeping(&p, 1);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);

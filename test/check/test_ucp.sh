@@ -21,7 +21,7 @@ for t in tag_lat tag_bw stream_lat stream_bw ucp_put_lat ucp_put_bw ucp_get; do
         tests+=("ucp $t $s")
     done
 done
-# UCP atomics on memory UCP allocates go to ringk's shm device (CPU atomics on the mapped
+# UCP atomics on memory UCP allocates go to ringk's mapped device (CPU atomics on the mapped
 # allocation); ucp_add, which has no reply, ends with a worker flush.
 for t in ucp_add ucp_fadd ucp_swap ucp_cswap; do
     tests+=("ucp $t 8")
@@ -30,17 +30,17 @@ for t in am_lat am_bw put_lat put_bw; do
     tests+=("uct $t 8" "uct $t 4096")
 done
 tests+=("uct am_bw 4096 zcopy")
-# the shm device: RMA and atomics by loads and stores on ringk_shm memory
-tests+=("uct put_lat 8 - shm" "uct put_bw 65536 zcopy shm" "uct put_bw 16384 bcopy shm"
-        "uct put_bw 4096 bcopy shm"
-        "uct get 1048576 zcopy shm" "uct get 65536 bcopy shm" "uct add_lat 8 - shm"
-        "uct fadd 8 - shm" "uct swap 8 - shm" "uct cswap 8 - shm" "uct add_mr 8 - shm")
+# the mapped device: RMA and atomics by loads and stores on ringk_shm memory
+tests+=("uct put_lat 8 - mapped" "uct put_bw 65536 zcopy mapped" "uct put_bw 16384 bcopy mapped"
+        "uct put_bw 4096 bcopy mapped"
+        "uct get 1048576 zcopy mapped" "uct get 65536 bcopy mapped" "uct add_lat 8 - mapped"
+        "uct fadd 8 - mapped" "uct swap 8 - mapped" "uct cswap 8 - mapped" "uct add_mr 8 - mapped")
 tests+=("pick tag_lat 8")
 echo "1..${#tests[@]}"
 for spec in "${tests[@]}"; do
     read -r level t s layout dev <<<"$spec"
     [ "$layout" = - ] && layout=
-    [ "$level" = uct ] && dev=${dev:-memory}
+    [ "$level" = uct ] && dev=${dev:-ring}
     n=$((n + 1))
     port=$((port + 1))
     iters=2000
@@ -48,19 +48,19 @@ for spec in "${tests[@]}"; do
     if [ "$level" = ucp ]; then
         env=(UCX_TLS=ringk,self UCX_LOG_LEVEL=info)
         args=(-t "$t" -s "$s" -n "$iters")
-        # the lanes UCP configured: RMA includes the shm device (the lane for memory UCP
+        # the lanes UCP configured: RMA includes the mapped device (the lane for memory UCP
         # allocates), atomics use only it, the rest goes over the rings
         case $t in
-            ucp_put*|ucp_get) want="rma(.*ringk/shm" ;;
-            ucp_add|ucp_fadd|ucp_swap|ucp_cswap) want="amo(ringk/shm)" ;;
-            *) want="ringk/memory" ;;
+            ucp_put*|ucp_get) want="rma(.*ringk/mapped" ;;
+            ucp_add|ucp_fadd|ucp_swap|ucp_cswap) want="amo(ringk/mapped)" ;;
+            *) want="ringk/ring" ;;
         esac
     elif [ "$level" = pick ]; then
         # both allowed: UCP must choose ringk for the tag lane (its measured latency is lower)
         env=(UCX_TLS=ringk,posix,self UCX_LOG_LEVEL=info)
         args=(-t "$t" -s "$s" -n "$iters")
         # (UCX up to 1.13 logs "ep_cfg[0]: tag(...)", later ones "... cfg#0 tag(...)")
-        want="\(ep_cfg\[0\]:\|cfg#0\) tag(ringk/memory)"
+        want="\(ep_cfg\[0\]:\|cfg#0\) tag(ringk/ring)"
     else
         env=()
         args=(-t "$t" -s "$s" -n "$iters" -x ringk -d "$dev")

@@ -174,10 +174,46 @@ START_TEST(test_component_tl_resources)
     ck_assert_int_eq(uct_md_query_tl_resources(md, &res, &n), UCS_OK);
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(res[0].tl_name, "ringk");
-    ck_assert_str_eq(res[0].dev_name, "memory");
+    ck_assert_str_eq(res[0].dev_name, "ring");
     ck_assert_int_eq(res[0].dev_type, UCT_DEVICE_TYPE_SHM);
     uct_release_tl_resource_list(res);
     uct_md_close(md);
+}
+END_TEST
+
+/* The device names of both mds, by default and with UCX_RINGK_LEGACY_DEVICE_NAMES=y (the names
+ * of ringk 0.4), which an iface opens by as well; a bad value fails the md's configuration. */
+static void md_device_name_check(const char *md_name, const char *want)
+{
+    uct_md_config_t *config;
+    uct_tl_resource_desc_t *res;
+    uct_md_h md;
+    unsigned n;
+
+    ck_assert_int_eq(uct_md_config_read(test_ringk_component(), NULL, NULL, &config), UCS_OK);
+    ck_assert_int_eq(uct_md_open(test_ringk_component(), md_name, config, &md), UCS_OK);
+    uct_config_release(config);
+    ck_assert_int_eq(uct_md_query_tl_resources(md, &res, &n), UCS_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(res[0].tl_name, "ringk");
+    ck_assert_str_eq(res[0].dev_name, want);
+    uct_release_tl_resource_list(res);
+    uct_md_close(md);
+}
+
+START_TEST(test_component_legacy_device_names)
+{
+    uct_md_config_t *config;
+
+    md_device_name_check("ringk", "ring");
+    md_device_name_check("ringk_shm", "mapped");
+    setenv("UCX_RINGK_LEGACY_DEVICE_NAMES", "y", 1);
+    md_device_name_check("ringk", "memory");
+    md_device_name_check("ringk_shm", "shm");
+    setenv("UCX_RINGK_LEGACY_DEVICE_NAMES", "perhaps", 1);
+    ck_assert_int_ne(uct_md_config_read(test_ringk_component(), NULL, NULL, &config), UCS_OK);
+    unsetenv("UCX_RINGK_LEGACY_DEVICE_NAMES");
+    md_device_name_check("ringk", "ring");
 }
 END_TEST
 
@@ -192,7 +228,7 @@ static ucs_status_t iface_open_with(const char *name, const char *value, uct_ifa
                                 UCT_IFACE_PARAM_FIELD_DEVICE,
         .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
         .mode.device.tl_name  = "ringk",
-        .mode.device.dev_name = "memory"
+        .mode.device.dev_name = "ring"
     };
     ucs_status_t status;
     uct_md_h md = test_ringk_md_open();
@@ -472,6 +508,7 @@ int main(void)
     tc = tcase_create("component");
     tcase_add_test(tc, test_component_found);
     tcase_add_test(tc, test_component_tl_resources);
+    tcase_add_test(tc, test_component_legacy_device_names);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("config");

@@ -33,7 +33,7 @@ void test_capture_errors_end(void);
 /** Adds the data-path test cases of test_uct_ep.c. */
 void test_uct_ep_tcases(Suite *s);
 
-/** Adds the ringk_shm md and "shm" device cases of test_uct_shm.c. */
+/** Adds the ringk_shm md and "mapped" device cases of test_uct_shm.c. */
 void test_uct_shm_tcases(Suite *s);
 
 #endif

@@ -96,7 +96,7 @@ void node_open(node_t *n, const char *name, const char *value)
                                 UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS,
         .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
         .mode.device.tl_name  = "ringk",
-        .mode.device.dev_name = "memory",
+        .mode.device.dev_name = "ring",
         .err_handler          = err_cb,
         .err_handler_arg      = n,
         .err_handler_flags    = 0
@@ -577,7 +577,7 @@ START_TEST(test_uct_ep_am_alignment_params)
                                 am_aligns[_i].fields,
         .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
         .mode.device.tl_name  = "ringk",
-        .mode.device.dev_name = "memory",
+        .mode.device.dev_name = "ring",
         .am_alignment         = am_aligns[_i].alignment,
         .am_align_offset      = am_aligns[_i].offset
     };

@@ -170,7 +170,8 @@ END_TEST
 START_TEST(test_uct_ep_cuda_rkey_without_gpu)
 {
     uct_ringk_packed_rkey_t packed = {
-        .magic = UCT_RINGK_RKEY_MAGIC, .pid = 1234, .address = 0x7f0000001000, .length = 4096,
+        .hdr = {.magic = UCT_RINGK_RKEY_MAGIC, .pid = 1234, .address = 0x7f0000001000,
+                .length = 4096},
         .mem_type = UCS_MEMORY_TYPE_CUDA, .gpu = 0, .alloc_base = 0x7f0000000000,
         .alloc_size = 1 << 20
     };
@@ -202,7 +203,7 @@ START_TEST(test_uct_ep_cuda_rkey_without_gpu)
     ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &rkey),
                      UCS_ERR_UNREACHABLE); /* the owner could not export it */
     /* a key of this very process is not mapped but used in place */
-    packed.pid = (uint32_t)getpid();
+    packed.hdr.pid = (uint32_t)getpid();
     ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &rkey), UCS_OK);
     ck_assert_ptr_eq(((uct_ringk_rkey_t*)rkey.rkey)->mapped, (void*)(uintptr_t)packed.alloc_base);
     ck_assert_int_eq(((uct_ringk_rkey_t*)rkey.rkey)->own, 1);
@@ -210,9 +211,9 @@ START_TEST(test_uct_ep_cuda_rkey_without_gpu)
     rkey.rkey   = 0; /* never unpacked, as UCX's perftest releases keys on its error path */
     rkey.handle = NULL;
     ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &rkey), UCS_OK);
-    packed.pid = 1234;
+    packed.hdr.pid = 1234;
 
-    packed.address = packed.alloc_base + packed.alloc_size - 100; /* runs past its allocation */
+    packed.hdr.address = packed.alloc_base + packed.alloc_size - 100; /* runs past its allocation */
     test_capture_errors_begin();
     status = uct_rkey_unpack(test_ringk_component(), &packed, &rkey);
     test_capture_errors_end();

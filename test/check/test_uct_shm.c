@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Tests of the ringk_shm md and the "shm" device through the public UCT API: allocation of
+/* Tests of the ringk_shm md and the "mapped" device through the public UCT API: allocation of
  * peer-mappable memory, remote keys (good ones mapped once and shared, forged or stale ones
  * refused), rkey_ptr, put/get and every atomic between two processes, bounds and alignment
  * errors, concurrent atomics, and a peer that dies. */
@@ -128,7 +128,7 @@ static unsigned maps_count(void)
 /* ---- md: resources, allocation, keys -------------------------------------------------------- */
 
 /* The component has two mds; ringk_shm allocates (no registration), hands out rkey pointers,
- * and has the "shm" device of tl ringk with RMA and CPU atomics and no active messages. */
+ * and has the "mapped" device of tl ringk with RMA and CPU atomics and no active messages. */
 START_TEST(test_uct_shm_md_and_device)
 {
     uct_md_resource_desc_t *mds;
@@ -194,10 +194,10 @@ START_TEST(test_uct_shm_alloc_key_rkey_ptr)
     shm_alloc(md, 10000, &mem);
     ck_assert_uint_eq(mem.length % getpagesize(), 0);
     ck_assert_int_eq(uct_md_mkey_pack(md, mem.memh, &packed), UCS_OK);
-    ck_assert_uint_eq(packed.magic, UCT_RINGK_SHM_RKEY_MAGIC);
-    ck_assert_uint_eq(packed.pid, (uint32_t)getpid());
-    ck_assert_uint_eq(packed.address, (uintptr_t)mem.address);
-    ck_assert_uint_eq(packed.length, mem.length);
+    ck_assert_uint_eq(packed.hdr.magic, UCT_RINGK_SHM_RKEY_MAGIC);
+    ck_assert_uint_eq(packed.hdr.pid, (uint32_t)getpid());
+    ck_assert_uint_eq(packed.hdr.address, (uintptr_t)mem.address);
+    ck_assert_uint_eq(packed.hdr.length, mem.length);
 
     /* the memfd: ours, 0600, sealed at its size, close-on-exec */
     snprintf(path, sizeof(path), "/proc/self/fd/%d", packed.fd);
@@ -218,7 +218,7 @@ START_TEST(test_uct_shm_alloc_key_rkey_ptr)
     ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &k1), UCS_OK);
     ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &k2), UCS_OK);
     ck_assert_uint_eq(maps_count(), before + 1);             /* one mapping, two keys */
-    base = packed.address;
+    base = packed.hdr.address;
     ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &k1, base + 100, &p), UCS_OK);
     memset(mem.address, 0, mem.length);
     *(volatile uint32_t*)p = 0xfeedbeef;                       /* through the peer mapping */
@@ -306,22 +306,22 @@ START_TEST(test_uct_shm_bad_keys)
     shm_alloc(md, 8192, &mem);
     ck_assert_int_eq(uct_md_mkey_pack(md, mem.memh, &packed), UCS_OK);
     switch (bad->field) {
-    case BAD_MAGIC:        packed.magic ^= 1; break;
-    case BAD_LENGTH_SMALL: packed.length = 4; break;
-    case BAD_WRAP:         packed.address = UINT64_MAX - 4095; break;
+    case BAD_MAGIC:        packed.hdr.magic ^= 1; break;
+    case BAD_LENGTH_SMALL: packed.hdr.length = 4; break;
+    case BAD_WRAP:         packed.hdr.address = UINT64_MAX - 4095; break;
     case BAD_SEG_ID:       packed.seg_id ^= 1; break;
     case BAD_FD_OTHER:
         fd = open("/dev/null", O_RDWR);
         packed.fd = fd;
         break;
-    case BAD_LENGTH_BIG:   packed.length += 4096; break;
+    case BAD_LENGTH_BIG:   packed.hdr.length += 4096; break;
     case BAD_PID_DEAD:
         pid = fork();
         if (pid == 0) {
             _exit(0);
         }
         waitpid(pid, &status_w, 0);
-        packed.pid = pid;
+        packed.hdr.pid = pid;
         break;
     case BAD_UNSEALED:
     case BAD_MODE:
@@ -329,7 +329,7 @@ START_TEST(test_uct_shm_bad_keys)
         snprintf(name, sizeof(name), UCT_RINGK_SHM_NAME_FMT, (unsigned long long)packed.seg_id);
         fd = memfd_create(name, MFD_ALLOW_SEALING);
         ck_assert_int_ge(fd, 0);
-        ck_assert_int_eq(ftruncate(fd, packed.length), 0);
+        ck_assert_int_eq(ftruncate(fd, packed.hdr.length), 0);
         if (bad->field == BAD_MODE) {
             ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
             ck_assert_int_eq(fchmod(fd, 0644), 0);
@@ -476,8 +476,8 @@ START_TEST(test_uct_shm_two_process_rma_atomics)
     shm_pair_open(&pair);
     ep   = pair.ep;
     rkey = pair.k.rkey;
-    base = pair.offer.key.address;
-    end  = base + pair.offer.key.length;   /* SHM_LEN rounded up to a page or a huge page */
+    base = pair.offer.key.hdr.address;
+    end  = base + pair.offer.key.hdr.length;   /* SHM_LEN rounded up to a page or a huge page */
 
     /* the child's initial bytes, by get_bcopy and get_zcopy */
     ck_assert_int_eq(uct_ep_get_bcopy(ep, shm_unpack, dst, 64, base, rkey, NULL), UCS_OK);
@@ -628,10 +628,10 @@ START_TEST(test_uct_shm_peer_killed)
     waitpid(pair.pid, &status_w, 0);
     close(pair.tell);
 
-    ck_assert_int_eq(uct_ep_put_short(pair.ep, &(uint64_t){1}, 8, pair.offer.key.address,
+    ck_assert_int_eq(uct_ep_put_short(pair.ep, &(uint64_t){1}, 8, pair.offer.key.hdr.address,
                                       pair.k.rkey), UCS_OK);
     ck_assert_int_eq(uct_ep_atomic64_fetch(pair.ep, UCT_ATOMIC_OP_ADD, 1, &r64,
-                                           pair.offer.key.address, pair.k.rkey, NULL), UCS_OK);
+                                           pair.offer.key.hdr.address, pair.k.rkey, NULL), UCS_OK);
     ck_assert_uint_eq(r64, 1);
     ck_assert_int_eq(uct_ep_check(pair.ep, 0, NULL), UCS_OK);
     ck_assert_int_eq(uct_ep_check(pair.ep, 0, NULL), UCS_OK);
@@ -688,12 +688,12 @@ START_TEST(test_uct_shm_concurrent_atomics)
     void *p;
 
     shm_pair_open(&pair);
-    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, pair.offer.key.address, &p),
+    ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &pair.k, pair.offer.key.hdr.address, &p),
                      UCS_OK);
     memset(p, 0, 16);
     for (int i = 0; i < ADD_THREADS; i++) {
         args[i] = (add_arg_t){.ep = pair.ep, .rkey = pair.k.rkey,
-                              .addr = pair.offer.key.address};
+                              .addr = pair.offer.key.hdr.address};
         ck_assert_int_eq(pthread_create(&th[i], NULL, add_thread, &args[i]), 0);
     }
     for (int i = 0; i < ADD_THREADS; i++) {
@@ -743,9 +743,9 @@ static ucs_status_t shm_alloc_mode(const char *mode, size_t *length, int *huge)
         ck_assert_int_eq(fstatfs(packed.fd, &sfs), 0);
         *huge   = (sfs.f_type == HUGETLBFS_MAGIC);
         *length = mem.length;
-        ck_assert_uint_eq(packed.length, mem.length);
+        ck_assert_uint_eq(packed.hdr.length, mem.length);
         ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &k), UCS_OK);
-        ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &k, packed.address +
+        ck_assert_int_eq(uct_rkey_ptr(test_ringk_component(), &k, packed.hdr.address +
                                       mem.length - 8, &p), UCS_OK);
         *(volatile uint64_t*)p = 0x1234;
         ck_assert_uint_eq(*(volatile uint64_t*)((char*)mem.address + mem.length - 8), 0x1234);

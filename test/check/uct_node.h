@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A ringk iface opened by hand, as a UCT program opens one: the component, its md, an async
- * context, a worker and an iface on device "memory", with the iface's addresses. Used by the
+ * context, a worker and an iface on device "ring", with the iface's addresses. Used by the
  * GPU tests and the GPU benchmark. */
 #ifndef RINGK_TEST_UCT_NODE_H
 #define RINGK_TEST_UCT_NODE_H
@@ -28,7 +28,7 @@ static inline ucs_status_t uct_node_open(uct_node_t *n, const char **what_p)
         .field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE,
         .open_mode            = UCT_IFACE_OPEN_MODE_DEVICE,
         .mode.device.tl_name  = "ringk",
-        .mode.device.dev_name = "memory"
+        .mode.device.dev_name = "ring"
     };
     uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};
     uct_component_h *components;

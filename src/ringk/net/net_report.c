@@ -43,7 +43,7 @@ static void ep_transports(ucp_ep_h ep, char *am, size_t am_len, char *lanes, siz
             (sscanf(at + 2, " %d:%63s", &idx, tl) != 2)) {
             continue;
         }
-        dot = strrchr(tl, '.'); /* the port: "ringk/memory.0" */
+        dot = strrchr(tl, '.'); /* the port: "ringk/ring.0" */
         if (dot != NULL) {
             *dot = '\0';
         }

@@ -3,7 +3,7 @@
  * addresses and reachability, the base iface class both derive from (the UCX-release glue of
  * opening an iface lives there), the operations whose answer is the same on both, and the
  * liveness of a peer process: its death or its iface's close, reported once to the iface error
- * handler. The ring device (ring/) carries active messages; the shm device (shm/) RMA and
+ * handler. The ring device (ring/) carries active messages; the mapped device (shm/) RMA and
  * atomics on memory peers map. */
 #ifndef UCT_RINGK_BASE_H
 #define UCT_RINGK_BASE_H
@@ -70,18 +70,29 @@ ucs_status_t uct_ringk_iface_policy(const uct_ringk_iface_config_t *config,
 const char *uct_ringk_setting(const char *value, const char *ucx_name, const char *plain,
                               const char **name_p);
 
-/** One data-trace line per RMA operation of endpoint @a _ep (UCX_LOG_LEVEL=data), as UCX's
- *  own transports print them; nothing where UCX was built without data traces. */
-#define UCT_RINGK_TRACE_RMA(_ep, _op, _length, _remote_addr) \
-    ucs_trace_data("ringk ep %p: %s of %zu bytes at remote 0x%" PRIx64, (void*)(_ep), _op, \
-                   (size_t)(_length), (uint64_t)(_remote_addr))
+/** What every RMA operation of endpoint @a _ep (a uct_base_ep_t's derived class) records once
+ *  it is done: UCX's statistics of operation @a _op / @a _kind, and one data-trace line
+ *  (UCX_LOG_LEVEL=data) naming it @a _name, as UCX's own transports print them; nothing where
+ *  UCX was built without statistics or data traces. */
+#define UCT_RINGK_RMA_DONE(_ep, _op, _kind, _name, _length, _remote_addr) \
+    do { \
+        size_t _len = (_length); \
+        UCT_TL_EP_STAT_OP(ucs_derived_of(_ep, uct_base_ep_t), _op, _kind, _len); \
+        ucs_trace_data("ringk ep %p: " _name " of %zu bytes at remote 0x%" PRIx64, \
+                       (void*)(_ep), _len, (uint64_t)(_remote_addr)); \
+    } while (0)
 
 /** Which device of the ringk transport an address belongs to: UCP offers every address of a
  * transport to every iface of it, so each iface takes only its own kind. */
 enum {
-    UCT_RINGK_DEV_RING = 1,  /**< "memory": rings, active messages, RMA by cross-memory attach */
-    UCT_RINGK_DEV_SHM  = 2   /**< "shm": RMA and atomics on mapped ringk_shm memory */
+    UCT_RINGK_DEV_RING = 1,  /**< "ring": rings, active messages, RMA by cross-memory attach */
+    UCT_RINGK_DEV_SHM  = 2   /**< "mapped": RMA and atomics on mapped ringk_shm memory */
 };
+
+/* the device of the ringk md: active messages through rings, RMA by cross-memory attach or CUDA
+ * IPC; its name before ringk 0.5, which UCX_RINGK_LEGACY_DEVICE_NAMES=y brings back */
+#define UCT_RINGK_RING_DEV_NAME     "ring"
+#define UCT_RINGK_RING_DEV_NAME_OLD "memory"
 
 /** The device address: the node identity (src/core/ringk_node.h) and the device kind, 25 of the
  * 31 bytes UCP allows. */
@@ -263,7 +274,7 @@ ucs_status_ptr_t uct_ringk_base_ep_tag_rndv_zcopy(uct_ep_h ep, uct_tag_t tag,
     .iface_get_device_address = uct_ringk_base_iface_get_device_address, \
     .iface_is_reachable = uct_ringk_base_iface_is_reachable
 
-/** No active messages (the shm device). */
+/** No active messages (the mapped device). */
 #ifdef HAVE_UCT_IFACE_OPS_T_EP_AM_SHORT_IOV
 #define UCT_RINGK_NO_AM_SHORT_IOV_OP \
     .ep_am_short_iov = (uct_ep_am_short_iov_func_t)ucs_empty_function_return_unsupported,
@@ -276,7 +287,7 @@ ucs_status_ptr_t uct_ringk_base_ep_tag_rndv_zcopy(uct_ep_h ep, uct_tag_t tag,
     .ep_am_bcopy = (uct_ep_am_bcopy_func_t)ucs_empty_function_return_unsupported, \
     .ep_am_zcopy = (uct_ep_am_zcopy_func_t)ucs_empty_function_return_unsupported
 
-/** No atomics (the ring device: UCP takes them to the shm device or does them in software). */
+/** No atomics (the ring device: UCP takes them to the mapped device or does them in software). */
 #define UCT_RINGK_NO_ATOMIC_OPS \
     .ep_atomic_cswap64 = (uct_ep_atomic_cswap64_func_t)ucs_empty_function_return_unsupported, \
     .ep_atomic_cswap32 = (uct_ep_atomic_cswap32_func_t)ucs_empty_function_return_unsupported, \

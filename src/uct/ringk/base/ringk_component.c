@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The ringk component: its two memory domains (which md_open opens), the remote keys of both,
- * the one transport "ringk" whose iface is the ring device on one md and the shm device on the
+ * the one transport "ringk" whose iface is the ring device on one md and the mapped device on the
  * other, and its registration, guarded by the UCX version check. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, process_vm_readv/writev */
@@ -40,6 +40,14 @@ static ucs_config_field_t uct_ringk_md_config_table[] = {
      " n   - regular pages.\n"
      " try - huge pages when the system has free ones, else regular pages.",
      ucs_offsetof(uct_ringk_md_config_t, hugetlb), UCS_CONFIG_TYPE_TERNARY},
+
+    {"LEGACY_DEVICE_NAMES", "n",
+     "Name the transport's devices as ringk 0.4 and before did, for programs and settings\n"
+     "that name them (ucx_perftest -d, UCX_SHM_DEVICES, uct_iface_open): \"memory\" for the\n"
+     "\"ring\" device (active messages, RMA by cross-memory attach or CUDA IPC) and \"shm\"\n"
+     "for the \"mapped\" device (RMA and atomics on memory the ringk_shm md allocated).\n"
+     "Kept until ringk 0.6.",
+     ucs_offsetof(uct_ringk_md_config_t, legacy_names), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}
 };
@@ -147,7 +155,8 @@ static ucs_status_t uct_ringk_md_open(uct_component_t *component, const char *md
         ucs_error("failed to allocate the ringk memory domain");
         return UCS_ERR_NO_MEMORY;
     }
-    md->hugetlb = md_config->hugetlb;
+    md->hugetlb      = md_config->hugetlb;
+    md->legacy_names = md_config->legacy_names;
     /* peers open this process's segments and allocations through /proc/<pid>/fd and attach to
      * its memory */
     if (ringk_node_ptrace_allow(UCT_RINGK_PTRACE_SCOPE, why, sizeof(why))) {
@@ -245,12 +254,18 @@ static ucs_status_t uct_ringk_query_tl_devices(uct_md_h md,
                                                uct_tl_device_resource_t **tl_devices_p,
                                                unsigned *num_tl_devices_p)
 {
-    /* "memory" on the ringk md: active messages, RMA by cross-memory attach or CUDA IPC;
-     * "shm" on the ringk_shm md: RMA and atomics on memory that md allocated. */
-    return uct_single_device_resource(md, uct_ringk_md_is_shm(md) ? UCT_RINGK_SHM_DEV_NAME :
-                                          "memory", UCT_DEVICE_TYPE_SHM,
-                                      UCS_SYS_DEVICE_ID_UNKNOWN, tl_devices_p,
-                                      num_tl_devices_p);
+    const int old = ucs_derived_of(md, uct_ringk_md_t)->legacy_names;
+    const char *name;
+
+    /* "ring" on the ringk md: active messages, RMA by cross-memory attach or CUDA IPC;
+     * "mapped" on the ringk_shm md: RMA and atomics on memory that md allocated */
+    if (uct_ringk_md_is_shm(md)) {
+        name = old ? UCT_RINGK_SHM_DEV_NAME_OLD : UCT_RINGK_SHM_DEV_NAME;
+    } else {
+        name = old ? UCT_RINGK_RING_DEV_NAME_OLD : UCT_RINGK_RING_DEV_NAME;
+    }
+    return uct_single_device_resource(md, name, UCT_DEVICE_TYPE_SHM, UCS_SYS_DEVICE_ID_UNKNOWN,
+                                      tl_devices_p, num_tl_devices_p);
 }
 
 /* One transport, "ringk", whose iface is the ring iface on the ringk md and the load/store iface

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The ringk component and its two memory domains: "ringk" (ring/ringk_md.c) registers host and
  * CUDA memory for the ring device; "ringk_shm" (shm/ringk_shm_md.c) allocates memory peers map
- * for the shm device. What the component (base/ringk_component.c) needs of each. */
+ * for the mapped device. What the component (base/ringk_component.c) needs of each. */
 #ifndef UCT_RINGK_MD_H
 #define UCT_RINGK_MD_H
 
@@ -18,6 +18,7 @@
 typedef struct uct_ringk_md_config {
     uct_md_config_t          super;
     ucs_ternary_auto_value_t hugetlb;  /**< UCX_RINGK_HUGETLB_MODE: ringk_shm allocations */
+    int                      legacy_names; /**< UCX_RINGK_LEGACY_DEVICE_NAMES */
 } uct_ringk_md_config_t;
 
 /** ringk memory domain. */
@@ -27,6 +28,7 @@ typedef struct uct_ringk_md {
                                            exist) */
     int                      shm;     /**< the ringk_shm md (allocates peer-mappable memory) */
     ucs_ternary_auto_value_t hugetlb; /**< ringk_shm: huge pages yes / no / try */
+    int                      legacy_names; /**< its device keeps its name of ringk 0.4 */
 } uct_ringk_md_t;
 
 /**
@@ -51,7 +53,7 @@ UCT_TL_DECL(ringk)
 extern uct_md_ops_t uct_ringk_md_ops;
 extern uct_md_ops_t uct_ringk_shm_md_ops;
 
-/** Open the ring device's iface on the ringk md (ring/ringk_iface.c) and the shm device's on
+/** Open the ring device's iface on the ringk md (ring/ringk_iface.c) and the mapped device's on
  * the ringk_shm md (shm/ringk_shm_iface.c). */
 ucs_status_t uct_ringk_ring_iface_open(uct_md_h md, uct_worker_h worker,
                                        const uct_iface_params_t *params,

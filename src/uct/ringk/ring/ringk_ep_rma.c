@@ -287,8 +287,7 @@ ucs_status_t uct_ringk_ep_put_short(uct_ep_h tl_ep, const void *buffer, unsigned
     ucs_status_t status = uct_ringk_ep_move_one(ep, rkey, (void*)buffer, length, remote_addr, 1,
                                                 "put_short");
 
-    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
-    UCT_RINGK_TRACE_RMA(ep, "put_short", length, remote_addr);
+    UCT_RINGK_RMA_DONE(ep, PUT, SHORT, "put_short", length, remote_addr);
     return status;
 }
 
@@ -305,8 +304,7 @@ ssize_t uct_ringk_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, void
     if (status != UCS_OK) {
         return status;
     }
-    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, BCOPY, length);
-    UCT_RINGK_TRACE_RMA(tl_ep, "put_bcopy", length, remote_addr);
+    UCT_RINGK_RMA_DONE(tl_ep, PUT, BCOPY, "put_bcopy", length, remote_addr);
     return length;
 }
 
@@ -314,9 +312,8 @@ ucs_status_t uct_ringk_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t
                                     uint64_t remote_addr, uct_rkey_t rkey,
                                     uct_completion_t *comp)
 {
-    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, ZCOPY,
-                      uct_iov_total_length(iov, iovcnt));
-    UCT_RINGK_TRACE_RMA(tl_ep, "put_zcopy", uct_iov_total_length(iov, iovcnt), remote_addr);
+    UCT_RINGK_RMA_DONE(tl_ep, PUT, ZCOPY, "put_zcopy", uct_iov_total_length(iov, iovcnt),
+                       remote_addr);
     return uct_ringk_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 1);
 }
 
@@ -334,8 +331,7 @@ ucs_status_t uct_ringk_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t unpack
         return status;
     }
     unpack_cb(arg, iface->tx_buf, length);
-    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, BCOPY, length);
-    UCT_RINGK_TRACE_RMA(tl_ep, "get_bcopy", length, remote_addr);
+    UCT_RINGK_RMA_DONE(tl_ep, GET, BCOPY, "get_bcopy", length, remote_addr);
     return UCS_OK;
 }
 
@@ -343,8 +339,7 @@ ucs_status_t uct_ringk_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov, size_t
                                     uint64_t remote_addr, uct_rkey_t rkey,
                                     uct_completion_t *comp)
 {
-    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, ZCOPY,
-                      uct_iov_total_length(iov, iovcnt));
-    UCT_RINGK_TRACE_RMA(tl_ep, "get_zcopy", uct_iov_total_length(iov, iovcnt), remote_addr);
+    UCT_RINGK_RMA_DONE(tl_ep, GET, ZCOPY, "get_zcopy", uct_iov_total_length(iov, iovcnt),
+                       remote_addr);
     return uct_ringk_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 0);
 }

@@ -168,10 +168,7 @@ static ucs_status_t uct_ringk_mkey_pack(UCT_RINGK_MKEY_PACK_ARGS(md, tl_memh))
 {
     const uct_ringk_memh_t *memh = tl_memh;
     uct_ringk_packed_rkey_t packed = {
-        .magic      = UCT_RINGK_RKEY_MAGIC,
-        .pid        = getpid(),
-        .address    = memh->address,
-        .length     = memh->length,
+        .hdr        = uct_ringk_rkey_hdr(UCT_RINGK_RKEY_MAGIC, memh->address, memh->length),
         .mem_type   = memh->mem_type,
         .gpu        = memh->gpu,
         .alloc_base = memh->alloc_base,
@@ -191,22 +188,21 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
     char why[256];
 
     memcpy(&packed, buffer, sizeof(packed));
-    if ((packed.magic != UCT_RINGK_RKEY_MAGIC) || (packed.pid == 0) ||
-        (packed.pid > INT32_MAX) || (packed.address + packed.length < packed.address) ||
+    if (!uct_ringk_rkey_hdr_valid(&packed.hdr, UCT_RINGK_RKEY_MAGIC) ||
         ((packed.mem_type != UCS_MEMORY_TYPE_HOST) &&
          (packed.mem_type != UCS_MEMORY_TYPE_CUDA))) {
         ucs_error("ringk: invalid remote key (magic 0x%x pid %u range 0x%" PRIx64 "+%" PRIu64
-                  " memory type %u)", packed.magic, packed.pid, packed.address, packed.length,
-                  packed.mem_type);
+                  " memory type %u)", packed.hdr.magic, packed.hdr.pid, packed.hdr.address,
+                  packed.hdr.length, packed.mem_type);
         return UCS_ERR_INVALID_PARAM;
     }
     /* A CUDA region must lie inside the allocation the IPC handle maps. */
     if ((packed.mem_type == UCS_MEMORY_TYPE_CUDA) &&
         ((packed.gpu == 0) || (packed.alloc_base + packed.alloc_size < packed.alloc_base) ||
-         (packed.address < packed.alloc_base) ||
-         (packed.address + packed.length > packed.alloc_base + packed.alloc_size))) {
+         (packed.hdr.address < packed.alloc_base) ||
+         (packed.hdr.address + packed.hdr.length > packed.alloc_base + packed.alloc_size))) {
         ucs_error("ringk: invalid CUDA remote key: 0x%" PRIx64 "+%" PRIu64 " is not inside its "
-                  "allocation 0x%" PRIx64 "+%" PRIu64, packed.address, packed.length,
+                  "allocation 0x%" PRIx64 "+%" PRIu64, packed.hdr.address, packed.hdr.length,
                   packed.alloc_base, packed.alloc_size);
         return UCS_ERR_INVALID_PARAM;
     }
@@ -216,14 +212,14 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
         return UCS_ERR_NO_MEMORY;
     }
     rkey->kind       = UCT_RINGK_KEY_REG;
-    rkey->pid        = packed.pid;
-    rkey->address    = packed.address;
-    rkey->length     = packed.length;
+    rkey->pid        = packed.hdr.pid;
+    rkey->address    = packed.hdr.address;
+    rkey->length     = packed.hdr.length;
     rkey->mem_type   = packed.mem_type;
     rkey->gpu        = packed.gpu;
     rkey->alloc_base = packed.alloc_base;
     if (packed.mem_type == UCS_MEMORY_TYPE_CUDA) {
-        if (packed.pid == (uint32_t)getpid()) {
+        if (packed.hdr.pid == (uint32_t)getpid()) {
             /* a process cannot open its own IPC handles, and needs not */
             rkey->own    = 1;
             rkey->mapped = (void*)(uintptr_t)packed.alloc_base;
@@ -235,7 +231,7 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
         if (rkey->mapped == NULL) {
             /* an expected outcome for UCP, which then takes another transport */
             ucs_debug("ringk: cannot map the CUDA memory of pid %u (0x%" PRIx64 "+%" PRIu64
-                      "): %s", packed.pid, packed.address, packed.length, why);
+                      "): %s", packed.hdr.pid, packed.hdr.address, packed.hdr.length, why);
             ucs_free(rkey);
             return UCS_ERR_UNREACHABLE;
         }

@@ -13,21 +13,22 @@
 #include <ucs/type/status.h>
 
 #define UCT_RINGK_SHM_MD_NAME  "ringk_shm"
-#define UCT_RINGK_SHM_DEV_NAME "shm"
+/* the device of the ringk_shm md: RMA and atomics by loads and stores on mapped memory; its
+ * name before ringk 0.5, which UCX_RINGK_LEGACY_DEVICE_NAMES=y brings back */
+#define UCT_RINGK_SHM_DEV_NAME     "mapped"
+#define UCT_RINGK_SHM_DEV_NAME_OLD "shm"
 
 /** Packed remote key of a ringk_shm allocation, as sent to peers (untrusted until
  * uct_ringk_shm_rkey_unpack() checks it against the memfd it names). */
 typedef struct uct_ringk_shm_packed_rkey {
-    uint32_t magic;    /**< UCT_RINGK_SHM_RKEY_MAGIC */
-    uint32_t pid;      /**< owner process */
+    uct_ringk_rkey_hdr_t hdr; /**< magic UCT_RINGK_SHM_RKEY_MAGIC; the owner's address of the
+                                   allocation and its size (the memfd is sealed at this size) */
     int32_t  fd;       /**< the memfd in the owner process */
     uint32_t reserved; /**< 0 */
     uint64_t seg_id;   /**< random id, also in the memfd's name */
-    uint64_t address;  /**< the owner's address of the allocation */
-    uint64_t length;   /**< its size in bytes (the memfd is sealed at this size) */
 } __attribute__((packed)) uct_ringk_shm_packed_rkey_t;
 
-#define UCT_RINGK_SHM_RKEY_MAGIC 0x4d48534bu /* "KSHM" */
+#define UCT_RINGK_SHM_RKEY_MAGIC 0x3248534bu /* "KSH2": the layout with the common header */
 
 struct uct_ringk_shm_map;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The shm device's atomics: 32- and 64-bit CPU atomic instructions on memory of a peer's
+/* The mapped device's atomics: 32- and 64-bit CPU atomic instructions on memory of a peer's
  * ringk_shm allocation, mapped here. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The shm device's endpoint: put and get as copies into and out of a peer's ringk_shm
+/* The mapped device's endpoint: put and get as copies into and out of a peer's ringk_shm
  * allocation, mapped here; flush, and the peer's liveness. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
@@ -63,7 +63,7 @@ ucs_status_t uct_ringk_shm_ep_put_short(uct_ep_h tl_ep, const void *buffer,
     void *dst;
 
     if (ucs_unlikely(length == 0)) {
-        UCT_RINGK_TRACE_RMA(ep, "put_short", length, remote_addr);
+        UCT_RINGK_RMA_DONE(ep, PUT, SHORT, "put_short", length, remote_addr);
         return UCS_OK;
     }
     dst = uct_ringk_shm_addr(ep, rkey, remote_addr, length, "put_short");
@@ -71,8 +71,7 @@ ucs_status_t uct_ringk_shm_ep_put_short(uct_ep_h tl_ep, const void *buffer,
         return UCS_ERR_INVALID_PARAM;
     }
     uct_ringk_shm_copy(dst, buffer, length);
-    UCT_TL_EP_STAT_OP(&ep->super, PUT, SHORT, length);
-    UCT_RINGK_TRACE_RMA(ep, "put_short", length, remote_addr);
+    UCT_RINGK_RMA_DONE(ep, PUT, SHORT, "put_short", length, remote_addr);
     return UCS_OK;
 }
 
@@ -96,14 +95,13 @@ ssize_t uct_ringk_shm_ep_put_bcopy(uct_ep_h tl_ep, uct_pack_callback_t pack_cb, 
         if (ucs_likely((length <= key->length - (remote_addr - key->address)) &&
                        (length <= UCT_RINGK_SHM_PUT_MAX_BCOPY))) {
             iface->posted = 1;
-            UCT_TL_EP_STAT_OP(&ep->super, PUT, BCOPY, length);
-            UCT_RINGK_TRACE_RMA(ep, "put_bcopy", length, remote_addr);
+            UCT_RINGK_RMA_DONE(ep, PUT, BCOPY, "put_bcopy", length, remote_addr);
             return length;
         }
     } else {
         length = pack_cb(iface->sink, arg);
         if (length == 0) {
-            UCT_RINGK_TRACE_RMA(ep, "put_bcopy", length, remote_addr);
+            UCT_RINGK_RMA_DONE(ep, PUT, BCOPY, "put_bcopy", length, remote_addr);
             return 0;
         }
     }
@@ -150,9 +148,8 @@ ucs_status_t uct_ringk_shm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                         size_t iovcnt, uint64_t remote_addr,
                                         uct_rkey_t rkey, uct_completion_t *comp)
 {
-    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), PUT, ZCOPY,
-                      uct_iov_total_length(iov, iovcnt));
-    UCT_RINGK_TRACE_RMA(tl_ep, "put_zcopy", uct_iov_total_length(iov, iovcnt), remote_addr);
+    UCT_RINGK_RMA_DONE(tl_ep, PUT, ZCOPY, "put_zcopy", uct_iov_total_length(iov, iovcnt),
+                       remote_addr);
     return uct_ringk_shm_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 1);
 }
 
@@ -172,8 +169,7 @@ ucs_status_t uct_ringk_shm_ep_get_bcopy(uct_ep_h tl_ep, uct_unpack_callback_t un
     } else {
         unpack_cb(arg, NULL, 0);
     }
-    UCT_TL_EP_STAT_OP(&ep->super, GET, BCOPY, length);
-    UCT_RINGK_TRACE_RMA(ep, "get_bcopy", length, remote_addr);
+    UCT_RINGK_RMA_DONE(ep, GET, BCOPY, "get_bcopy", length, remote_addr);
     return UCS_OK;
 }
 
@@ -181,9 +177,8 @@ ucs_status_t uct_ringk_shm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
                                         size_t iovcnt, uint64_t remote_addr,
                                         uct_rkey_t rkey, uct_completion_t *comp)
 {
-    UCT_TL_EP_STAT_OP(ucs_derived_of(tl_ep, uct_base_ep_t), GET, ZCOPY,
-                      uct_iov_total_length(iov, iovcnt));
-    UCT_RINGK_TRACE_RMA(tl_ep, "get_zcopy", uct_iov_total_length(iov, iovcnt), remote_addr);
+    UCT_RINGK_RMA_DONE(tl_ep, GET, ZCOPY, "get_zcopy", uct_iov_total_length(iov, iovcnt),
+                       remote_addr);
     return uct_ringk_shm_ep_rma_iov(tl_ep, iov, iovcnt, remote_addr, rkey, 0);
 }
 

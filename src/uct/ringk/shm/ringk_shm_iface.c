@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The shm device's iface: no active messages and nothing ever queued, so no progress to speak
+/* The mapped device's iface: no active messages and nothing ever queued, so no progress to speak
  * of; a one-page memfd whose first word tells peers it closed. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The shm device of the ringk transport, inside the plugin: its iface and endpoint, and what
+/* The mapped device of the ringk transport, inside the plugin: its iface and endpoint, and what
  * its files share (ringk_shm_ep.c: put, get, flush, the endpoint; ringk_shm_atomic.c: atomics;
  * ringk_shm_iface.c: the iface; ringk_shm_md.c: the md and the mappings of peers' memory). */
 #ifndef UCT_RINGK_SHM_INT_H

@@ -11,9 +11,9 @@
  * promise the owner cannot break, so a mapped byte never becomes a SIGBUS; a dead owner's
  * memory stays mapped until the keys to it are released.
  *
- * The "shm" device of the ringk transport on this md does put and get as memcpy and the
+ * The "mapped" device of the ringk transport on this md does put and get as memcpy and the
  * 32/64-bit atomics as CPU atomic instructions on the mapping. It has no active messages: the
- * "memory" device on the ringk md carries those and keeps cross-memory attach for memory that
+ * "ring" device on the ringk md carries those and keeps cross-memory attach for memory that
  * is only registered (UCP, like posix with cma, uses this device for memory that ringk_shm
  * allocated and the other for the rest).
  */
@@ -203,12 +203,10 @@ static ucs_status_t uct_ringk_shm_mkey_pack(UCT_RINGK_MKEY_PACK_ARGS(md, tl_memh
 {
     const uct_ringk_shm_memh_t *memh = tl_memh;
     uct_ringk_shm_packed_rkey_t packed = {
-        .magic   = UCT_RINGK_SHM_RKEY_MAGIC,
-        .pid     = getpid(),
-        .fd      = memh->fd,
-        .seg_id  = memh->seg_id,
-        .address = (uintptr_t)memh->address,
-        .length  = memh->length
+        .hdr    = uct_ringk_rkey_hdr(UCT_RINGK_SHM_RKEY_MAGIC, (uintptr_t)memh->address,
+                                     memh->length),
+        .fd     = memh->fd,
+        .seg_id = memh->seg_id
     };
 
     memcpy(rkey_buffer, &packed, sizeof(packed));
@@ -252,33 +250,33 @@ static int uct_ringk_shm_open(const uct_ringk_shm_packed_rkey_t *packed)
     int fd, seals;
 
     snprintf(name, sizeof(name), UCT_RINGK_SHM_NAME_FMT, (unsigned long long)packed->seg_id);
-    fd = ringk_node_open_peer(packed->pid, packed->fd, O_RDWR, name, &st, link, sizeof(link),
+    fd = ringk_node_open_peer(packed->hdr.pid, packed->fd, O_RDWR, name, &st, link, sizeof(link),
                               &err);
     switch (err) {
     case RINGK_PEER_OK:
         break;
     case RINGK_PEER_OPEN:
-        ucs_error("ringk_shm: cannot open the peer allocation /proc/%u/fd/%d: %m", packed->pid,
+        ucs_error("ringk_shm: cannot open the peer allocation /proc/%u/fd/%d: %m", packed->hdr.pid,
                   packed->fd);
         return -1;
     case RINGK_PEER_NAME:
         ucs_error("ringk_shm: descriptor %d of pid %u is '%s', not the allocation the key "
-                  "names ('%s')", packed->fd, packed->pid, link, name);
+                  "names ('%s')", packed->fd, packed->hdr.pid, link, name);
         return -1;
     case RINGK_PEER_OWNER:
         ucs_error("ringk_shm: the allocation of pid %u is owned by uid %u mode 0%o; only our "
-                  "own 0600 memory is mapped", packed->pid, st.st_uid, st.st_mode & 0777);
+                  "own 0600 memory is mapped", packed->hdr.pid, st.st_uid, st.st_mode & 0777);
         return -1;
     default:
-        ucs_error("ringk_shm: cannot inspect the allocation of pid %u: %m", packed->pid);
+        ucs_error("ringk_shm: cannot inspect the allocation of pid %u: %m", packed->hdr.pid);
         return -1;
     }
     seals = fcntl(fd, F_GET_SEALS);
-    if ((seals < 0) || !(seals & F_SEAL_SHRINK) || ((uint64_t)st.st_size < packed->length)) {
+    if ((seals < 0) || !(seals & F_SEAL_SHRINK) || ((uint64_t)st.st_size < packed->hdr.length)) {
         ucs_error("ringk_shm: the allocation of pid %u is %lld bytes%s, the key says %" PRIu64,
-                  packed->pid, (long long)st.st_size,
+                  packed->hdr.pid, (long long)st.st_size,
                   ((seals >= 0) && (seals & F_SEAL_SHRINK)) ? "" : " and may shrink",
-                  packed->length);
+                  packed->hdr.length);
         close(fd);
         return -1;
     }
@@ -335,26 +333,25 @@ ucs_status_t uct_ringk_shm_rkey_unpack(const void *buffer, uct_ringk_shm_rkey_t 
     int fd;
 
     memcpy(&packed, buffer, sizeof(packed));
-    if ((packed.magic != UCT_RINGK_SHM_RKEY_MAGIC) || (packed.pid == 0) ||
-        (packed.pid > INT32_MAX) || (packed.fd < 0) || (packed.reserved != 0) ||
-        (packed.length < 8) || (packed.length > SIZE_MAX / 2) ||
-        (packed.address + packed.length < packed.address)) {
+    if (!uct_ringk_rkey_hdr_valid(&packed.hdr, UCT_RINGK_SHM_RKEY_MAGIC) || (packed.fd < 0) ||
+        (packed.reserved != 0) || (packed.hdr.length < 8) ||
+        (packed.hdr.length > SIZE_MAX / 2)) {
         ucs_error("ringk_shm: invalid remote key (magic 0x%x pid %u fd %d range 0x%" PRIx64 "+%"
-                  PRIu64 ")", packed.magic, packed.pid, packed.fd, packed.address,
-                  packed.length);
+                  PRIu64 ")", packed.hdr.magic, packed.hdr.pid, packed.fd, packed.hdr.address,
+                  packed.hdr.length);
         return UCS_ERR_INVALID_PARAM;
     }
     pthread_mutex_lock(&uct_ringk_shm_maps_lock);
     for (map = uct_ringk_shm_maps; map != NULL; map = map->next) {
-        if ((map->pid == packed.pid) && (map->seg_id == packed.seg_id)) {
+        if ((map->pid == packed.hdr.pid) && (map->seg_id == packed.seg_id)) {
             break;
         }
     }
     if (map != NULL) {
-        if (packed.length > map->length) {
+        if (packed.hdr.length > map->length) {
             ucs_error("ringk_shm: key to allocation 0x%" PRIx64 " of pid %u says %" PRIu64
-                      " bytes, it was mapped with %" PRIu64, packed.seg_id, packed.pid,
-                      packed.length, map->length);
+                      " bytes, it was mapped with %" PRIu64, packed.seg_id, packed.hdr.pid,
+                      packed.hdr.length, map->length);
             status = UCS_ERR_INVALID_PARAM;
             goto out;
         }
@@ -371,28 +368,28 @@ ucs_status_t uct_ringk_shm_rkey_unpack(const void *buffer, uct_ringk_shm_rkey_t 
             status = UCS_ERR_NO_MEMORY;
             goto out;
         }
-        map->base = uct_ringk_shm_map_peer(fd, packed.length, &map->span);
+        map->base = uct_ringk_shm_map_peer(fd, packed.hdr.length, &map->span);
         close(fd);
         if (map->base == MAP_FAILED) {
             ucs_error("ringk_shm: mmap of %" PRIu64 " bytes of pid %u failed: %m",
-                      packed.length, packed.pid);
+                      packed.hdr.length, packed.hdr.pid);
             ucs_free(map);
             status = UCS_ERR_NO_MEMORY;
             goto out;
         }
-        map->pid           = packed.pid;
+        map->pid           = packed.hdr.pid;
         map->seg_id        = packed.seg_id;
-        map->length        = packed.length;
+        map->length        = packed.hdr.length;
         map->refs          = 1;
         map->next          = uct_ringk_shm_maps;
         uct_ringk_shm_maps = map;
     }
     key->kind    = UCT_RINGK_KEY_SHM;
-    key->pid     = packed.pid;
-    key->address = packed.address;
-    key->length  = packed.length;
+    key->pid     = packed.hdr.pid;
+    key->address = packed.hdr.address;
+    key->length  = packed.hdr.length;
     key->mapped  = map->base;
-    key->offset  = (intptr_t)((uintptr_t)map->base - packed.address);
+    key->offset  = (intptr_t)((uintptr_t)map->base - packed.hdr.address);
     key->map     = map;
 out:
     pthread_mutex_unlock(&uct_ringk_shm_maps_lock);
