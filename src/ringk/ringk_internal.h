@@ -107,6 +107,10 @@ typedef struct {
     uint32_t       *remote_credit;
     const int      *remote_dead;
     uint32_t        remote_sender;
+    /* the wire header of the route's last message to another process: UCP reads it until the
+     * send completes, after ringk_remote_send_try() returned (one thread at a time sends on a
+     * route: a kernel's executor, or the host's call that made the route on its stack) */
+    uint64_t        remote_wire[3];
     /* the open batch cell in the target's inbox (see batch_send): claimed, not yet published */
     uint64_t        batch_pos;
     struct ringk_batch_hdr *batch_hdr; /* its header (in the cell at batch_pos) */
@@ -508,7 +512,7 @@ int ringk_inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64
 /** Sends one message as @a from on @a rt, a route to another process, once a credit for its
  *  kernel comes back, waiting as @a timeout_ms says (progressing the worker), and then for UCP
  *  to send it: 0, -EAGAIN, -ETIMEDOUT, or -EPIPE. From a thread that may wait. */
-int ringk_wait_credit(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t *rt,
+int ringk_wait_credit(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt,
                       ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms);
 /** Waits for UCP to send a message to process @a rank that is on its way (request @a req of
  *  ringk_remote_send_try()): 0, or -EPIPE. UCP completes it or fails it (a lost process fails

@@ -227,7 +227,7 @@ int ringk_wait_sent(ringk_ctx_t *ctx, int rank, void *req)
     return ret;
 }
 
-int ringk_wait_credit(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t *rt,
+int ringk_wait_credit(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt,
                       ringk_msg_type_t type, const void *payload, size_t length, int timeout_ms)
 {
     uint64_t start = 0, deadline = 0, warn_next = 0, now;

@@ -204,15 +204,18 @@ void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route
     rt->remote_ep     = r->eps[rt->rank];
 }
 
-int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t *rt,
+_Static_assert(sizeof(wire_msg_t) <= sizeof(((route_t*)NULL)->remote_wire),
+               "route_t.remote_wire holds a wire header");
+
+int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt,
                           ringk_msg_type_t type, const void *payload, size_t length, int now,
                           void **req_p)
 {
-    uint32_t *c  = rt->remote_credit;
-    uint32_t cur = __atomic_load_n(c, __ATOMIC_RELAXED);
-    size_t hlen  = RINGK_WIRE_MSG_SHORT;
+    uint32_t *c   = rt->remote_credit;
+    uint32_t cur  = __atomic_load_n(c, __ATOMIC_RELAXED);
+    size_t hlen   = RINGK_WIRE_MSG_SHORT;
+    wire_msg_t *w = (wire_msg_t*)rt->remote_wire; /* read by UCP until the send completes */
     ucs_status_ptr_t req;
-    wire_msg_t w;
 
     if (__atomic_load_n(rt->remote_dead, __ATOMIC_ACQUIRE)) {
         return -EPIPE;
@@ -225,24 +228,24 @@ int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t 
         }
     } while (!__atomic_compare_exchange_n(c, &cur, cur - 1, 0, __ATOMIC_ACQ_REL,
                                           __ATOMIC_RELAXED));
-    w.sender = rt->remote_sender;
-    w.dst    = (uint16_t)rt->remote_id;
-    w.type   = (uint8_t)type;
-    w.flags  = 0;
+    w->sender = rt->remote_sender;
+    w->dst    = (uint16_t)rt->remote_id;
+    w->type   = (uint8_t)type;
+    w->flags  = 0;
     /* a kernel's number is taken once the message left (one thread at a time sends as a
      * kernel); the host's, which any thread sends as, now: a host send not sent leaves a gap */
-    w.seq = (from != NULL) ? __atomic_load_n(&from->seq, __ATOMIC_RELAXED)
+    w->seq = (from != NULL) ? __atomic_load_n(&from->seq, __ATOMIC_RELAXED)
                            : __atomic_fetch_add(&ctx->host_seq, 1, __ATOMIC_RELAXED);
     if ((from != NULL) && from->timestamps) {
-        w.timestamp = ringk_sender_stamp(ctx, from);
-        w.flags     = RINGK_WIRE_TIMESTAMP;
-        hlen        = sizeof(w);
+        w->timestamp = ringk_sender_stamp(ctx, from);
+        w->flags     = RINGK_WIRE_TIMESTAMP;
+        hlen         = sizeof(*w);
     }
-    req = ucp_am_send_nbx(rt->remote_ep, RINGK_AM_MSG, &w, hlen, payload, length,
+    req = ucp_am_send_nbx(rt->remote_ep, RINGK_AM_MSG, w, hlen, payload, length,
                           now ? &am_now_param : &am_eager_param);
     if (ucs_likely(req == NULL)) {
         if (from != NULL) {
-            __atomic_store_n(&from->seq, w.seq + 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&from->seq, w->seq + 1, __ATOMIC_RELAXED);
             ringk_kernel_sent(from, 1);
         }
         return 0;
@@ -250,7 +253,7 @@ int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t 
     if (UCS_PTR_IS_PTR(req)) {
         /* on its way, reading the payload until UCP completes it */
         if (from != NULL) {
-            __atomic_store_n(&from->seq, w.seq + 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&from->seq, w->seq + 1, __ATOMIC_RELAXED);
             ringk_kernel_sent(from, 1);
         }
         *req_p = req;

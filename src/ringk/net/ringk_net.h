@@ -57,11 +57,11 @@ void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route
 /** Sends one message as kernel @a from (NULL: the host) on @a rt, a route resolved to a kernel
  *  of another process, as one eager active message, when a credit for that kernel is left:
  *  0 (it left), RINGK_REMOTE_PENDING (it is leaving: *@a req_p, which the caller tests until it
- *  completes, the payload kept until then), RINGK_REMOTE_NO_CREDIT, RINGK_REMOTE_BUSY (with
+ *  completes, the payload and the route kept until then: the header is in rt->remote_wire), RINGK_REMOTE_NO_CREDIT, RINGK_REMOTE_BUSY (with
  *  @a now only: UCP could not send it at once), or -EPIPE (the process is gone, or UCP failed
  *  the send: logged). It never waits and calls nothing of the runtime but what
  *  ringk_internal.h declares; what a send that could not go does is the caller's choice. */
-int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, const route_t *rt,
+int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt,
                           ringk_msg_type_t type, const void *payload, size_t length, int now,
                           void **req_p);
 /** Whether a send that ringk_remote_send_try() left on its way to process @a rank (@a req) has
