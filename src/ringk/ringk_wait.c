@@ -202,26 +202,12 @@ void ringk_wait_warn(ringk_ctx_t *ctx, uint64_t since_ns, uint64_t now_ns, uint6
 
 int ringk_wait_sent(ringk_ctx_t *ctx, int rank, void *req)
 {
-    const uint64_t every = (uint64_t)ctx->wait_warn_ms * 1000000u;
-    uint64_t start = 0, next = 0, now;
+    uint64_t warn[2] = {0, 0};
     int ret;
 
     /* a kernel thread that polled may be the one waiting: the progress thread must not nap */
     ringk_remote_unpoll(ctx);
-    while ((ret = ringk_remote_request_test(ctx, rank, req)) == RINGK_REMOTE_PENDING) {
-        if (every != 0) {
-            now = ringk_now_ns();
-            if (start == 0) {
-                start = now;
-                next  = now + every;
-            } else if (now >= next) {
-                next = now + every;
-                ringk_log_msg(ctx, RINGK_LOG_WARN, "a message to process %d (active message "
-                              "%u) has waited %.1f s to leave: UCP has not sent it (does the "
-                              "process take messages in?)", rank, RINGK_REMOTE_AM_MSG,
-                              (double)(now - start) / 1e9);
-            }
-        }
+    while ((ret = ringk_remote_request_test(ctx, rank, req, warn)) == RINGK_REMOTE_PENDING) {
         sched_yield();
     }
     return ret;

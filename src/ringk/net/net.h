@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <ucp/api/ucp.h>
 
-#define RINGK_AM_MSG      RINGK_REMOTE_AM_MSG /* UCP AM id of K2K messages (17) */
+#define RINGK_AM_MSG      17   /* UCP AM id of K2K messages */
 #define RINGK_AM_TOPIC    18   /* UCP AM id of topic publishes (one per destination process) */
 #define RINGK_AM_BARRIER  19   /* UCP AM id of barrier arrivals (to rank 0) and releases */
 #define RINGK_AM_BYE      20   /* UCP AM id of "this process leaves the job" */

@@ -129,34 +129,43 @@ static const ucp_request_param_t am_now_param = {
     .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL,
     .flags        = UCP_AM_SEND_FLAG_EAGER};
 
+/* Warns, once a send to process @a rank (active message @a id) has waited wait_warn_ms to leave
+ * and again each time as long again has passed, that UCP has not sent it; @a w holds the first
+ * look and the next warning, in ms (zeros before the first). */
+static void request_warn(ringk_ctx_t *ctx, int rank, unsigned id, uint64_t w[2])
+{
+    const uint64_t every = (uint64_t)ctx->wait_warn_ms;
+    uint64_t now;
+
+    if (every == 0) {
+        return;
+    }
+    now = net_now_ms();
+    if (w[0] == 0) {
+        w[0] = now;
+        w[1] = now + every;
+    } else if (now >= w[1]) {
+        w[1] = now + every;
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "a message to process %d (active message %u) has "
+                      "waited %.1f s to leave: UCP has not sent it (does the process take "
+                      "messages in?)", rank, id, (double)(now - w[0]) / 1e3);
+    }
+}
+
 /* Waits for a send (active message @a id to @a rank) that did not complete at once; the worker
  * is multi-threaded and whichever thread progresses it completes the request. UCP completes it
  * or fails it (a lost process fails it: UCP_ERR_HANDLING_MODE_PEER), so the wait has no bound
- * of its own; one longer than RINGK_WAIT_WARN_MS says so, and again each time as long again
- * has passed. */
+ * of its own (request_warn() says when it lasts). */
 static __attribute__((noinline)) ucs_status_t am_request_wait(ringk_remote_t *r, int rank,
                                                                unsigned id, ucs_status_ptr_t req)
 {
-    const uint64_t every = (uint64_t)r->ctx->wait_warn_ms;
-    uint64_t start = 0, next = 0, now;
+    uint64_t w[2] = {0, 0};
     ucs_status_t status;
 
     /* a kernel thread that polled may be the one waiting: the progress thread must not nap */
     ringk_remote_unpoll(r->ctx);
     while ((status = ucp_request_check_status(req)) == UCS_INPROGRESS) {
-        if (every != 0) {
-            now = net_now_ms();
-            if (start == 0) {
-                start = now;
-                next  = now + every;
-            } else if (now >= next) {
-                next = now + every;
-                ringk_log_msg(r->ctx, RINGK_LOG_WARN, "a message to process %d (active message "
-                              "%u) has waited %.1f s to leave: UCP has not sent it (does the "
-                              "process take messages in?)", rank, id,
-                              (double)(now - start) / 1e3);
-            }
-        }
+        request_warn(r->ctx, rank, id, w);
         sched_yield();
     }
     ucp_request_free(req);
@@ -268,11 +277,12 @@ int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt,
     return -EPIPE;
 }
 
-int ringk_remote_request_test(ringk_ctx_t *ctx, int rank, void *req)
+int ringk_remote_request_test(ringk_ctx_t *ctx, int rank, void *req, uint64_t warn[2])
 {
     ucs_status_t status = ucp_request_check_status(req);
 
     if (status == UCS_INPROGRESS) {
+        request_warn(ctx, rank, RINGK_AM_MSG, warn);
         return RINGK_REMOTE_PENDING;
     }
     ucp_request_free(req);

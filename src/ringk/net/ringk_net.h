@@ -47,8 +47,6 @@ int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_
 /** Fills the remote fields of @a rt, a route of @a from (NULL: the host) resolved to kernel
  *  rt->remote_id of process rt->rank, for ringk_remote_send_try(). */
 void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);
-/** The UCP active-message id a message of ringk_remote_send_try() travels as. */
-#define RINGK_REMOTE_AM_MSG 17
 /* What ringk_remote_send_try() returns besides 0 and a negative errno (positive: no errno). */
 #define RINGK_REMOTE_NO_CREDIT 1 /* no credit for the target: nothing sent, nothing changed */
 #define RINGK_REMOTE_BUSY      2 /* UCP could not send it at once: nothing sent or changed */
@@ -66,8 +64,10 @@ int ringk_remote_send_try(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt,
                           void **req_p);
 /** Whether a send that ringk_remote_send_try() left on its way to process @a rank (@a req) has
  *  completed: 0 (then the request is freed), RINGK_REMOTE_PENDING, or -EPIPE (failed: logged,
- *  freed). It never waits. */
-int ringk_remote_request_test(ringk_ctx_t *ctx, int rank, void *req);
+ *  freed). It never waits. While it is pending it warns once it has been for wait_warn_ms, and
+ *  again each time as long again has passed; @a warn (zeros at the first call of a wait) keeps
+ *  when. */
+int ringk_remote_request_test(ringk_ctx_t *ctx, int rank, void *req, uint64_t warn[2]);
 /** What a send waiting for a credit of kernel @a id of process @a rank waits for, in words. */
 void ringk_remote_wait_what(const ringk_ctx_t *ctx, int rank, uint32_t id, char *buf,
                             size_t size);
