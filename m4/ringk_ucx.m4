@@ -112,6 +112,8 @@ AC_DEFUN([RINGK_CHECK_UCX], [
     CPPFLAGS="$CPPFLAGS -I`pwd`/ucx-build -I$UCX_SRC_DIR/src -DHAVE_CONFIG_H $UCX_CFLAGS"
     AC_CHECK_HEADER([uct/base/uct_iface.h], [],
         [AC_MSG_ERROR([UCX internal header uct/base/uct_iface.h does not compile; see config.log])])
+    # the alignment macros moved from ucs/sys/math.h into a header of their own after 1.13
+    AC_CHECK_HEADERS([ucs/sys/ptr_arith.h])
     AC_CHECK_MEMBERS([uct_iface_ops_t.ep_am_short_iov, uct_iface_ops_t.iface_estimate_perf,
                       uct_iface_internal_ops_t.iface_estimate_perf,
                       uct_iface_internal_ops_t.ep_invalidate,

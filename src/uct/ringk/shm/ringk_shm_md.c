@@ -27,6 +27,10 @@
 
 #include <core/ringk_node.h>
 #include <ucs/debug/log.h>
+#include <ucs/sys/math.h>
+#ifdef HAVE_UCS_SYS_PTR_ARITH_H
+#include <ucs/sys/ptr_arith.h> /* ucs_align_up and ucs_align_up_pow2 */
+#endif
 #include <ucs/sys/string.h>
 #include <ucs/sys/sys.h>
 
