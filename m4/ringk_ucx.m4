@@ -174,6 +174,20 @@ AC_DEFUN([RINGK_CHECK_UCX], [
     RINGK_UCX_PROBE([HAVE_UCT_EP_KEEPALIVE_CHECK_PARAM_FLAGS_ONLY],
         [UCT_EP_KEEPALIVE_CHECK_PARAM takes the flags only],
         [unsigned flags = 0; UCT_EP_KEEPALIVE_CHECK_PARAM(flags)])
+    # UCP's behaviour: from 1.14 to 1.20 the v1 RMA protocol (UCX_PROTO_ENABLE=n) hands a
+    # zcopy the memh of the request's ucp memory handle, which UCP registers only for an md
+    # that asks for memh; with none it reads through a null pointer
+    AC_MSG_CHECKING([whether UCP's v1 RMA zcopy needs an md that asks for memh])
+    ringk_probe_CFLAGS="$CFLAGS"
+    CFLAGS="$CFLAGS -Werror=incompatible-pointer-types"
+    AC_COMPILE_IFELSE([AC_LANG_PROGRAM([[#include <ucp/rma/rma.h>
+#include <ucp/dt/dt.h>]], [[ucp_dt_state_t state; ucp_mem_h memh = state.dt.contig.memh;
+ucp_rma_proto_t *proto = &ucp_rma_basic_proto; (void)memh; (void)proto;]])],
+        [AC_MSG_RESULT([yes])
+         AC_DEFINE([HAVE_UCP_RMA_V1_ZCOPY_MEMH], [1],
+                   [UCP's v1 RMA zcopy reads the request's ucp memh])],
+        [AC_MSG_RESULT([no])])
+    CFLAGS="$ringk_probe_CFLAGS"
     AS_IF([test "x$ac_cv_have_decl_UCT_TL_DEFINE_ENTRY" != xyes],
         [AC_MSG_ERROR([UCX $UCX_VERSION lacks UCT_TL_DEFINE_ENTRY; ringk needs UCX >= 1.13])])
     CPPFLAGS="$ringk_save_CPPFLAGS"

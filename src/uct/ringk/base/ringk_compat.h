@@ -90,6 +90,14 @@ static inline void uct_ringk_memtype_cache_update(const void *address, size_t si
 #endif
 }
 
+/* Whether an md that registers memory must ask for a memh for UCP's v1 RMA zcopy, which reads
+ * the request's registration unasked from 1.14 to 1.20. */
+#ifdef HAVE_UCP_RMA_V1_ZCOPY_MEMH
+#define RINGK_UCP_RMA_NEEDS_MEMH 1
+#else
+#define RINGK_UCP_RMA_NEEDS_MEMH 0
+#endif
+
 /* ep_check's argument checks: the completion is no longer checked from 1.22 on. */
 #ifdef HAVE_UCT_EP_KEEPALIVE_CHECK_PARAM_FLAGS_ONLY
 #define UCT_RINGK_EP_CHECK_PARAMS(_flags, _comp) UCT_EP_KEEPALIVE_CHECK_PARAM(_flags)

@@ -28,9 +28,10 @@ static ucs_status_t uct_ringk_md_query(uct_md_h tl_md, uct_ringk_md_attr_t *attr
     uct_ringk_md_attr_base(attr);
     /* With CUDA memory, zcopy asks for a memh: UCP then offers zcopy for memory types the md
      * registers, where without it only for those the md can access with the CPU (host); the
-     * memh itself is not read (CUDA buffers are told by pointer). */
+     * memh itself is not read (CUDA buffers are told by pointer). A UCP whose v1 RMA hands
+     * every zcopy the request's registration (1.14 to 1.20) gets one too. */
     cap->flags            = UCT_MD_FLAG_REG | UCT_MD_FLAG_NEED_RKEY |
-                            (md->cuda ? UCT_MD_FLAG_NEED_MEMH : 0);
+                            ((md->cuda || RINGK_UCP_RMA_NEEDS_MEMH) ? UCT_MD_FLAG_NEED_MEMH : 0);
     /* CUDA memory is registered (exported for CUDA IPC) and moved by put/get zcopy along the
      * endpoint's GPU path; it is not CPU-accessible, so short/bcopy stay host-only. */
     cap->reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST) |
