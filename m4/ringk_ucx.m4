@@ -18,14 +18,36 @@ AC_DEFUN([RINGK_UCX_PROBE], [
 ])
 
 AC_DEFUN([RINGK_CHECK_UCX], [
+    # --with-ucx=PREFIX: a UCX installed in PREFIX (its pkg-config file, libraries, ucx_info)
+    # instead of the one pkg-config finds by default
+    AC_ARG_WITH([ucx],
+        [AS_HELP_STRING([--with-ucx=PREFIX],
+            [the UCX installed in PREFIX (default: the one pkg-config finds)])],
+        [], [with_ucx=default])
+    AS_CASE([$with_ucx],
+        [default|yes], [],
+        [no], [AC_MSG_ERROR([ringk is a UCX transport: it cannot be built --without-ucx])],
+        [ringk_ucx_pc=
+         for d in "$with_ucx/lib/pkgconfig" "$with_ucx/lib64/pkgconfig" \
+                  "$with_ucx"/lib/*/pkgconfig; do
+             AS_IF([test -f "$d/ucx.pc"], [ringk_ucx_pc=$d; break])
+         done
+         AS_IF([test -z "$ringk_ucx_pc"],
+             [AC_MSG_ERROR([--with-ucx=$with_ucx: no UCX there (no ucx.pc in lib/pkgconfig, lib64/pkgconfig or lib/*/pkgconfig)])])
+         PKG_CONFIG_PATH="$ringk_ucx_pc${PKG_CONFIG_PATH:+$PATH_SEPARATOR$PKG_CONFIG_PATH}"
+         export PKG_CONFIG_PATH])
     PKG_CHECK_MODULES([UCX], [ucx], [],
-        [AC_MSG_ERROR([UCX development files not found (pkg-config ucx); on Debian: apt-get install libucx-dev ucx-utils, or run contrib/setup.sh])])
+        [AC_MSG_ERROR([UCX development files not found (pkg-config ucx); on Debian: apt-get install libucx-dev ucx-utils, or run contrib/setup.sh, or give --with-ucx=PREFIX])])
     # UCX's headers are a dependency's: included as system headers, so that warnings in them
     # (UCX 1.22's ucp.h trips -Wsign-compare) are not taken for ringk's own
     UCX_CFLAGS=`echo " $UCX_CFLAGS" | sed 's/ -I */ -isystem /g'`
     UCX_VERSION=`$PKG_CONFIG --modversion ucx`
     UCX_PREFIX=`$PKG_CONFIG --variable=prefix ucx`
     UCX_LIBDIR=`$PKG_CONFIG --variable=libdir ucx`
+    # a UCX outside the system's library path: the programs and libraries built here find it
+    # at run time by their run path
+    AS_CASE([$with_ucx], [default|yes], [],
+        [UCX_LIBS="-Wl,-rpath,$UCX_LIBDIR $UCX_LIBS"])
     AC_SUBST([UCX_VERSION])
     AC_SUBST([UCX_LIBDIR])
 
