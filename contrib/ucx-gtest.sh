@@ -4,7 +4,7 @@
 # ringk transport. Builds UCX's test/gtest sources, unmodified and in place in the UCX source
 # tree (.cache/ucx-VERSION, contrib/fetch-ucx-src.sh), with a forced include
 # (test/ucx-gtest/ringk_gtest.h) that instantiates every transport-generic UCT and UCP case for
-# ringk, and for UCX's posix transport under its own prefix; links them against the installed
+# ringk, and for UCX's posix transport under its own prefix; links them against the
 # UCX libraries (they export their internal symbols) and runs them with the plugin preloaded.
 #
 # Each test suite (ringk/uct_p2p_am_test, ...) runs in its own process; when one crashes or
@@ -34,7 +34,7 @@
 # Environment: RINGK_PLUGIN (the plugin, default BUILD/src/uct/ringk/.libs/libuct_ringk.so),
 #   UCX_GTEST_LIBDIR (prepended to LD_LIBRARY_PATH: run against other UCX libraries, e.g. an
 #   in-tree UCX build), UCX_HANDLE_ERRORS (default bt), UCX_LOG_LEVEL (default warn),
-#   UCX_SRC_DIR (UCX source tree, default .cache/ucx-VERSION of the installed UCX),
+#   UCX_SRC_DIR (UCX source tree, default the build's --with-ucx-src),
 #   UCX_GTEST_KNOWN / UCX_GTEST_SKIP (the lists, default test/ucx-gtest/{known,skip}.txt).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -94,9 +94,19 @@ die() {
 }
 
 # --- build --------------------------------------------------------------------------------------
-ucx_version=$(pkg-config --modversion ucx 2>/dev/null) || die "pkg-config ucx failed (libucx-dev)"
-ucx_libdir=$(pkg-config --variable=libdir ucx)
-ucx_src=${UCX_SRC_DIR:-$top/.cache/ucx-$ucx_version}
+# The UCX the ringk build was configured for (configure --with-ucx, --with-ucx-src), else the
+# one pkg-config finds
+build_var() { sed -n "s/^$1 = //p" "$builddir/Makefile" 2>/dev/null; }
+ucx_version=$(build_var UCX_VERSION)
+if [ -n "$ucx_version" ]; then
+    ucx_libdir=$(build_var UCX_LIBDIR)
+    ucx_src_default=$(build_var UCX_SRC_DIR)
+else
+    ucx_version=$(pkg-config --modversion ucx 2>/dev/null) || die "pkg-config ucx failed (libucx-dev)"
+    ucx_libdir=$(pkg-config --variable=libdir ucx)
+    ucx_src_default=$top/.cache/ucx-$ucx_version
+fi
+ucx_src=${UCX_SRC_DIR:-$ucx_src_default}
 gt=$ucx_src/test/gtest
 ucx_cfg=$builddir/ucx-build/config.h
 [ -f "$gt/common/main.cc" ] ||
@@ -165,7 +175,7 @@ CXXFLAGS  = -std=c++11 -g -O$opt -fopenmp -fno-tree-vectorize -Wall -Wno-sign-co
 GTEST_FLAGS  = \$(CPPFLAGS) \$(CXXFLAGS)
 COMMON_FLAGS = \$(CPPFLAGS) \$(CXXFLAGS)
 TEST_FLAGS   = \$(CPPFLAGS) \$(CXXFLAGS) -include $top/test/ucx-gtest/ringk_gtest.h
-LDFLAGS   = -fopenmp -Wl,--dynamic-list-data -L$ucx_libdir ${LDFLAGS:-}
+LDFLAGS   = -fopenmp -Wl,--dynamic-list-data -L$ucx_libdir -Wl,-rpath,$ucx_libdir ${LDFLAGS:-}
 LIBS      = -lucp -luct -lucs -lucm -lpthread -ldl -lrt
 OBJS      =$objs
 
@@ -240,6 +250,12 @@ read_list() { # read_list FILE ARRAY CASE...
     dflt="listed in ${file##*/}"
     while read -r pat reason; do
         case $pat in ''|'#'*) continue ;; esac
+        # 'ucx=VERSION-GLOB CASE REASON': an entry for the UCX releases the glob matches only
+        if [[ $pat == ucx=* ]]; then
+            # shellcheck disable=SC2053
+            [[ $ucx_version == ${pat#ucx=} ]] || continue
+            read -r pat reason <<<"$reason"
+        fi
         for c in "$@"; do
             # the pattern is a glob on purpose; arr is associative (shellcheck takes a nameref
             # for an indexed array)
