@@ -152,6 +152,7 @@ static int worker_setup(ringk_remote_t *r)
                       UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS,
         .arg = r, .flags = UCP_AM_FLAG_WHOLE_MSG
     };
+    ucp_worker_attr_t wattr = {.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE};
     ucp_config_t *config;
     unsigned i;
 
@@ -162,9 +163,19 @@ static int worker_setup(ringk_remote_t *r)
     }
     ucp_config_release(config);
     if ((ucp_worker_create(r->context, &wparams, &r->worker) != UCS_OK) ||
+        (ucp_worker_query(r->worker, &wattr) != UCS_OK) ||
         (ucp_worker_get_efd(r->worker, &r->efd) != UCS_OK)) {
         ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "cannot set up the UCP worker");
         return -EIO;
+    }
+    /* The kernels' threads and the progress thread share the worker: a UCX built without
+     * multi-thread support gives a single-threaded one, which they would corrupt. */
+    if (wattr.thread_mode != UCS_THREAD_MODE_MULTI) {
+        ringk_log_msg(r->ctx, RINGK_LOG_ERROR, "UCX %s gives no thread-safe worker (it was "
+                      "built without multi-thread support, configure --enable-mt): ringk's "
+                      "threads share one; use a UCX built with --enable-mt",
+                      ucp_get_version_string());
+        return -ENOTSUP;
     }
     for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
         am.id = handlers[i].id;
