@@ -12,7 +12,8 @@
 # mapped device (memory the ringk_shm md allocated) against posix; UCP ones let UCP choose among
 # ringk,self against posix,cma,self; MPI ones run bench/mpi_rma over pml+osc ucx.
 #   active messages and tag matching
-#     UCT am_lat 8 B, am_bw 8 B, am_bw 8 KiB bcopy; UCP tag_lat 8 B, tag_bw 1 MiB; MPI ping-pong
+#     UCT am_lat 8 B, am_bw 8 B, am_bw 8 KiB bcopy; UCP tag_lat and tag_bw 8 B, 64 KiB, 1 MiB;
+#     MPI ping-pong
 #   RMA and atomics
 #     UCT put_lat 8 B; put_bw and get_bw 64 KiB and 4 MiB (posix bcopy: it has no zcopy; ringk
 #     zcopy, but bcopy for get 64 KiB: its get zcopy starts at 1 MiB); add_lat, fadd, cswap
@@ -86,6 +87,10 @@ cases=(
     "uct_am_bw_8B|msg/s|higher|perf ringk uct am_bw 8 2000000 8|perf posix uct am_bw 8 2000000 8"
     "uct_am_bw_8KiB|MB/s|none|perf ringk uct am_bw 8192 200000 6 bcopy|perf posix uct am_bw 8192 200000 6 bcopy"
     "ucp_tag_lat_8B|usec|lower|perf ringk,self ucp tag_lat 8 200000 4|perf posix,cma,self ucp tag_lat 8 200000 4"
+    "ucp_tag_lat_64KiB|usec|lower|perf ringk,self ucp tag_lat 65536 20000 4|perf posix,cma,self ucp tag_lat 65536 20000 4"
+    "ucp_tag_lat_1MiB|usec|lower|perf ringk,self ucp tag_lat 1048576 2000 4|perf posix,cma,self ucp tag_lat 1048576 2000 4"
+    "ucp_tag_bw_8B|MB/s|higher|perf ringk,self ucp tag_bw 8 2000000 6|perf posix,cma,self ucp tag_bw 8 2000000 6"
+    "ucp_tag_bw_64KiB|MB/s|higher|perf ringk,self ucp tag_bw 65536 20000 6|perf posix,cma,self ucp tag_bw 65536 20000 6"
     "ucp_tag_bw_1MiB|MB/s|higher|perf ringk,self ucp tag_bw 1048576 2000 6|perf posix,cma,self ucp tag_bw 1048576 2000 6"
     "mpi_pingpong_8B|usec|lower|mpi_lat ringk,self|mpi_lat posix,self"
     "uct_put_lat_8B|usec|lower|perf ringk/mapped uct put_lat 8 300000 4|perf posix uct put_lat 8 300000 4"
