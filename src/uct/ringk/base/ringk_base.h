@@ -221,8 +221,8 @@ ucs_status_ptr_t uct_ringk_base_ep_tag_rndv_zcopy(uct_ep_h ep, uct_tag_t tag,
 #else
 #define UCT_RINGK_INTERNAL_MEM_ELEMENT_OP
 #endif
-#define UCT_RINGK_INTERNAL_OPS(_is_connected) \
-    .iface_estimate_perf = uct_base_iface_estimate_perf, \
+#define UCT_RINGK_INTERNAL_OPS(_is_connected, _estimate_perf) \
+    .iface_estimate_perf = _estimate_perf, \
     .iface_vfs_refresh = (uct_iface_vfs_refresh_func_t)ucs_empty_function, \
     .ep_query = (uct_ep_query_func_t)ucs_empty_function_return_unsupported, \
     .ep_invalidate = (uct_ep_invalidate_func_t)ucs_empty_function_return_unsupported, \

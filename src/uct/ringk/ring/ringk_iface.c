@@ -499,8 +499,28 @@ static int uct_ringk_ep_is_connected(const uct_ep_h tl_ep,
 }
 #endif
 
+/* UCP's estimate of a CPU copy when it is not configured (UCX_BCOPY_BW=auto): 7000 MB/s. */
+#define UCT_RINGK_UCP_COPY_BW (7000.0 * UCS_MBYTE)
+
+/* What an operation costs, for UCP's protocol selection (protocols v2). UCP counts a CPU copy
+ * of the payload for short and bcopy, none for zcopy; the ring device's am zcopy copies the
+ * payload into the ring all the same, so its bandwidth is given as that copy in series with
+ * the ring's. Otherwise UCP 1.22 takes am zcopy over short from 1 byte on. */
+static ucs_status_t uct_ringk_iface_estimate_perf(uct_iface_h tl_iface, uct_perf_attr_t *perf)
+{
+    ucs_status_t status = uct_base_iface_estimate_perf(tl_iface, perf);
+    const uint64_t need = UCT_PERF_ATTR_FIELD_OPERATION | UCT_PERF_ATTR_FIELD_BANDWIDTH;
+
+    if ((status == UCS_OK) && ((perf->field_mask & need) == need) &&
+        (perf->operation == UCT_EP_OP_AM_ZCOPY) && (perf->bandwidth.shared > 0)) {
+        perf->bandwidth.shared = 1.0 / (1.0 / perf->bandwidth.shared +
+                                        1.0 / UCT_RINGK_UCP_COPY_BW);
+    }
+    return status;
+}
+
 static uct_iface_internal_ops_t uct_ringk_iface_internal_ops = {
-    UCT_RINGK_INTERNAL_OPS(uct_ringk_ep_is_connected)
+    UCT_RINGK_INTERNAL_OPS(uct_ringk_ep_is_connected, uct_ringk_iface_estimate_perf)
 };
 
 /* The largest messages: a message may take at most half the ring, so that it can always be

@@ -123,7 +123,7 @@ static int uct_ringk_shm_ep_is_connected(const uct_ep_h tl_ep,
 #endif
 
 static uct_iface_internal_ops_t uct_ringk_shm_iface_internal_ops = {
-    UCT_RINGK_INTERNAL_OPS(uct_ringk_shm_ep_is_connected)
+    UCT_RINGK_INTERNAL_OPS(uct_ringk_shm_ep_is_connected, uct_base_iface_estimate_perf)
 };
 
 static UCS_CLASS_INIT_FUNC(uct_ringk_shm_iface_t, uct_md_h md, uct_worker_h worker,
