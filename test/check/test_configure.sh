@@ -8,7 +8,7 @@ set -u
 top=${RINGK_TOP_BUILDDIR:?}
 src=${RINGK_TOP_SRCDIR:?}
 ucx_src=$(sed -n 's/^UCX_SRC_DIR = //p' "$top/Makefile")
-ucx_pc=$(sed -n 's/^UCX_LIBDIR = //p' "$top/Makefile")/pkgconfig/ucx.pc
+ver=$(sed -n 's/^UCX_VERSION = //p' "$top/Makefile")
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringk-configure.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 n=0
@@ -53,10 +53,17 @@ expect "--without-ucx is refused" "cannot be built --without-ucx"
 
 # A prefix that holds a UCX of another release (its pkg-config file, in a multiarch directory):
 # configure must take it, and then refuse the source tree of this UCX, naming both releases.
-ver=$(sed -n 's/^Version: *//p' "$ucx_pc")
 mkdir -p "$work/other/lib/x86_64-linux-gnu/pkgconfig"
-sed 's/^Version:.*/Version: 1.99.0/' "$ucx_pc" \
-    >"$work/other/lib/x86_64-linux-gnu/pkgconfig/ucx.pc"
+cat >"$work/other/lib/x86_64-linux-gnu/pkgconfig/ucx.pc" <<EOF
+prefix=$work/other
+libdir=\${prefix}/lib/x86_64-linux-gnu
+includedir=\${prefix}/include
+Name: ucx
+Description: a UCX of another release
+Version: 1.99.0
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -lucp
+EOF
 conf other --with-ucx="$work/other" --with-ucx-src="$ucx_src"
 expect "--with-ucx takes that prefix's UCX; a source tree of another release is refused" \
     "is version $ver but the installed UCX is 1.99.0"
