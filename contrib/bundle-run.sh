@@ -129,7 +129,8 @@ gpu_verdict() {
 }
 
 # The GPU test cases the test logs name, as "EXECUTED PASSED": every case of test_kernels (it
-# runs only on a GPU) and test_device_gpu's cases of TCase "gpu" (both of its runs); a binary
+# runs only on a GPU) and test_device_gpu's cases of TCase "gpu" (both of its runs; those of
+# test_device_block.c among them); a binary
 # skipped as a whole or one that crashed is no case.
 gpu_cases() {
     local logs=()
@@ -137,7 +138,7 @@ gpu_cases() {
                                  "$build"/test/check/test_device_gpu*.log)
     cat "${logs[@]}" /dev/null 2>/dev/null |
         awk '/^(PASS|FAIL|XFAIL|XPASS): test\/check\/test_kernels [0-9]+ / ||
-             /^(PASS|FAIL|XFAIL|XPASS): .*:gpu:test_device_gpu_/ { n++; if ($1 == "PASS:") p++ }
+             /^(PASS|FAIL|XFAIL|XPASS): .*:gpu:test_device_(gpu|block)_/ { n++; if ($1 == "PASS:") p++ }
              END { printf "%d %d\n", n, p }'
 }
 

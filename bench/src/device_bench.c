@@ -107,7 +107,9 @@ static ringk_kernel_t *dev_kernel(ringk_ctx_t *ctx, const char *name,
     p.field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
                      RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
                      RINGK_KERNEL_PARAM_FIELD_PROCESSING | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE |
+                     RINGK_KERNEL_PARAM_FIELD_THREADS |
                      ((to != NULL) ? RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO : 0);
+    p.threads      = 1; /* the handlers measured are one thread's */
     p.name         = name;
     p.backends     = RINGK_BACKEND_CUDA;
     p.device_entry = entry;

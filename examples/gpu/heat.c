@@ -196,7 +196,9 @@ int main(int argc, char **argv)
             p.field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER |
                              RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO |
                              RINGK_KERNEL_PARAM_FIELD_BACKENDS |
-                             RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY;
+                             RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY |
+                             RINGK_KERNEL_PARAM_FIELD_THREADS;
+            p.threads      = 1; /* the strip's handler is written for one thread */
             p.name         = names[i];
             p.handler      = strip_cpu;                 /* the CPU, when there is no device */
             p.device_entry = &example_heat_strip_entry; /* the device, when there is one */

@@ -100,7 +100,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "pingpong: cannot allocate pong's state\n");
             return 1;
         }
-        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_BACKENDS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY;
+        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_BACKENDS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY |
+                         RINGK_KERNEL_PARAM_FIELD_THREADS;
+        p.threads      = 1;                   /* pong's handler is one thread's */
         p.name         = "pong";
         p.handler      = pong_cpu;            /* the CPU, when there is no device */
         p.device_entry = &example_pong_entry; /* the device, when there is one */

@@ -64,7 +64,8 @@ static inline uint32_t ringk_sender_kernel(uint32_t sender)
      RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_SUBSCRIBES_TO | \
      RINGK_KERNEL_PARAM_FIELD_TOPICS_PUB | RINGK_KERNEL_PARAM_FIELD_TOPICS_SUB | \
      RINGK_KERNEL_PARAM_FIELD_BARRIERS | RINGK_KERNEL_PARAM_FIELD_START_INACTIVE | \
-     RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY)
+     RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | \
+     RINGK_KERNEL_PARAM_FIELD_THREADS | RINGK_KERNEL_PARAM_FIELD_BLOCKS)
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
 
 typedef char ringk_name_t[RINGK_NAME_MAX];
@@ -168,6 +169,8 @@ struct ringk_kernel {
     int                   placement;     /* where its executor runs it, -1: anywhere */
     int                   timestamps;
     int                   peer_events;   /* gets ringk_peer_event_t control messages */
+    unsigned              dev_threads;   /* a device kernel's threads per block */
+    unsigned              dev_blocks;    /* and blocks */
     int                   recv_inline;   /* its handler may run in the receive callback */
     name_list_t           publishes_to, subscribes_to, topics_pub, topics_sub, barriers;
     route_t               routes[RINGK_LIST_MAX];  /* parallel to publishes_to */

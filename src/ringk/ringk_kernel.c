@@ -9,6 +9,8 @@
 #include "ringk_internal.h"
 #include "ringk_route.h"
 
+#include <ringk/api/ringk_device_abi.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +128,8 @@ static void kernel_params_values(const ringk_kernel_params_t *p, ringk_kernel_t 
     k->placement         = (f & RINGK_KERNEL_PARAM_FIELD_PLACEMENT) ? p->placement : -1;
     k->timestamps        = (f & RINGK_KERNEL_PARAM_FIELD_TIMESTAMPS) ? !!p->timestamps : 0;
     k->peer_events       = (f & RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS) ? !!p->peer_events : 0;
+    k->dev_threads       = (f & RINGK_KERNEL_PARAM_FIELD_THREADS) ? p->threads : RINGK_DEV_WARP;
+    k->dev_blocks        = (f & RINGK_KERNEL_PARAM_FIELD_BLOCKS) ? p->blocks : 1;
 }
 
 /* Checks the values kernel_params_values() set: 0 or -EINVAL, each refusal naming the value
@@ -159,6 +163,16 @@ static int kernel_params_check(ringk_ctx_t *ctx, const ringk_kernel_params_t *p,
     if ((k->placement < -1) || (k->placement >= RINGK_PLACEMENT_MAX)) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': placement %d is out of range -1..%d",
                       name, k->placement, RINGK_PLACEMENT_MAX - 1);
+        return -EINVAL;
+    }
+    if ((k->dev_threads < 1) || (k->dev_threads > RINGK_DEV_THREADS_MAX)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': threads %u is out of range 1..%u",
+                      name, k->dev_threads, RINGK_DEV_THREADS_MAX);
+        return -EINVAL;
+    }
+    if ((k->dev_blocks < 1) || (k->dev_blocks > RINGK_DEV_BLOCKS_MAX)) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': blocks %u is out of range 1..%u",
+                      name, k->dev_blocks, RINGK_DEV_BLOCKS_MAX);
         return -EINVAL;
     }
     if ((p->field_mask & RINGK_KERNEL_PARAM_FIELD_BACKENDS) &&

@@ -39,6 +39,12 @@ static int nop_handler(ringk_kernel_t *k, const ringk_msg_t *m, void *arg)
     return 0;
 }
 
+/* an emulated launch that must not run */
+static void emu_nothing(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state)
+{
+    ck_abort_msg("an emulated launch with bad arguments ran");
+}
+
 static void fixture_setup(void)
 {
     static const char *barriers[] = {"b", NULL}, *routes[] = {"x", NULL};
@@ -172,6 +178,10 @@ ROW(q_stats_out, ringk_p2pq_stats_query(queue, NULL))
 ROW(dev_register_null, ringk_device_entry_register(NULL))
 ROW_VOID(dev_unregister_null, ringk_device_entry_unregister(NULL))
 ROW(dev_kernels_neg, ringk_device_kernels(-1))
+ROW(emu_launch_null, ringk_dev_emu_launch(NULL, NULL, (ringk_dev_kernel_t*)&msg, 1, 1))
+ROW(emu_launch_zero, ringk_dev_emu_launch(emu_nothing, NULL, (ringk_dev_kernel_t*)&msg, 0, 1))
+ROW(emu_launch_big, ringk_dev_emu_launch(emu_nothing, NULL, (ringk_dev_kernel_t*)&msg, 1024, 2))
+ROW(emu_self_outside, ringk_dev_emu_self()->thread + ringk_dev_emu_self()->block)
 
 static const struct {
     const char *call;     /* the public function (test_abi.sh reads these names) */
@@ -267,6 +277,12 @@ static const struct {
      "negative"},
     {"ringk_device_entry_unregister", dev_unregister_null, 0,
      "ringk_device_entry_unregister: entry is NULL"},
+    {"ringk_dev_emu_launch", emu_launch_null, -EINVAL, "ringk_dev_emu_launch: run is NULL"},
+    {"ringk_dev_emu_launch", emu_launch_zero, -EINVAL, "threads 0 x blocks 1: both must be"},
+    {"ringk_dev_emu_launch", emu_launch_big, -E2BIG, "threads 1024 x blocks 2 is above the "
+     "1024 threads"},
+    /* takes no argument: outside a launch, thread 0 of block 0, nothing logged */
+    {"ringk_dev_emu_self", emu_self_outside, 0, NULL},
 };
 
 /* The number of lines in the log. */

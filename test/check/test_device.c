@@ -900,6 +900,7 @@ int main(void)
     tcase_add_test(tc, test_device_job_deferred);
     tcase_add_test(tc, test_device_bad_calls);
     tcase_add_test(tc, test_device_bad_params);
+    test_device_block_cases(tc);
 #ifdef TEST_DEVICE_STREAMS
     test_device_streams_last(tc);
 #endif

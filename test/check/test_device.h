@@ -22,6 +22,8 @@ void slabs_mb(const char *mb);
 ringk_kernel_params_t small_params(const char *name, const ringk_device_entry_t *entry, ringk_dev_test_t *t);
 /** Checked teardown: every device's slabs were freed with the test's last context. */
 void slabs_teardown(void);
+/** test_device_block.c: the cases of kernels of many threads. */
+void test_device_block_cases(TCase *tc);
 
 #ifdef TEST_DEVICE_STREAMS
 /** test_device_streams.c: its checked teardown, and its cases, those that must run first in

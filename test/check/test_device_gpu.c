@@ -57,6 +57,7 @@ static int gpus_listed(char *list, size_t len)
 #define TEST_DEVICE_LOG_LEVEL RINGK_LOG_INFO
 #include "core/ringk_cuda.h"
 #include "test_device_util.h"
+#include "test_device.h"
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -985,7 +986,7 @@ int main(void)
     size_t i;
 
     if (only != NULL) {
-        for (i = 0, known = 0; i < ntests; i++) {
+        for (i = 0, known = in_list(only, "block"); i < ntests; i++) {
             known += in_list(only, gpu_tests[i].name);
         }
         for (name = only, items = 1; (name = strchr(name, ',')) != NULL; name++) {
@@ -994,7 +995,7 @@ int main(void)
         if (known < items) {
             printf("Bail out! RINGK_DEVICE_GPU_ONLY='%s' names a test that does not exist "
                    "(scenarios, event_wake, publish, barrier, recv, terminate_message, "
-                   "lifecycle, pingpong, no_deadlock, arg)\n", only);
+                   "lifecycle, pingpong, no_deadlock, arg, block)\n", only);
             return EXIT_FAILURE;
         }
     }
@@ -1018,6 +1019,10 @@ int main(void)
                 tcase_add_test(gpu, gpu_tests[i].test);
                 nadded++;
             }
+        }
+        if ((only == NULL) || in_list(only, "block")) {
+            test_device_block_cases(gpu); /* test_device_block.c: kernels of many threads */
+            nadded++;
         }
     } else {
         printf("# no CUDA device (%s): the GPU scenarios are not run (test_device runs them on "

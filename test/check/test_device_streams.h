@@ -76,6 +76,10 @@ extern int tds_capture;
 extern unsigned tds_status_errors;
 /** Streams made, in all. */
 extern unsigned long tds_streams_made;
+/** The blocks the stand-in device holds at once (op fit), for any entry and block size; and
+ *  the shape of the last launch. */
+extern uint32_t tds_max_blocks;
+extern uint32_t tds_last_threads, tds_last_blocks;
 
 #ifdef TEST_DEVICE_STREAMS_IMPL
 #include <pthread.h>
@@ -100,6 +104,8 @@ int tds_pageable = 1;
 int tds_capture;
 unsigned tds_status_errors;
 unsigned long tds_streams_made;
+uint32_t tds_max_blocks = 8;
+uint32_t tds_last_threads, tds_last_blocks;
 static __thread int tds_mode; /* the thread's capture mode: 0 global (CUDA's default) */
 
 /* what the device reads at its own addresses: device memory, mapped memory's device side */
@@ -129,6 +135,7 @@ typedef struct tds_launch {
     ringk_dev_kernel_t *state;
     int                 fault;
     unsigned            hang_ms;
+    uint32_t            threads, blocks;
 } tds_launch_t;
 
 static void tds_violation(const char *what)
@@ -212,6 +219,20 @@ static int tds_load(const char *name, int device, size_t *stack_need, char *why,
     return 0;
 }
 
+/* The stand-in device holds tds_max_blocks blocks of any entry, of up to 1024 threads. */
+static int tds_fit(int device, uint32_t threads, uint32_t *max_blocks, uint32_t *max_threads,
+                   char *why, size_t why_len)
+{
+    (void)threads;
+    if (device != 0) {
+        snprintf(why, why_len, "stand-in: no device %d", device);
+        return -ENODEV;
+    }
+    *max_blocks  = tds_max_blocks;
+    *max_threads = RINGK_DEV_THREADS_MAX;
+    return 0;
+}
+
 static int tds_stack_raise(int device, size_t need, size_t *limit, char *why, size_t why_len)
 {
     if (device != 0) {
@@ -235,8 +256,9 @@ static void *tds_launch_main(void *arg)
         pthread_cond_wait(&s->cond, &s->mu);
     }
     pthread_mutex_unlock(&s->mu);
-    if (!l->fault) {
-        l->run(l->src, l->state);
+    if (!l->fault && (ringk_dev_emu_launch(l->run, l->src, l->state, l->threads,
+                                           l->blocks) != 0)) {
+        tds_violation("a launch's threads could not be made");
     }
     if (l->hang_ms > 0) {
         usleep(l->hang_ms * 1000u);
@@ -278,7 +300,8 @@ static void tds_capture_mode(int *mode)
 static int tds_launch(const char *name,
                       void (*run)(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state),
                       const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state, int device,
-                      void *stream, char *why, size_t why_len)
+                      void *stream, uint32_t threads, uint32_t blocks, char *why,
+                      size_t why_len)
 {
     tds_stream_t *s = stream;
     tds_launch_t *l = calloc(1, sizeof(*l));
@@ -287,17 +310,23 @@ static int tds_launch(const char *name,
     pthread_t th;
     int ret;
 
-    if ((l == NULL) || (device != 0) || (s == NULL)) {
+    if ((l == NULL) || (device != 0) || (s == NULL) || (threads < 1) ||
+        (threads > RINGK_DEV_THREADS_MAX) || (blocks < 1) || (blocks > tds_max_blocks)) {
         free(l);
-        snprintf(why, why_len, "stand-in launch: device %d, stream %p", device, stream);
+        snprintf(why, why_len, "stand-in launch: device %d, stream %p, %u x %u threads",
+                 device, stream, threads, blocks);
         return -EINVAL;
     }
+    __atomic_store_n(&tds_last_threads, threads, __ATOMIC_RELAXED);
+    __atomic_store_n(&tds_last_blocks, blocks, __ATOMIC_RELAXED);
     tds_load_kernel(name);
     tds_stack_grow(tds_stack_need_of(name), "a launch grew the stack limit");
     l->s     = s;
     l->run   = run;
     l->src   = src;
     l->state = state;
+    l->threads = threads;
+    l->blocks  = blocks;
     l->fault   = __atomic_exchange_n(&tds_fault_next, 0, __ATOMIC_ACQ_REL);
     l->hang_ms = __atomic_exchange_n(&tds_hang_next_ms, 0, __ATOMIC_ACQ_REL);
     pthread_mutex_lock(&s->mu);
@@ -608,9 +637,11 @@ static void tds_stream_destroy(void *stream)
         ringk_dev_launch_run(src, k, handler); \
     } \
     static int sym##_ringk_launch(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k, \
-                                  int device, void *stream, char *why, size_t why_len) \
+                                  int device, void *stream, uint32_t threads, uint32_t blocks, \
+                                  char *why, size_t why_len) \
     { \
-        return tds_launch(#sym, sym##_ringk_run, src, k, device, stream, why, why_len); \
+        return tds_launch(#sym, sym##_ringk_run, src, k, device, stream, threads, blocks, why, \
+                          why_len); \
     } \
     static int sym##_ringk_load(int device, size_t *stack_need, char *why, size_t why_len) \
     { \
@@ -620,7 +651,7 @@ static void tds_stream_destroy(void *stream)
         tds_device_count, tds_alloc_device, tds_alloc_mapped, \
         tds_copy_to_device, tds_stream_create, sym##_ringk_launch, tds_stream_status, \
         tds_free_device, tds_free_mapped, tds_stream_destroy, sym##_ringk_load, \
-        tds_stack_raise, tds_reaches, tds_capture_mode \
+        tds_stack_raise, tds_reaches, tds_capture_mode, tds_fit \
     }; \
     const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \

@@ -41,17 +41,19 @@ static ringk_ctx_t *ctx_new(void)
 }
 
 /* Parameters of a device kernel (CUDA backend only) named @a name running @a entry with the
- * result block @a t; the caller adds fields. */
+ * result block @a t, of one thread (the handlers of ringk_dev_test_t are written for one; the
+ * kernels of many are test_device_block.c's); the caller adds fields. */
 static ringk_kernel_params_t dev_params(const char *name, const ringk_device_entry_t *entry,
                                         ringk_dev_test_t *t)
 {
     ringk_kernel_params_t p = {
         .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
-                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY,
+                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | RINGK_KERNEL_PARAM_FIELD_THREADS,
         .name         = name,
         .backends     = RINGK_BACKEND_CUDA,
         .device_entry = entry,
-        .arg          = t
+        .arg          = t,
+        .threads      = 1
     };
 
     return p;

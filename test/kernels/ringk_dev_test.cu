@@ -192,6 +192,158 @@ RINGK_DEVICE static int dev_recv(ringk_dev_kernel_t *k, const ringk_msg_t *msg, 
     return 0;
 }
 
+// ---- the block-level tests: a handler run by every thread of the kernel ----------------------
+
+RINGK_DEVICE static void bt_add(uint64_t *p, uint64_t v)
+{
+#if defined(__CUDA_ARCH__)
+    atomicAdd((unsigned long long*)p, (unsigned long long)v);
+#else
+    __atomic_add_fetch(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+// One scope's check of OP_SYNC: each thread writes its value, syncs, reads its neighbour's
+// (the next thread of its warp, of its block, or the same thread of the next block) and syncs
+// again before the next write.
+RINGK_DEVICE static void bt_sync_check(ringk_dev_kernel_t *k, ringk_dev_btest_t *t, int scope,
+                                       uint32_t value, uint32_t me, uint32_t other)
+{
+    t->slot[me] = value + me;
+    if (ringk_dev_sync(k, scope) != 0) {
+        bt_add(&t->bad, 1);
+    }
+    if (t->slot[other] != value + other) {
+        bt_add(&t->bad, 1);
+    }
+    ringk_dev_sync(k, scope);
+}
+
+// The kernel under test of the block-level tests: the payload's first word says what its
+// threads do together (RINGK_DEV_BTEST_* in ringk_dev_test.h); each records what it saw.
+RINGK_DEVICE static int dev_block(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_btest_t *t = (ringk_dev_btest_t*)arg;
+    const uint32_t *p    = (const uint32_t*)ringk_dev_msg_payload(msg);
+    const uint32_t *q    = (const uint32_t*)ringk_dev_msg_payload(&t->in.m);
+    uint32_t th = ringk_dev_thread(k), nt = ringk_dev_threads(k);
+    uint32_t b = ringk_dev_block(k), nb = ringk_dev_blocks(k);
+    uint32_t me = b * nt + th, all = nt * nb, i, n, lanes, base, got = 1;
+    uint32_t v[2];
+    uint64_t sum = 0;
+    int ret = 0;
+
+    t->hits[me]++; // this thread's own slot
+    if (me == 0) {
+        t->shape[0] = nt;
+        t->shape[1] = nb;
+    }
+    switch (p[0]) {
+    case RINGK_DEV_BTEST_SUM:
+        for (i = me; i < p[1]; i += all) {
+            sum += p[2 + i];
+        }
+        t->part[me] = sum;
+        ringk_dev_sync(k, RINGK_DEV_SYNC_KERNEL);
+        if (me == 0) {
+            for (i = 0, sum = 0; i < all; i++) {
+                sum += t->part[i];
+            }
+            t->sum += sum;
+        }
+        break;
+    case RINGK_DEV_BTEST_SYNC:
+        base  = th & ~(RINGK_DEV_WARP - 1u);
+        lanes = (nt - base < RINGK_DEV_WARP) ? nt - base : RINGK_DEV_WARP;
+        bt_sync_check(k, t, RINGK_DEV_SYNC_WARP, (p[1] * 3 + 0) * 4096, me,
+                      b * nt + base + (th - base + 1) % lanes);
+        bt_sync_check(k, t, RINGK_DEV_SYNC_BLOCK, (p[1] * 3 + 1) * 4096, me,
+                      b * nt + (th + 1) % nt);
+        bt_sync_check(k, t, RINGK_DEV_SYNC_KERNEL, (p[1] * 3 + 2) * 4096, me,
+                      ((b + 1) % nb) * nt + th);
+        if (ringk_dev_sync(k, 7) != -EINVAL) {
+            bt_add(&t->bad, 1);
+        }
+        break;
+    case RINGK_DEV_BTEST_ERR:
+        ret = (me == p[1]) ? -(int)p[3] : (me == p[2]) ? -(int)p[4] : 0;
+        break;
+    case RINGK_DEV_BTEST_SEND:
+        v[0] = me;
+        v[1] = p[1];
+        t->codes[me] = ringk_dev_send_route(k, 0, RINGK_MSG_DATA, v, sizeof(v),
+                                            RINGK_WAIT_FOREVER);
+        break;
+    case RINGK_DEV_BTEST_BSEND:
+        n = p[2];
+        for (i = th; i < n; i += nt) {
+            t->words[b][i] = (i == 0) ? b : (i == 1) ? p[1] : b * 1000 + i + p[1];
+        }
+        ringk_dev_sync(k, RINGK_DEV_SYNC_BLOCK);
+        t->codes[me] = ringk_dev_send_route_block(k, 0, RINGK_MSG_DATA, t->words[b], 4 * n,
+                                                  RINGK_WAIT_FOREVER);
+        break;
+    case RINGK_DEV_BTEST_RECV:
+        ret = ringk_dev_recv(k, &t->in.m, 64, 5000);
+        t->codes[me] = ret;
+        if ((ret != 0) || (t->in.m.length != 8) || (q[1] != p[1] + 1)) {
+            bt_add(&t->bad, 1);
+        }
+        got += (ret == 0);
+        break;
+    case RINGK_DEV_BTEST_PARTIAL:
+        if (th == 1) {
+            t->codes[1] = (p[1] == 0) ? ringk_dev_sync(k, RINGK_DEV_SYNC_BLOCK) :
+                          (p[1] == 1) ? ringk_dev_recv(k, &t->in.m, 64, 0) :
+                          ringk_dev_send_route_block(k, 0, RINGK_MSG_DATA, t->words[0], 8, 0);
+        }
+        break;
+    case RINGK_DEV_BTEST_BARRIER:
+        t->codes[me] = ringk_dev_barrier_wait(k, "b", 5000);
+        break;
+    default:
+        bt_add(&t->bad, 1);
+    }
+    if (me == 0) {
+        ringk_dev_store_rel_sys_u64(&t->count, t->count + got);
+    }
+    return ret;
+}
+
+// The sink of dev_block's sends (one thread): a message of 8 bytes is a thread's {index,
+// round}, checked in order per thread; a longer one a block's collective message, every word
+// checked.
+RINGK_DEVICE static int dev_tally(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    ringk_dev_btest_t *t = (ringk_dev_btest_t*)arg;
+    const uint32_t *p    = (const uint32_t*)ringk_dev_msg_payload(msg);
+    uint32_t n = msg->length / 4, j;
+    int ok;
+
+    (void)k;
+    if (msg->length == 8) {
+        if ((p[0] >= RINGK_DEV_BTEST_THREADS) || (p[1] != t->tally_next[p[0]])) {
+            t->tally_bad++;
+        } else {
+            t->tally_next[p[0]] = p[1] + 1;
+        }
+    } else {
+        ok = (n >= 2) && (p[0] < RINGK_DEV_BTEST_BLOCKS);
+        for (j = 2; ok && (j < n); j++) {
+            ok = (p[j] == p[0] * 1000 + j + p[1]);
+        }
+        if (ok) {
+            t->tally_blocks++;
+        } else {
+            t->tally_bad++;
+        }
+    }
+    ringk_dev_store_rel_sys_u64(&t->tally, t->tally + 1);
+    return 0;
+}
+
+RINGK_DEVICE_ENTRY(ringk_dev_test_block, dev_block);
+RINGK_DEVICE_ENTRY(ringk_dev_test_tally, dev_tally);
 RINGK_DEVICE_ENTRY(ringk_dev_test_count, dev_count);
 RINGK_DEVICE_ENTRY(ringk_dev_test_echo, dev_echo);
 RINGK_DEVICE_ENTRY(ringk_dev_test_forward, dev_forward);

@@ -17,7 +17,7 @@ extern "C" {
 
 /** Library version, as numbers. */
 #define RINGK_VERSION_MAJOR 0
-#define RINGK_VERSION_MINOR 3
+#define RINGK_VERSION_MINOR 5
 #define RINGK_VERSION_PATCH 0
 
 /* ---- build information ------------------------------------------------------------------- */
@@ -246,7 +246,9 @@ enum ringk_kernel_param_field {
     RINGK_KERNEL_PARAM_FIELD_BARRIERS        = 1u << 18,
     RINGK_KERNEL_PARAM_FIELD_START_INACTIVE  = 1u << 20,
     RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS     = 1u << 21,
-    RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY    = 1u << 22
+    RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY    = 1u << 22,
+    RINGK_KERNEL_PARAM_FIELD_THREADS         = 1u << 23,
+    RINGK_KERNEL_PARAM_FIELD_BLOCKS          = 1u << 24
 };
 
 struct ringk_device_entry;
@@ -290,6 +292,15 @@ typedef struct ringk_kernel_params {
                                                defined by RINGK_DEVICE_ENTRY() in
                                                ringk/api/ringk_device.h; with the CUDA backend,
                                                placement is the CUDA device index (-1: 0) */
+    unsigned            threads;          /**< a device kernel's threads per block, which
+                                               all run its handler on each message:
+                                               1..1024, default 32 (a warp); the CPU
+                                               executor runs the handler on one thread and
+                                               ignores it */
+    unsigned            blocks;           /**< a device kernel's blocks, 1..65535, default
+                                               1, all resident together (-E2BIG when the
+                                               device cannot hold them); ignored by the CPU
+                                               executor */
 } ringk_kernel_params_t;
 
 /** What happened to another process of the job (ringk_peer_event_t.kind). */

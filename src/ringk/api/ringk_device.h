@@ -11,6 +11,7 @@
 #define RINGK_API_RINGK_DEVICE_H
 
 #include <ringk/api/ringk_device_abi.h>
+#include <ringk/api/ringk_device_sync.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,9 +63,8 @@ RINGK_DEV_FN const void *ringk_dev_msg_payload(const ringk_msg_t *msg)
     return (const void*)(msg + 1);
 }
 
-/** The kernel's hybrid logical clock now (a local event), in ringk_hlc_t's format: milliseconds
- *  since the epoch above 16 bits of logical counter. Only the kernel's loop writes it. */
-RINGK_DEV_FN uint64_t ringk_dev_hlc_tick(ringk_dev_kernel_t *k)
+/* ringk_dev_hlc_tick() with the kernel's lock held, or in one thread. */
+RINGK_DEV_FN uint64_t ringk_dev_hlc_tick_in(ringk_dev_kernel_t *k)
 {
     uint64_t now  = ((ringk_dev_now_ns() + k->clock_off) / 1000000u) << 16;
     uint64_t last = k->own.hlc;
@@ -75,10 +75,10 @@ RINGK_DEV_FN uint64_t ringk_dev_hlc_tick(ringk_dev_kernel_t *k)
     return t;
 }
 
-/** A receive of a message stamped @a remote. */
-RINGK_DEV_FN uint64_t ringk_dev_hlc_recv(ringk_dev_kernel_t *k, uint64_t remote)
+/* ringk_dev_hlc_recv() with the kernel's lock held, or in one thread. */
+RINGK_DEV_FN uint64_t ringk_dev_hlc_merge(ringk_dev_kernel_t *k, uint64_t remote)
 {
-    uint64_t t = ringk_dev_hlc_tick(k);
+    uint64_t t = ringk_dev_hlc_tick_in(k);
 
     if (remote >= t) {
         t = k->own.hlc = remote + 1;
@@ -86,10 +86,39 @@ RINGK_DEV_FN uint64_t ringk_dev_hlc_recv(ringk_dev_kernel_t *k, uint64_t remote)
     return t;
 }
 
-/** The clock's last value, without an event. */
-RINGK_DEV_FN uint64_t ringk_dev_hlc_now(const ringk_dev_kernel_t *k)
+/** Per thread: the kernel's hybrid logical clock now (a local event), in ringk_hlc_t's format:
+ *  milliseconds since the epoch above 16 bits of logical counter. The kernel has one clock;
+ *  its threads take turns at it. */
+RINGK_DEV_FN uint64_t ringk_dev_hlc_tick(ringk_dev_kernel_t *k)
 {
-    return k->own.hlc;
+    uint64_t t;
+
+    ringk_dev_turn_take(k);
+    t = ringk_dev_hlc_tick_in(k);
+    ringk_dev_turn_give(k);
+    return t;
+}
+
+/** Per thread: a receive of a message stamped @a remote. */
+RINGK_DEV_FN uint64_t ringk_dev_hlc_recv(ringk_dev_kernel_t *k, uint64_t remote)
+{
+    uint64_t t;
+
+    ringk_dev_turn_take(k);
+    t = ringk_dev_hlc_merge(k, remote);
+    ringk_dev_turn_give(k);
+    return t;
+}
+
+/** Per thread: the clock's last value, without an event. */
+RINGK_DEV_FN uint64_t ringk_dev_hlc_now(ringk_dev_kernel_t *k)
+{
+    uint64_t t;
+
+    ringk_dev_turn_take(k);
+    t = k->own.hlc;
+    ringk_dev_turn_give(k);
+    return t;
 }
 
 /* Nanoseconds from @a t0 to @a now, 0 when the clock stepped back past @a t0. */
@@ -137,7 +166,7 @@ RINGK_DEV_FN void ringk_dev_msg_fill(ringk_dev_kernel_t *k, ringk_msg_t *m, uint
     m->flags     = 0;
     m->length    = len;
     m->seq       = k->own.seq;
-    m->timestamp = k->own.timestamps ? ringk_dev_hlc_tick(k) : 0;
+    m->timestamp = k->own.timestamps ? ringk_dev_hlc_tick_in(k) : 0;
     m->enq_ns    = 0;
     RINGK_DEV_COUNT(k, seq, 1);
 }
@@ -208,11 +237,35 @@ RINGK_DEV_CALL_FN void ringk_dev_fetch(void *dst, const void *src, uint32_t len)
 #endif
 }
 
-/* Puts a record into the outbox (single producer: only this kernel's loop writes it), waiting
- * for the host proxy to make room as @a timeout_ms says: 0, -EAGAIN or -ETIMEDOUT. */
-RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32_t op_arg,
-                                      uint32_t receiver, uint32_t type, const void *payload,
-                                      uint32_t len, int timeout_ms)
+/* Copies part @a part of @a parts of @a len bytes (a collective copy: each thread of a block
+ * one part): 8-byte words where both sides allow, word i by part i mod @a parts, the bytes
+ * after the last whole word by part 0. */
+RINGK_DEV_FN void ringk_dev_copy_part(void *dst, const void *src, uint32_t len, uint32_t part,
+                                      uint32_t parts)
+{
+    uint8_t *d = (uint8_t*)dst;
+    const uint8_t *s = (const uint8_t*)src;
+    uint32_t i, words = 0;
+
+    if ((((uintptr_t)d | (uintptr_t)s) & 7u) == 0) {
+        words = len / 8;
+        for (i = part; i < words; i += parts) {
+            ((uint64_t*)d)[i] = ((const uint64_t*)s)[i];
+        }
+    }
+    if (part == 0) {
+        for (i = 8 * words; i < len; i++) {
+            d[i] = s[i];
+        }
+    }
+}
+
+/* Claims the outbox cells of a record of @a len payload bytes and fills its header (single
+ * producer: the kernel's lock held, or one thread), waiting for the host proxy to make room as
+ * @a timeout_ms says: 0 (the claim in *@a cl), -EAGAIN or -ETIMEDOUT. */
+RINGK_DEV_FN int ringk_dev_outbox_claim(ringk_dev_kernel_t *k, uint32_t op, uint32_t op_arg,
+                                        uint32_t receiver, uint32_t type, uint32_t len,
+                                        int timeout_ms, ringk_dev_claim_t *cl)
 {
     uint32_t bytes = (uint32_t)sizeof(ringk_dev_out_t) + len;
     uint32_t nc    = ringk_ring_cells_for(bytes, k->outbox.cell_size);
@@ -230,25 +283,66 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
     rec->op_arg     = op_arg;
     rec->timeout_ms = timeout_ms;
     ringk_dev_msg_fill(k, &rec->msg, receiver, type, len);
-    ringk_dev_copy(rec + 1, payload, len);
-    /* P1 at system scope (ringk_ring.h's device atomics): the host proxy sees the record whole */
-    ringk_ring_publish(&k->outbox, pos, bytes, (uint16_t)nc, (uint8_t)op, 0);
+    cl->ring    = k->outbox;
+    cl->pos     = pos;
+    cl->payload = (uint8_t*)(rec + 1);
+    cl->bytes   = bytes;
+    cl->ncells  = nc;
+    cl->id      = op;
+    cl->direct  = 0;
+    cl->wake    = NULL;
     return 0;
 }
 
-/* A send into the device inbox of a kernel of the same device (route @a rt, resolved by the
- * host): claim with a compare-and-swap on the target's tail, write, publish by one release
- * store of the cell header, then wake the target if it returned (event-driven). A target that
- * is finishing has closed its inbox: -EPIPE. While the inbox is full it also reads the route's
- * @a direct word (across the bus): a target destroyed without closing (its launch faulted) has
- * its route dropped, and the send gets -EPIPE. */
-RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
-                                       const ringk_dev_target_t *rt, const int32_t *direct,
-                                       uint32_t type, const void *payload, uint32_t len,
-                                       int timeout_ms)
+/* Publishes the claimed message @a cl once its payload is written; for a direct send to an
+ * event-driven target, wakes the target if it returned. The cells are the claimer's alone
+ * until then: no lock needed. */
+RINGK_DEV_FN void ringk_dev_commit(const ringk_dev_claim_t *cl)
 {
-    ringk_ring_t r;
-    ringk_dev_ctl_t *tc = rt->ctl;
+    ringk_dev_ctl_t *tc = cl->wake;
+
+    /* outbox: P1 at system scope (ringk_ring.h's device atomics), the host proxy sees the
+     * record whole; a device inbox: device scope */
+    ringk_ring_publish(&cl->ring, cl->pos, cl->bytes, (uint16_t)cl->ncells, (uint8_t)cl->id, 0);
+    /* W2 (device): the publish before the read of 'idle'; pairs with W1 in ringk_dev_park().
+     * The host proxy relaunches a kernel whose doorbell rang. */
+    if (tc != NULL) {
+        ringk_dev_fence_sc_sys();
+        if (ringk_dev_load_acq_sys_i32(&tc->idle) && ringk_dev_cas_sys_i32(&tc->idle, 1, 0)) {
+            ringk_dev_store_rel_sys_i32(&tc->doorbell, 1);
+        }
+    }
+}
+
+/* Puts a record into the outbox (one thread, or the kernel's lock held): 0, -EAGAIN or
+ * -ETIMEDOUT. */
+RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32_t op_arg,
+                                      uint32_t receiver, uint32_t type, const void *payload,
+                                      uint32_t len, int timeout_ms)
+{
+    ringk_dev_claim_t cl;
+    int ret = ringk_dev_outbox_claim(k, op, op_arg, receiver, type, len, timeout_ms, &cl);
+
+    if (ret == 0) {
+        ringk_dev_copy(cl.payload, payload, len);
+        ringk_dev_commit(&cl);
+    }
+    return ret;
+}
+
+/* Claims cells in the device inbox of a kernel of the same device (route @a rt, resolved by
+ * the host) and fills the message header: claim with a compare-and-swap on the target's tail;
+ * the publish (ringk_dev_commit()) is one release store of the cell header, then wakes the
+ * target if it returned (event-driven). A target that is finishing has closed its inbox:
+ * -EPIPE. While the inbox is full it also reads the route's @a direct word (across the bus): a
+ * target destroyed without closing (its launch faulted) has its route dropped, and the send
+ * gets -EPIPE. */
+RINGK_DEV_FN int ringk_dev_direct_claim(ringk_dev_kernel_t *k, int route,
+                                        const ringk_dev_target_t *rt, const int32_t *direct,
+                                        uint32_t type, uint32_t len, int timeout_ms,
+                                        ringk_dev_claim_t *cl)
+{
+    ringk_ring_t *r = &cl->ring;
     uint32_t nc = ringk_ring_cells_for(sizeof(ringk_msg_t) + len, rt->cell_size);
     uint32_t nap = RINGK_DEV_NAP_MIN_NS;
     uint64_t pos, t0 = 0;
@@ -257,14 +351,14 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
     if (len > rt->max_in) {
         return -EMSGSIZE;
     }
-    ringk_ring_view(&r, rt->inbox, rt->log2_ncells, rt->cell_size);
-    r.scope = RINGK_RING_SCOPE_DEVICE; /* a device inbox: only kernels of this GPU use it */
+    ringk_ring_view(r, rt->inbox, rt->log2_ncells, rt->cell_size);
+    r->scope = RINGK_RING_SCOPE_DEVICE; /* a device inbox: only kernels of this GPU use it */
     /* T1 (device): the claim is a compare-and-swap on the target inbox's tail, and the
      * target's close (T2 in ringk_dev_try_finish()) an atomic OR on the same word, so one of
      * them comes first without a fence: a claim before the close is among the cells the
      * finishing loop waits for; one after it sees the tail closed. */
     for (;;) {
-        ret = ringk_ring_mp_claim_open(&r, nc, &k->head_cache[route], &k->tail_cache[route],
+        ret = ringk_ring_mp_claim_open(r, nc, &k->head_cache[route], &k->tail_cache[route],
                                        &pos);
         if (ret > 0) {
             break;
@@ -276,28 +370,78 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
             return ret;
         }
     }
-    ringk_dev_msg_fill(k, (ringk_msg_t*)ringk_ring_payload(&r, pos), rt->receiver, type, len);
-    ringk_dev_copy((ringk_msg_t*)ringk_ring_payload(&r, pos) + 1, payload, len);
-    ringk_ring_publish(&r, pos, (uint32_t)sizeof(ringk_msg_t) + len, (uint16_t)nc,
-                       (uint8_t)type, 0);
-    /* W2 (device): the publish before the read of 'idle'; pairs with W1 in ringk_dev_park().
-     * The host proxy relaunches a kernel whose doorbell rang. Only an event-driven target
-     * returns when idle. */
-    if (rt->event_driven) {
-        ringk_dev_fence_sc_sys();
-        if (ringk_dev_load_acq_sys_i32(&tc->idle) && ringk_dev_cas_sys_i32(&tc->idle, 1, 0)) {
-            ringk_dev_store_rel_sys_i32(&tc->doorbell, 1);
-        }
-    }
+    ringk_dev_msg_fill(k, (ringk_msg_t*)ringk_ring_payload(r, pos), rt->receiver, type, len);
+    cl->pos     = pos;
+    cl->payload = (uint8_t*)((ringk_msg_t*)ringk_ring_payload(r, pos) + 1);
+    cl->bytes   = (uint32_t)sizeof(ringk_msg_t) + len;
+    cl->ncells  = nc;
+    cl->id      = type;
+    cl->direct  = 1;
+    /* only an event-driven target returns when idle */
+    cl->wake    = rt->event_driven ? rt->ctl : NULL;
     return 0;
 }
 
+/* The checks of a send on route @a route: 0, -EINVAL or -EMSGSIZE. */
+RINGK_DEV_FN int ringk_dev_send_check(const ringk_dev_kernel_t *k, int route, uint32_t type,
+                                      const void *payload, uint32_t len, int timeout_ms)
+{
+    if ((route < 0) || ((uint32_t)route >= k->own.nroutes) || (type > RINGK_MSG_TERMINATE) ||
+        ((payload == NULL) && (len > 0)) || (timeout_ms < RINGK_WAIT_FOREVER)) {
+        return -EINVAL;
+    }
+    return (len > k->own.max_out) ? -EMSGSIZE : 0;
+}
+
+/* Claims the cells of a send on route @a route (checked; the kernel's lock held, or one
+ * thread): in the device inbox of a kernel of the same device, else in the outbox. Counted as
+ * sent once claimed (nothing fails after the claim). */
+RINGK_DEV_FN int ringk_dev_send_claim(ringk_dev_kernel_t *k, int route, uint32_t type,
+                                      uint32_t len, int timeout_ms, ringk_dev_claim_t *cl)
+{
+    ringk_dev_route_t *rt = &k->routes[route];
+    int ret;
+
+    /* 'direct' is read across the bus until the route is direct; from then on the launch's
+     * copy of the target stands for it (a direct route is never rewritten; a target that
+     * goes away is closing, or its inbox stays full, and only then is 'direct' read again) */
+    if ((k->targets_copied & (1u << route)) || ringk_dev_load_acq_sys_i32(&rt->direct)) {
+        if (!(k->targets_copied & (1u << route))) {
+            /* after the acquire of 'direct': the host wrote the target before it */
+            k->targets[route]  = rt->target;
+            k->targets_copied |= 1u << route;
+        }
+        ret = ringk_dev_direct_claim(k, route, &k->targets[route], &rt->direct, type, len,
+                                     timeout_ms, cl);
+        if (ret == 0) {
+            RINGK_DEV_COUNT(k, msgs_direct, 1);
+        } else if ((ret == -EPIPE) && !ringk_dev_load_acq_sys_i32(&rt->direct)) {
+            /* the target was destroyed and the route dropped: through the host, which finds
+             * whatever has the name now */
+            k->targets_copied &= ~(1u << route);
+            ret = ringk_dev_outbox_claim(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, len,
+                                         timeout_ms, cl);
+        }
+    } else {
+        ret = ringk_dev_outbox_claim(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, len,
+                                     timeout_ms, cl);
+    }
+    if (ret == 0) {
+        RINGK_DEV_COUNT(k, msgs_out, 1);
+    }
+    return ret;
+}
+
 /**
- * Sends a message on route @a route (an index into the kernel's publishes_to): straight into
- * the device inbox of a kernel on the same device, else through the outbox to the host proxy,
- * which delivers it as ringk_send_route() would (a CPU kernel of this process, a kernel of
- * another process). @a timeout_ms: RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds to wait
- * for room in the inbox or the outbox.
+ * Per thread: sends a message on route @a route (an index into the kernel's publishes_to):
+ * straight into the device inbox of a kernel on the same device, else through the outbox to
+ * the host proxy, which delivers it as ringk_send_route() would (a CPU kernel of this process, a
+ * kernel of another process). Each thread that calls it sends its own message; the kernel's
+ * threads take turns at the claim (a lock of the kernel's), so messages of one thread keep
+ * their order, and those of different threads are in the order of their claims. For one
+ * message written by a whole block, ringk_dev_send_route_block(). @a timeout_ms:
+ * RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds to wait for room in the inbox or the
+ * outbox.
  * @return 0; -EINVAL no such route or a bad type; -EMSGSIZE above max_out, or above the max_in
  *         of a target on this device; -EAGAIN full (RINGK_WAIT_NONE); -ETIMEDOUT still full;
  *         -EPIPE the target is terminating (a target on this device: once its loop looks for
@@ -309,45 +453,68 @@ RINGK_DEV_FN int ringk_dev_send_direct(ringk_dev_kernel_t *k, int route,
 RINGK_DEV_FN int ringk_dev_send_route(ringk_dev_kernel_t *k, int route, uint32_t type,
                                       const void *payload, uint32_t len, int timeout_ms)
 {
-    ringk_dev_route_t *rt;
-    int ret;
+    ringk_dev_claim_t cl;
+    int ret = ringk_dev_send_check(k, route, type, payload, len, timeout_ms);
 
-    if ((route < 0) || ((uint32_t)route >= k->own.nroutes) || (type > RINGK_MSG_TERMINATE) ||
-        ((payload == NULL) && (len > 0)) || (timeout_ms < RINGK_WAIT_FOREVER)) {
-        return -EINVAL;
+    if (ret != 0) {
+        return ret;
     }
-    if (len > k->own.max_out) {
-        return -EMSGSIZE;
-    }
-    rt = &k->routes[route];
-    /* 'direct' is read across the bus until the route is direct; from then on the launch's
-     * copy of the target stands for it (a direct route is never rewritten; a target that
-     * goes away is closing, or its inbox stays full, and only then is 'direct' read again) */
-    if ((k->targets_copied & (1u << route)) || ringk_dev_load_acq_sys_i32(&rt->direct)) {
-        if (!(k->targets_copied & (1u << route))) {
-            /* after the acquire of 'direct': the host wrote the target before it */
-            k->targets[route]  = rt->target;
-            k->targets_copied |= 1u << route;
-        }
-        ret = ringk_dev_send_direct(k, route, &k->targets[route], &rt->direct, type, payload,
-                                    len, timeout_ms);
-        if (ret == 0) {
-            RINGK_DEV_COUNT(k, msgs_direct, 1);
-        } else if ((ret == -EPIPE) && !ringk_dev_load_acq_sys_i32(&rt->direct)) {
-            /* the target was destroyed and the route dropped: through the host, which finds
-             * whatever has the name now */
-            k->targets_copied &= ~(1u << route);
-            ret = ringk_dev_outbox_put(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, payload,
-                                       len, timeout_ms);
-        }
-    } else {
-        ret = ringk_dev_outbox_put(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, payload, len,
-                                   timeout_ms);
-    }
+    ringk_dev_turn_take(k);
+    ret = ringk_dev_send_claim(k, route, type, len, timeout_ms, &cl);
     if (ret == 0) {
-        RINGK_DEV_COUNT(k, msgs_out, 1);
+        ringk_dev_copy(cl.payload, payload, len);
+        ringk_dev_commit(&cl);
     }
+    ringk_dev_turn_give(k);
     return ret;
+}
+
+/* A collective send of the block: one thread claims as @a claim says (under the kernel's lock),
+ * the block writes the payload in parallel, one thread publishes. 0 or the claim's error, in
+ * every thread; -EDEADLK (the emulated device) when part of the block called it. */
+#define RINGK_DEV_BLOCK_SEND(k, tag, payload, len, claim_call) \
+    do { \
+        ringk_dev_blk_t *b_ = ringk_dev_blk(); \
+        uint32_t t_ = ringk_dev_pt_thread(); \
+        int r_; \
+        if ((r_ = ringk_dev_sync_tag((k), RINGK_DEV_SYNC_BLOCK, (tag))) != 0) { \
+            return r_; \
+        } \
+        if (t_ == 0) { \
+            ringk_dev_turn_take(k); \
+            b_->ret = (claim_call); \
+            ringk_dev_turn_give(k); \
+        } \
+        ringk_dev_sync_tag((k), RINGK_DEV_SYNC_BLOCK, (tag)); \
+        r_ = b_->ret; \
+        if (r_ == 0) { \
+            ringk_dev_copy_part(b_->claim.payload, (payload), (len), t_, (k)->threads); \
+            ringk_dev_sync_tag((k), RINGK_DEV_SYNC_BLOCK, (tag)); \
+            if (t_ == 0) { \
+                ringk_dev_commit(&b_->claim); \
+            } \
+        } \
+        return r_; \
+    } while (0)
+
+/**
+ * Collective over the block: every thread of the calling block calls it with the same
+ * arguments, and the block sends one message: one thread claims the cells, every thread
+ * copies a share of @a payload (memory all of them read: global or shared), one thread
+ * publishes. A kernel of several blocks sends one message per block that calls it. Returns
+ * the same in every thread of the block, as ringk_dev_send_route(); -EDEADLK (the emulated
+ * device) when only part of the block called it.
+ */
+RINGK_DEV_FN int ringk_dev_send_route_block(ringk_dev_kernel_t *k, int route, uint32_t type,
+                                            const void *payload, uint32_t len, int timeout_ms)
+{
+    int ret = ringk_dev_send_check(k, route, type, payload, len, timeout_ms);
+
+    if ((ret != 0) || ringk_dev_alone(k)) {
+        return (ret != 0) ? ret : ringk_dev_send_route(k, route, type, payload, len, timeout_ms);
+    }
+    RINGK_DEV_BLOCK_SEND(k, RINGK_DEV_TAG_SEND, payload, len,
+                         ringk_dev_send_claim(k, route, type, len, timeout_ms, &b_->claim));
 }
 
 /* Whether the zero-terminated @a a equals @a b (at most RINGK_DEV_NAME_MAX bytes). */
@@ -366,7 +533,7 @@ RINGK_DEV_FN int ringk_dev_name_eq(const char *a, const char *b)
     return 0;
 }
 
-/** The route number of kernel @a name in the kernel's publishes_to, or -ENOENT. */
+/** Per thread: the route number of kernel @a name in the kernel's publishes_to, or -ENOENT. */
 RINGK_DEV_FN int ringk_dev_route_index(const ringk_dev_kernel_t *k, const char *name)
 {
     uint32_t i;
@@ -379,8 +546,8 @@ RINGK_DEV_FN int ringk_dev_route_index(const ringk_dev_kernel_t *k, const char *
     return -ENOENT;
 }
 
-/** Sends to kernel @a name, which must be in the kernel's publishes_to (else -EPERM); as
- *  ringk_dev_send_route(). */
+/** Per thread: sends to kernel @a name, which must be in the kernel's publishes_to (else
+ *  -EPERM); as ringk_dev_send_route(). */
 RINGK_DEV_FN int ringk_dev_send(ringk_dev_kernel_t *k, const char *name, uint32_t type,
                                 const void *payload, uint32_t len, int timeout_ms)
 {
@@ -389,11 +556,21 @@ RINGK_DEV_FN int ringk_dev_send(ringk_dev_kernel_t *k, const char *name, uint32_
     return (route < 0) ? -EPERM : ringk_dev_send_route(k, route, type, payload, len, timeout_ms);
 }
 
-/** Publishes to @a topic (in the kernel's topics_pub, else -EPERM) through the host proxy,
- *  which fans it out to every subscriber as ringk_publish() does; @a timeout_ms bounds the
- *  wait for room in the outbox. 0, -EPERM, -EMSGSIZE, -EAGAIN, -ETIMEDOUT. */
-RINGK_DEV_FN int ringk_dev_publish(ringk_dev_kernel_t *k, const char *topic, const void *payload,
-                                   uint32_t len, int timeout_ms)
+/** Collective over the block: ringk_dev_send_route_block() to kernel @a name (-EPERM when it
+ *  is not in the kernel's publishes_to, in every thread, without a wait). */
+RINGK_DEV_FN int ringk_dev_send_block(ringk_dev_kernel_t *k, const char *name, uint32_t type,
+                                      const void *payload, uint32_t len, int timeout_ms)
+{
+    int route = ringk_dev_route_index(k, name);
+
+    return (route < 0) ? -EPERM :
+           ringk_dev_send_route_block(k, route, type, payload, len, timeout_ms);
+}
+
+/* The topic index of @a topic in the kernel's topics_pub after the checks of a publish: >= 0,
+ * -EINVAL, -EMSGSIZE or -EPERM. */
+RINGK_DEV_FN int ringk_dev_topic_check(const ringk_dev_kernel_t *k, const char *topic,
+                                       const void *payload, uint32_t len, int timeout_ms)
 {
     uint32_t i;
 
@@ -405,33 +582,57 @@ RINGK_DEV_FN int ringk_dev_publish(ringk_dev_kernel_t *k, const char *topic, con
     }
     for (i = 0; i < k->own.ntopics; i++) {
         if (ringk_dev_name_eq(k->topics[i], topic)) {
-            return ringk_dev_outbox_put(k, RINGK_DEV_OUT_PUBLISH, i, RINGK_MSG_BROADCAST,
-                                        RINGK_MSG_DATA, payload, len, timeout_ms);
+            return (int)i;
         }
     }
     return -EPERM;
 }
 
-/**
- * Waits at named barrier @a name (in the kernel's barriers, else -ENOENT) until every
- * participant of the job (CPU and device kernels, in every process) has arrived. The host proxy
- * arrives for the kernel and answers; the loop takes no message meanwhile. @a timeout_ms:
- * RINGK_WAIT_FOREVER or milliseconds (then -ETIMEDOUT, and the kernel has left the barrier).
- * @return 0, -ENOENT, -ETIMEDOUT, -EPIPE (a process taking part is gone), -ECANCELED (the
- * kernel is being terminated: it has left the barrier), -EAGAIN / -ETIMEDOUT also when the
- * outbox stayed full (RINGK_WAIT_NONE / for @a timeout_ms), -EINVAL (@a timeout_ms below
- * RINGK_WAIT_FOREVER).
- */
-RINGK_DEV_FN int ringk_dev_barrier_wait(ringk_dev_kernel_t *k, const char *name, int timeout_ms)
+/** Per thread: publishes to @a topic (in the kernel's topics_pub, else -EPERM) through the host
+ *  proxy, which fans it out to every subscriber as ringk_publish() does; @a timeout_ms bounds
+ *  the wait for room in the outbox. Each calling thread publishes its own message. 0, -EPERM,
+ *  -EMSGSIZE, -EAGAIN, -ETIMEDOUT. */
+RINGK_DEV_FN int ringk_dev_publish(ringk_dev_kernel_t *k, const char *topic, const void *payload,
+                                   uint32_t len, int timeout_ms)
+{
+    int i = ringk_dev_topic_check(k, topic, payload, len, timeout_ms), ret;
+
+    if (i < 0) {
+        return i;
+    }
+    ringk_dev_turn_take(k);
+    ret = ringk_dev_outbox_put(k, RINGK_DEV_OUT_PUBLISH, (uint32_t)i, RINGK_MSG_BROADCAST,
+                               RINGK_MSG_DATA, payload, len, timeout_ms);
+    ringk_dev_turn_give(k);
+    return ret;
+}
+
+/** Collective over the block: publishes one message to @a topic per block, written by the
+ *  block in parallel, as ringk_dev_send_route_block() sends; returns as ringk_dev_publish(), in
+ *  every thread of the block. */
+RINGK_DEV_FN int ringk_dev_publish_block(ringk_dev_kernel_t *k, const char *topic,
+                                         const void *payload, uint32_t len, int timeout_ms)
+{
+    int i = ringk_dev_topic_check(k, topic, payload, len, timeout_ms);
+
+    if ((i < 0) || ringk_dev_alone(k)) {
+        return (i < 0) ? i : ringk_dev_publish(k, topic, payload, len, timeout_ms);
+    }
+    RINGK_DEV_BLOCK_SEND(k, RINGK_DEV_TAG_PUBLISH, payload, len,
+                         ringk_dev_outbox_claim(k, RINGK_DEV_OUT_PUBLISH, (uint32_t)i,
+                                                RINGK_MSG_BROADCAST, RINGK_MSG_DATA, len,
+                                                timeout_ms, &b_->claim));
+}
+
+/* ringk_dev_barrier_wait() in one thread. */
+RINGK_DEV_FN int ringk_dev_barrier_wait_in(ringk_dev_kernel_t *k, const char *name,
+                                           int timeout_ms)
 {
     ringk_dev_ctl_t *c = k->ctl;
     uint32_t i, nap = RINGK_DEV_NAP_MIN_NS;
     uint64_t req;
     int ret;
 
-    if (timeout_ms < RINGK_WAIT_FOREVER) {
-        return -EINVAL;
-    }
     for (i = 0; (i < k->own.nbarriers) && !ringk_dev_name_eq(k->barriers[i], name); i++) {
     }
     if (i == k->own.nbarriers) {
@@ -452,6 +653,47 @@ RINGK_DEV_FN int ringk_dev_barrier_wait(ringk_dev_kernel_t *k, const char *name,
         nap = (nap < RINGK_DEV_NAP_MAX_NS / 2) ? 2 * nap : RINGK_DEV_NAP_MAX_NS;
     }
     return ringk_dev_load_acq_sys_i32(&c->barrier_result);
+}
+
+/* Runs @a call in the loop's thread for a collective call of the whole kernel (tag @a tag):
+ * the kernel's threads meet, the loop's thread makes the call while the others wait, and every
+ * thread returns its result. */
+#define RINGK_DEV_KERNEL_CALL(k, tag, call) \
+    do { \
+        int r_; \
+        if ((r_ = ringk_dev_sync_tag((k), RINGK_DEV_SYNC_KERNEL, (tag))) != 0) { \
+            return r_; \
+        } \
+        if (ringk_dev_leader()) { \
+            (k)->coll_ret = (call); \
+        } \
+        ringk_dev_sync_tag((k), RINGK_DEV_SYNC_KERNEL, (tag)); \
+        return (k)->coll_ret; \
+    } while (0)
+
+/**
+ * Collective over the kernel: every thread of every block calls it with the same arguments.
+ * Waits at named barrier @a name (in the kernel's barriers, else -ENOENT) until every
+ * participant of the job (CPU and device kernels, in every process) has arrived; the kernel is
+ * one participant. The host proxy arrives for the kernel and answers; the loop takes no message
+ * meanwhile. @a timeout_ms: RINGK_WAIT_FOREVER or milliseconds (then -ETIMEDOUT, and the
+ * kernel has left the barrier).
+ * @return the same in every thread: 0, -ENOENT, -ETIMEDOUT, -EPIPE (a process taking part is
+ * gone), -ECANCELED (the kernel is being terminated: it has left the barrier), -EAGAIN /
+ * -ETIMEDOUT also when the outbox stayed full (RINGK_WAIT_NONE / for @a timeout_ms), -EINVAL
+ * (@a timeout_ms below RINGK_WAIT_FOREVER), -EDEADLK (the emulated device) when only part of
+ * the kernel's threads called it.
+ */
+RINGK_DEV_FN int ringk_dev_barrier_wait(ringk_dev_kernel_t *k, const char *name, int timeout_ms)
+{
+    if (timeout_ms < RINGK_WAIT_FOREVER) {
+        return -EINVAL;
+    }
+    if (ringk_dev_alone(k)) {
+        return ringk_dev_barrier_wait_in(k, name, timeout_ms);
+    }
+    RINGK_DEV_KERNEL_CALL(k, RINGK_DEV_TAG_BARRIER, ringk_dev_barrier_wait_in(k, name,
+                                                                              timeout_ms));
 }
 
 #ifdef __cplusplus

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #if defined(__CUDACC__)
+#  include <cooperative_groups.h>
 #  include <cuda/atomic>
 #  include <cuda_runtime.h>
 #  include <stdio.h>
@@ -21,6 +22,7 @@
 #  define RINGK_DEVICE __device__   /**< marks a handler (and what it calls) as device code */
 #else
 #  define RINGK_DEVICE
+#  include <pthread.h>
 #  include <sched.h>
 #  include <time.h>
 /* the emulated device takes time and naps from POSIX: clock_gettime, nanosleep */
@@ -76,6 +78,20 @@ RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
 {
     cuda::atomic_thread_fence(cuda::memory_order_seq_cst, cuda::thread_scope_system);
 }
+/* device scope: the lock and the handler error the threads of a launch share */
+RINGK_DEV_FN int ringk_dev_cas_acq_dev_i32(int32_t *p, int32_t expect, int32_t desired)
+{
+    return RINGK_DEV_ATOMIC(int32_t, device, p).compare_exchange_strong(
+               expect, desired, cuda::memory_order_acquire, cuda::memory_order_relaxed);
+}
+RINGK_DEV_FN void ringk_dev_store_rel_dev_i32(int32_t *p, int32_t v)
+{
+    RINGK_DEV_ATOMIC(int32_t, device, p).store(v, cuda::memory_order_release);
+}
+RINGK_DEV_FN void ringk_dev_min_dev_u64(uint64_t *p, uint64_t v)
+{
+    atomicMin((unsigned long long*)p, (unsigned long long)v);
+}
 /* %globaltimer: nanoseconds as the driver keeps them. Neither its origin nor its rate is the
  * host's wall clock, and it may step: waits take differences clamped at 0, and the clock adds
  * the host's offset taken at each launch (docs/gpu.md, "Timestamps") */
@@ -89,10 +105,19 @@ RINGK_DEV_FN void ringk_dev_nap(uint32_t ns)
 {
     __nanosleep(ns);
 }
-/* one thread of the block runs the loop; the others return at once */
+/* the thread of the launch (thread 0 of block 0) that runs the dispatch loop */
 RINGK_DEV_FN int ringk_dev_leader(void)
 {
-    return (threadIdx.x == 0) && (threadIdx.y == 0) && (threadIdx.z == 0);
+    return (threadIdx.x == 0) && (blockIdx.x == 0);
+}
+/* the calling thread's index in its block, and its block's in the launch (launches are 1-D) */
+RINGK_DEV_FN uint32_t ringk_dev_pt_thread(void)
+{
+    return threadIdx.x;
+}
+RINGK_DEV_FN uint32_t ringk_dev_pt_block(void)
+{
+    return blockIdx.x;
 }
 #else
 RINGK_DEV_FN int32_t ringk_dev_load_acq_sys_i32(const int32_t *p)
@@ -124,6 +149,23 @@ RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
+RINGK_DEV_FN int ringk_dev_cas_acq_dev_i32(int32_t *p, int32_t expect, int32_t desired)
+{
+    return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN void ringk_dev_store_rel_dev_i32(int32_t *p, int32_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+RINGK_DEV_FN void ringk_dev_min_dev_u64(uint64_t *p, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+    while ((v < cur) && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED)) {
+    }
+}
 RINGK_DEV_FN uint64_t ringk_dev_now_ns(void)
 {
     struct timespec ts;
@@ -142,15 +184,34 @@ RINGK_DEV_FN void ringk_dev_nap(uint32_t ns)
         nanosleep(&ts, NULL);
     }
 }
+/* The emulated device runs a launch of T threads in B blocks on T x B host threads
+ * (ringk_dev_emu_launch()); each knows its place from a thread-local record of libringk's. */
+struct ringk_dev_emu;
+typedef struct ringk_dev_emu_self {
+    uint32_t             thread, block;
+    struct ringk_dev_emu *group;  /**< the launch's barriers; NULL for a launch of 1 thread */
+} ringk_dev_emu_self_t;
+/** The calling host thread's place in an emulated launch (thread 0 of block 0 outside one). */
+ringk_dev_emu_self_t *ringk_dev_emu_self(void);
+RINGK_DEV_FN uint32_t ringk_dev_pt_thread(void)
+{
+    return ringk_dev_emu_self()->thread;
+}
+RINGK_DEV_FN uint32_t ringk_dev_pt_block(void)
+{
+    return ringk_dev_emu_self()->block;
+}
 RINGK_DEV_FN int ringk_dev_leader(void)
 {
-    return 1;
+    const ringk_dev_emu_self_t *s = ringk_dev_emu_self();
+
+    return (s->thread == 0) && (s->block == 0);
 }
 #endif
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        14u
+#define RINGK_DEV_ABI        15u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -169,6 +230,12 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 #define RINGK_DEV_SPINS      64u           /* idle polls before the first nap */
 #define RINGK_DEV_STATE_POLLS 16u          /* loop turns between reads of an active kernel's
                                               state while it takes messages or spins */
+#define RINGK_DEV_WARP        32u          /* threads of a warp */
+#define RINGK_DEV_THREADS_MAX 1024u        /* threads of a block (CUDA's limit) */
+#define RINGK_DEV_BLOCKS_MAX  65535u       /* blocks of a launch (what a device holds at once
+                                              is less: the launch checks) */
+#define RINGK_DEV_EMU_THREADS_MAX 1024u    /* threads x blocks on the emulated device (host
+                                              threads) */
 
 /* Outbox record operations (the cell id of an outbox message). */
 #define RINGK_DEV_OUT_SEND    1u   /* op_arg: route index */
@@ -263,6 +330,18 @@ typedef struct ringk_dev_kernel {
     char             (*topics)[RINGK_DEV_NAME_MAX]; /**< topics it publishes to */
     char             (*barriers)[RINGK_DEV_NAME_MAX]; /**< barriers it takes part in */
     void              *arg;
+    uint32_t           threads;   /**< the launch's shape: threads of a block, 1..1024 */
+    uint32_t           blocks;    /**< and blocks, all resident together */
+    /* what the launch's threads share, in the kernel's device memory: the message the loop
+     * hands to them (hand_op RINGK_DEV_HAND_*), the lowest thread's handler error
+     * ((thread << 32) | -error, UINT64_MAX none), a collective call's result, and the lock of
+     * the calls every thread may make on its own (sends, publishes, the clock) */
+    const ringk_msg_t *hand_msg;
+    uint32_t           hand_op;
+    int32_t            lock;
+    uint64_t           err_key;
+    int32_t            coll_ret;
+    uint32_t           pad_shared;
     /* the loop's own state, kept in the launch (positions are read back from the rings at
      * each launch) */
     uint64_t           in_head, dev_head;  /**< the next message of each inbox */
@@ -286,6 +365,66 @@ typedef struct ringk_dev_kernel {
                                         host's launch_ns less the device's time at the
                                         launch's start (modulo 2^64) */
 } ringk_dev_kernel_t;
+
+#define RINGK_DEV_HAND_RUN  1u   /* hand_op: run the handler on hand_msg */
+#define RINGK_DEV_HAND_STOP 2u   /* the loop returned: so do the other threads */
+
+/* A send's claimed cells, between the claim and the publish (ringk_dev_send_claim()): the ring
+ * (its view), where the message starts, its size, and the target to wake after the publish
+ * (a direct send to an event-driven kernel; else NULL). */
+typedef struct ringk_dev_claim {
+    ringk_ring_t        ring;
+    uint64_t            pos;
+    uint8_t            *payload;   /**< where the payload goes */
+    uint32_t            bytes;     /**< what follows the cell header */
+    uint32_t            ncells;
+    uint32_t            id;        /**< the cell id */
+    uint32_t            direct;    /**< 1: into a device inbox (counted as msgs_direct) */
+    struct ringk_dev_ctl *wake;    /**< an event-driven target's control block, or NULL */
+} ringk_dev_claim_t;
+
+/* What the threads of one block share during a collective call of the block: the claim of a
+ * collective send and the call's result (shared memory on a GPU). */
+typedef struct ringk_dev_blk {
+    ringk_dev_claim_t claim;
+    int32_t           ret;
+    uint32_t          pad;
+} ringk_dev_blk_t;
+
+#if !defined(__CUDACC__)
+/* The emulated device's barriers: a generation counter under a mutex; each arrival ORs in a
+ * tag saying which call it comes from (RINGK_DEV_TAG_*), and a generation whose arrivals
+ * came from different calls is reported to all of them (a collective called by part of the
+ * threads). */
+typedef struct ringk_dev_emu_bar {
+    pthread_mutex_t mu;
+    pthread_cond_t  cv;
+    uint32_t        need, count, gen, tags, last_tags;
+} ringk_dev_emu_bar_t;
+
+/* An emulated launch's barriers and per-block scratch (ringk_dev_emu_launch()). */
+typedef struct ringk_dev_emu {
+    uint32_t             threads, blocks, warps; /**< warps: of a block */
+    ringk_dev_emu_bar_t  grid;   /**< thread 0 of each block */
+    ringk_dev_emu_bar_t *block;  /**< [blocks] */
+    ringk_dev_emu_bar_t *warp;   /**< [blocks * warps] */
+    ringk_dev_blk_t     *blk;    /**< [blocks] */
+    int32_t             *grid_bad; /**< [blocks]: the kernel-scope step's result per block */
+} ringk_dev_emu_t;
+
+/**
+ * Runs a launch of @a threads x @a blocks on as many host threads (the calling one is thread 0
+ * of block 0), each calling @a run(@a src, @a state) with its place set (ringk_dev_emu_self()),
+ * and returns when all returned: the emulated device's launch, and the test stand-in's of a
+ * CUDA launch. 0; -EAGAIN when the host threads could not be made (then none ran @a run);
+ * -EINVAL a NULL @a run or @a state, or no thread; -E2BIG above RINGK_DEV_EMU_THREADS_MAX
+ * threads in all (both logged through the process's log hook).
+ */
+int ringk_dev_emu_launch(void (*run)(const struct ringk_dev_kernel *src,
+                                     struct ringk_dev_kernel *state),
+                         const struct ringk_dev_kernel *src, struct ringk_dev_kernel *state,
+                         uint32_t threads, uint32_t blocks);
+#endif
 
 /* Outbox record: what follows the cell header of an outbox message. */
 typedef struct ringk_dev_out {
@@ -320,7 +459,7 @@ typedef struct ringk_device_cuda_ops {
     /** launches the loop on @a device: the launch copies the kernel from @a src (mapped memory
      *  the host wrote) into @a state (the kernel's device memory) and runs there */
     int (*launch)(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *state, int device,
-                  void *stream, char *why, size_t why_len);
+                  void *stream, uint32_t threads, uint32_t blocks, char *why, size_t why_len);
     /** 1 when the stream's work finished, 0 while it runs; -EIO (with the CUDA error in
      *  @a why) when a launch on it failed with an error that ends the device's context (a
      *  sticky one: the kernel faulted); -EAGAIN (the error in @a why) when CUDA answered with
@@ -347,6 +486,12 @@ typedef struct ringk_device_cuda_ops {
      *  calls in RINGK_DEV_CAPTURE_RELAXED, which a stream capture of the program's, in another
      *  thread, does not forbid them in */
     void (*capture_mode)(int *mode);
+    /** how many blocks of @a threads threads of the entry's kernel @a device holds at once
+     *  (its occupancy for the kernel's registers and shared memory, times its
+     *  multiprocessors; 1 where it has no cooperative launch) into *@a max_blocks, and the
+     *  most threads a block of it may have into *@a max_threads */
+    int (*fit)(int device, uint32_t threads, uint32_t *max_blocks, uint32_t *max_threads,
+               char *why, size_t why_len);
 } ringk_device_cuda_ops_t;
 
 /** cudaStreamCaptureModeRelaxed */

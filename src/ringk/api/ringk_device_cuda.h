@@ -348,36 +348,99 @@ RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_
     }
     return ringk_cuda_judge(device, p, &a, pageable, host_ptr, why, why_len) ? 0 : -EFAULT;
 }
+/* Launches kernel @a fn (an entry's __global__) on @a device with @a blocks blocks of
+ * @a threads threads: a kernel of several blocks cooperatively, which makes all of them
+ * resident together (or fails) and lets them synchronize as a grid. */
+RINGK_CUDA_FN int ringk_cuda_launch(const void *fn, const ringk_dev_kernel_t *src,
+                                    ringk_dev_kernel_t *k, int device, void *stream,
+                                    uint32_t threads, uint32_t blocks, char *why, size_t why_len)
+{
+    void *args[2] = {(void*)&src, (void*)&k};
+    cudaError_t err;
+    int current, ret = ringk_cuda_enter(device, &current, why, why_len);
+
+    if (ret != 0) {
+        return ret;
+    }
+    cudaGetLastError(); /* the launch's own error only, below */
+    if (blocks > 1) {
+        err = cudaLaunchCooperativeKernel(fn, dim3(blocks), dim3(threads), args, 0,
+                                          (cudaStream_t)stream);
+    } else {
+        err = cudaLaunchKernel(fn, dim3(1), dim3(threads), args, 0, (cudaStream_t)stream);
+    }
+    if (err == cudaSuccess) {
+        err = cudaGetLastError();
+    }
+    ringk_cuda_leave(device, current);
+    return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "kernel launch");
+}
+/* How many blocks of @a threads threads of kernel @a fn @a device holds at once: its
+ * occupancy (registers, shared memory) times its multiprocessors, 1 without cooperative
+ * launches; and the most threads a block of @a fn may have. None of the queries waits for
+ * running kernels (the kernel was loaded before the first device kernel started). */
+RINGK_CUDA_FN int ringk_cuda_fit(const void *fn, int device, uint32_t threads,
+                                 uint32_t *max_blocks, uint32_t *max_threads, char *why,
+                                 size_t why_len)
+{
+    struct cudaFuncAttributes attr;
+    int current, per_sm = 0, sms = 0, coop = 0, ret = ringk_cuda_enter(device, &current, why,
+                                                                         why_len);
+    cudaError_t err;
+
+    if (ret != 0) {
+        return ret;
+    }
+    err = cudaFuncGetAttributes(&attr, fn);
+    if (err == cudaSuccess) {
+        err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    }
+    if (err == cudaSuccess) {
+        err = cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device);
+    }
+    if ((err == cudaSuccess) && (threads <= (uint32_t)attr.maxThreadsPerBlock)) {
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)threads, 0);
+    }
+    ringk_cuda_leave(device, current);
+    if (err != cudaSuccess) {
+        return RINGK_DEVICE_CUDA_WHY(err, "the kernel's occupancy");
+    }
+    *max_threads = (uint32_t)attr.maxThreadsPerBlock;
+    *max_blocks  = (uint32_t)per_sm * (uint32_t)sms;
+    if (!coop && (*max_blocks > 1)) {
+        *max_blocks = 1;
+    }
+    return 0;
+}
 #  define RINGK_DEVICE_ENTRY(sym, handler) \
     __global__ void sym##_ringk_global(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k) \
     { \
         ringk_dev_launch_run(src, k, handler); \
     } \
     static int sym##_ringk_launch(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k, \
-                                  int device, void *stream, char *why, size_t why_len) \
+                                  int device, void *stream, uint32_t threads, uint32_t blocks, \
+                                  char *why, size_t why_len) \
     { \
-        cudaError_t err; \
-        int current, ret = ringk_cuda_enter(device, &current, why, why_len); \
-        if (ret != 0) { \
-            return ret; \
-        } \
-        cudaGetLastError(); /* the launch's own error only, below */ \
-        sym##_ringk_global<<<1, 32, 0, (cudaStream_t)stream>>>(src, k); \
-        err = cudaGetLastError(); \
-        ringk_cuda_leave(device, current); \
-        return (err == cudaSuccess) ? 0 : RINGK_DEVICE_CUDA_WHY(err, "kernel launch"); \
+        return ringk_cuda_launch((const void*)sym##_ringk_global, src, k, device, stream, \
+                                 threads, blocks, why, why_len); \
     } \
     static int sym##_ringk_load(int device, size_t *stack_need, char *why, size_t why_len) \
     { \
         return ringk_cuda_load((const void*)sym##_ringk_global, device, stack_need, why, \
                                why_len); \
     } \
+    static int sym##_ringk_fit(int device, uint32_t threads, uint32_t *max_blocks, \
+                               uint32_t *max_threads, char *why, size_t why_len) \
+    { \
+        return ringk_cuda_fit((const void*)sym##_ringk_global, device, threads, max_blocks, \
+                              max_threads, why, why_len); \
+    } \
     static const ringk_device_cuda_ops_t sym##_ringk_ops = { \
         ringk_cuda_device_count, ringk_cuda_alloc_device, \
         ringk_cuda_alloc_mapped, ringk_cuda_copy_to_device, ringk_cuda_stream_create, \
         sym##_ringk_launch, ringk_cuda_stream_status, ringk_cuda_free_device, \
         ringk_cuda_free_mapped, ringk_cuda_stream_destroy, sym##_ringk_load, \
-        ringk_cuda_stack_raise, ringk_cuda_reaches, ringk_cuda_capture_mode \
+        ringk_cuda_stack_raise, ringk_cuda_reaches, ringk_cuda_capture_mode, sym##_ringk_fit \
     }; \
     extern "C" const ringk_device_entry_t sym = { \
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_CUDA, #sym, NULL, \
@@ -397,8 +460,10 @@ RINGK_CUDA_FN int ringk_cuda_reaches(int device, const void *p, char *why, size_
 /**
  * Defines the device kernel entry @a sym (a const ringk_device_entry_t, given to
  * ringk_kernel_create as params.device_entry) whose loop hands messages to @a handler, a
- * function of type ringk_dev_handler_t (__device__ under nvcc). Compiled by nvcc, @a sym is a
- * CUDA kernel of one block; compiled as host C, the same source runs on the emulated device.
+ * function of type ringk_dev_handler_t (__device__ under nvcc), run by every thread of the
+ * kernel on each message. Compiled by nvcc, @a sym is a CUDA kernel launched with the kernel's
+ * threads and blocks; compiled as host C, the same source runs on the emulated device (a
+ * thread of the host per thread of the kernel).
  */
 #  define RINGK_DEVICE_ENTRY(sym, handler) \
     static void sym##_ringk_run(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k) \

@@ -80,11 +80,68 @@ RINGK_DEV_FN const ringk_msg_t *ringk_dev_cell_msg(ringk_dev_kernel_t *k, const 
                         r->cell_size, RINGK_CELL_HDR_BYTES + len - r->cell_size);
     }
     if (msg->timestamp != 0) {
-        ringk_dev_hlc_recv(k, msg->timestamp);
+        ringk_dev_hlc_merge(k, msg->timestamp);
     }
     *ncells_p = ncells;
     *flags_p  = flags;
     return msg;
+}
+
+/* Runs handler @a h on @a msg in the calling thread, and keeps the lowest thread's error;
+ * then waits for the kernel's other threads to return from it (threads still in a collective
+ * call meet this wait with -EDEADLK on the emulated device, and come back). The loop's thread
+ * reads the result: 0, or the error of the lowest thread (by block, then thread) that
+ * returned one. */
+RINGK_DEV_FN int ringk_dev_handle(ringk_dev_kernel_t *k, const ringk_msg_t *msg,
+                                  ringk_dev_handler_t h)
+{
+    int ret = h(k, msg, k->arg);
+
+    if (ret < 0) {
+        uint64_t who = (uint64_t)ringk_dev_pt_block() * k->threads + ringk_dev_pt_thread();
+
+        ringk_dev_min_dev_u64(&k->err_key, (who << 32) | (uint32_t)-ret);
+    }
+    while (ringk_dev_sync_tag(k, RINGK_DEV_SYNC_KERNEL, RINGK_DEV_TAG_DONE) != 0) {
+    }
+    return (k->err_key == UINT64_MAX) ? 0 : -(int)(uint32_t)k->err_key;
+}
+
+/* Hands message @a msg to the kernel's threads (the loop's thread): each runs @a h on it. The
+ * handler's result (ringk_dev_handle()). */
+RINGK_DEV_FN int ringk_dev_hand(ringk_dev_kernel_t *k, const ringk_msg_t *msg,
+                                ringk_dev_handler_t h)
+{
+    if (ringk_dev_alone(k)) {
+        return h(k, msg, k->arg);
+    }
+    k->hand_msg = msg;
+    k->hand_op  = RINGK_DEV_HAND_RUN;
+    k->err_key  = UINT64_MAX;
+    ringk_dev_sync_tag(k, RINGK_DEV_SYNC_KERNEL, RINGK_DEV_TAG_HAND);
+    return ringk_dev_handle(k, msg, h);
+}
+
+/* The loop returns: so do the kernel's other threads. */
+RINGK_DEV_FN void ringk_dev_stop(ringk_dev_kernel_t *k)
+{
+    if (!ringk_dev_alone(k)) {
+        k->hand_op = RINGK_DEV_HAND_STOP;
+        ringk_dev_sync_tag(k, RINGK_DEV_SYNC_KERNEL, RINGK_DEV_TAG_HAND);
+    }
+}
+
+/* The kernel's threads other than the loop's: each message the loop hands over, they run the
+ * handler on, until the loop returns. */
+RINGK_DEV_FN void ringk_dev_follow(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
+{
+    for (;;) {
+        ringk_dev_sync_tag(k, RINGK_DEV_SYNC_KERNEL, RINGK_DEV_TAG_HAND);
+        if (k->hand_op != RINGK_DEV_HAND_RUN) {
+            return;
+        }
+        ringk_dev_handle(k, k->hand_msg, h);
+    }
 }
 
 /* Takes up to @a limit messages of ring @a r from *@a head_p, hands each to @a h; returns how
@@ -119,7 +176,7 @@ RINGK_DEV_FN uint32_t ringk_dev_take(ringk_dev_kernel_t *k, const ringk_ring_t *
         if (msg->type == RINGK_MSG_TERMINATE) {
             /* everything before it is handled; the host makes the kernel terminating */
             ringk_dev_store_rel_sys_i32(&c->term_req, 1);
-        } else if (h(k, msg, k->arg) < 0) {
+        } else if (ringk_dev_hand(k, msg, h) < 0) {
             RINGK_DEV_COUNT(k, handler_errors, 1);
         }
         k->cur_ring = NULL;
@@ -194,22 +251,9 @@ RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *
     }
 }
 
-/**
- * Takes the next message of the kernel's inboxes into @a out (a buffer of sizeof(ringk_msg_t)
- * + @a cap bytes: the header, then the payload, ringk_dev_msg_payload(out)), from a handler
- * that wants more than the message it was given (a reply it waits for, the rest of a group).
- * Messages come in the order the loop would hand them over; FIFO per sender. An inactive
- * kernel takes nothing. A terminate message is taken as the loop takes it (the host terminates
- * the kernel after the handler returned) and the next message is looked for.
- * @a timeout_ms: RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds.
- * @return 0; -EAGAIN none with RINGK_WAIT_NONE; -ETIMEDOUT none in @a timeout_ms; -EMSGSIZE the
- * next message's payload is above @a cap (its header is in @a out, out->length its size; it
- * stays first); -ECANCELED the kernel is terminating and its inboxes are empty; -ENOBUFS the
- * messages this handler took hold half of its message's inbox (they go back to the senders
- * when it returns); -EINVAL a NULL @a out or a timeout below RINGK_WAIT_FOREVER.
- */
-RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_t cap,
-                                int timeout_ms)
+/* ringk_dev_recv() in one thread. */
+RINGK_DEV_FN int ringk_dev_recv_in(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_t cap,
+                                   int timeout_ms)
 {
     ringk_dev_ctl_t *c = k->ctl;
     uint32_t i, nap = RINGK_DEV_NAP_MIN_NS;
@@ -217,9 +261,6 @@ RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_
     int32_t state;
     int ret = -EAGAIN, full;
 
-    if ((out == NULL) || (timeout_ms < RINGK_WAIT_FOREVER)) {
-        return -EINVAL;
-    }
     for (;;) {
         state = ringk_dev_load_acq_sys_i32(&c->state);
         full  = 0;
@@ -242,6 +283,38 @@ RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_
             return ret;
         }
     }
+}
+
+/**
+ * Collective over the kernel: every thread of every block calls it with the same arguments.
+ * Takes the next message of the kernel's inboxes into @a out (a buffer of sizeof(ringk_msg_t)
+ * + @a cap bytes: the header, then the payload, ringk_dev_msg_payload(out)), from a handler
+ * that wants more than the message it was given (a reply it waits for, the rest of a group).
+ * The loop's thread takes the message and writes it to its @a out while the others wait: in a
+ * kernel of more than one thread, @a out is memory every thread reads (global memory, or
+ * shared memory in a kernel of one block) and the same address in each. Messages come in the
+ * order the loop would hand them over; FIFO per sender. An inactive kernel takes nothing. A
+ * terminate message is taken as the loop takes it (the host terminates the kernel after the
+ * handler returned) and the next message is looked for. @a timeout_ms: RINGK_WAIT_NONE,
+ * RINGK_WAIT_FOREVER or milliseconds.
+ * @return the same in every thread: 0; -EAGAIN none with RINGK_WAIT_NONE; -ETIMEDOUT none in
+ * @a timeout_ms; -EMSGSIZE the next message's payload is above @a cap (its header is in
+ * @a out, out->length its size; it stays first); -ECANCELED the kernel is terminating and its
+ * inboxes are empty; -ENOBUFS the messages this handler took hold half of its message's inbox
+ * (they go back to the senders when it returns); -EINVAL a NULL @a out or a timeout below
+ * RINGK_WAIT_FOREVER; -EDEADLK (the emulated device) only part of the kernel's threads called
+ * it.
+ */
+RINGK_DEV_FN int ringk_dev_recv(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_t cap,
+                                int timeout_ms)
+{
+    if ((out == NULL) || (timeout_ms < RINGK_WAIT_FOREVER)) {
+        return -EINVAL;
+    }
+    if (ringk_dev_alone(k)) {
+        return ringk_dev_recv_in(k, out, cap, timeout_ms);
+    }
+    RINGK_DEV_KERNEL_CALL(k, RINGK_DEV_TAG_RECV, ringk_dev_recv_in(k, out, cap, timeout_ms));
 }
 
 /* One iteration: up to the processing mode's number of messages, from the device inbox and the
@@ -385,22 +458,15 @@ RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
     k->own_changed    = 0;
 }
 
-/**
- * The dispatch loop of a device kernel, run by one thread of the launch (the others return): it
- * takes messages from the device inbox and the host ingress ring and hands them to @a h, as the
- * kernel's processing mode says; persistent, it naps when idle (RINGK_DEV_NAP_MAX_NS at most)
- * and runs until terminated; event-driven, it returns after max_iterations idle iterations and
- * the host relaunches it when a message comes. An inactive kernel takes nothing. Terminating,
- * it drains both inboxes, then sets 'done'.
- */
-RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
+/* The dispatch loop (ringk_dev_run()) in the loop's thread. */
+RINGK_DEV_FN void ringk_dev_loop(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
 {
     ringk_dev_ctl_t *c = k->ctl;
     uint32_t idle = 0, idle_iters = 0, nap = RINGK_DEV_NAP_MIN_NS;
     uint32_t since_state = RINGK_DEV_STATE_POLLS, since_store = 0;
     int32_t state = RINGK_KERNEL_INACTIVE;
 
-    if (!ringk_dev_leader() || (c->magic != RINGK_DEV_CTL_MAGIC) || (c->abi != RINGK_DEV_ABI) ||
+    if ((c->magic != RINGK_DEV_CTL_MAGIC) || (c->abi != RINGK_DEV_ABI) ||
         ringk_dev_load_acq_sys_i32(&c->done)) {
         return;
     }
@@ -457,9 +523,30 @@ RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
 }
 
 /**
- * A launch of a device kernel: copies the kernel from @a src (mapped memory the host wrote before
- * the first launch) into @a k (the kernel's device memory; the threads of the block share the
- * copy), takes the clock's offset from the host's launch time, and runs the loop on @a k.
+ * The dispatch loop of a device kernel. One thread of the launch (thread 0 of block 0) takes
+ * messages from the device inbox and the host ingress ring and hands each to the kernel's
+ * threads, which all run @a h on it and return before the next is taken: a message is handled
+ * once per kernel, by all its threads together, in the order the loop takes them. The loop
+ * follows the kernel's processing mode; persistent, it naps when idle (RINGK_DEV_NAP_MAX_NS at
+ * most) and runs until terminated; event-driven, it returns after max_iterations idle
+ * iterations and the host relaunches it when a message comes. An inactive kernel takes
+ * nothing. Terminating, it drains both inboxes, then sets 'done'.
+ */
+RINGK_DEV_FN void ringk_dev_run(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
+{
+    if (!ringk_dev_leader()) {
+        ringk_dev_follow(k, h);
+        return;
+    }
+    ringk_dev_loop(k, h);
+    ringk_dev_stop(k);
+}
+
+/**
+ * A launch of a device kernel, run by all its threads: copies the kernel from @a src (mapped
+ * memory the host wrote before the first launch) into @a k (the kernel's device memory, which
+ * the launch's threads share), takes the clock's offset from the host's launch time, and runs
+ * the loop on @a k.
  */
 RINGK_DEV_FN void ringk_dev_launch_run(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k,
                                        ringk_dev_handler_t h)
@@ -469,12 +556,17 @@ RINGK_DEV_FN void ringk_dev_launch_run(const ringk_dev_kernel_t *src, ringk_dev_
     uint64_t *to         = (uint64_t*)k;
     unsigned i;
 
-    for (i = threadIdx.x; i < sizeof(*k) / sizeof(uint64_t); i += blockDim.x) {
-        to[i] = from[i]; /* the bus's latency once per launch, not once per word */
+    if (blockIdx.x == 0) {
+        for (i = threadIdx.x; i < sizeof(*k) / sizeof(uint64_t); i += blockDim.x) {
+            to[i] = from[i]; /* the bus's latency once per launch, not once per word */
+        }
     }
-    __syncthreads();
+    ringk_dev_sync_tag(k, RINGK_DEV_SYNC_KERNEL, RINGK_DEV_TAG_START);
 #else
-    *k = *src;
+    if (ringk_dev_leader()) {
+        *k = *src;
+    }
+    ringk_dev_sync_tag(k, RINGK_DEV_SYNC_KERNEL, RINGK_DEV_TAG_START);
 #endif
     if (ringk_dev_leader()) {
         k->clock_off = ringk_dev_load_rlx_sys_u64(&k->ctl->launch_ns) - ringk_dev_now_ns();

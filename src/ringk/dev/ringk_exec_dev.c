@@ -199,6 +199,51 @@ static int entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
     return 0;
 }
 
+/* Whether the device holds the kernel's launch shape at once (its threads per block within
+ * what the entry's registers allow, all its blocks resident together): 0, -E2BIG with the
+ * reason logged (CPU | CUDA too: a shape the device cannot hold is the program's to fix, not
+ * a reason to run elsewhere), or a CUDA error. */
+static int dev_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_host_t *d)
+{
+    uint32_t max_blocks = 0, max_threads = 0;
+    char why[160];
+    int ret = d->entry->cuda->fit(d->device->cuda_index, k->dev_threads, &max_blocks,
+                                  &max_threads, why, sizeof(why));
+
+    if (ret != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
+        return ret;
+    }
+    if (k->dev_threads > max_threads) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': threads %u is above the %u a block "
+                      "of entry '%s' may have on CUDA device %d (its registers per thread)",
+                      k->name, k->dev_threads, max_threads, d->entry->name,
+                      d->device->cuda_index);
+        return -E2BIG;
+    }
+    if (k->dev_blocks > max_blocks) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': blocks %u is above the %u blocks of "
+                      "%u threads of entry '%s' that CUDA device %d holds at once (a kernel's "
+                      "blocks are all resident together)", k->name, k->dev_blocks, max_blocks,
+                      k->dev_threads, d->entry->name, d->device->cuda_index);
+        return -E2BIG;
+    }
+    return 0;
+}
+
+/* Whether the emulated device runs the kernel's threads x blocks (a host thread each): 0, or
+ * -E2BIG (logged). */
+static int emu_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k)
+{
+    if (k->dev_threads * k->dev_blocks <= RINGK_DEV_EMU_THREADS_MAX) {
+        return 0;
+    }
+    ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': threads %u x blocks %u is above the %u "
+                  "threads the emulated device runs a kernel on", k->name, k->dev_threads,
+                  k->dev_blocks, RINGK_DEV_EMU_THREADS_MAX);
+    return -E2BIG;
+}
+
 /* The devices of @a ctx, created on first use (under ctx->lock). */
 static ringk_devs_t *devs_of(ringk_ctx_t *ctx)
 {
@@ -231,7 +276,10 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     if (ret != 0) {
         return ret;
     }
-    d->view.arg = k->arg;
+    d->view.arg     = k->arg;
+    d->view.threads = k->dev_threads;
+    d->view.blocks  = k->dev_blocks;
+    d->view.err_key = UINT64_MAX;
     *d->src_host = d->view; /* mapped: the device reads it at each launch */
     pthread_mutex_init(&d->mu, NULL);
     if (d->device->cuda_index >= 0) {
@@ -251,6 +299,9 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
             return ret;
         }
         d->counted = 1;
+        if ((ret = dev_shape_fits(ctx, k, d)) != 0) {
+            return ret;
+        }
         d->stream  = d->device->streams[d->stream_at]; /* free: ringk_exec_dev_create found it */
         d->device->stream_used[d->stream_at] = 1;
         d->device->kernels++;
@@ -315,6 +366,9 @@ int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     if ((ret == 0) && (d->device->cuda_index >= 0)) {
         ret = ringk_dev_device_stream(d->device, &d->stream_at, why, sizeof(why));
     }
+    if ((ret == 0) && (d->device->cuda_index < 0)) {
+        ret = emu_shape_fits(ctx, k);
+    }
     if ((ret == 0) && (d->device->cuda_index >= 0) && (k->arg != NULL)) {
         /* -EFAULT is logged below (and may move the kernel to the CPU); -EIO here */
         ret = e->cuda->reaches(d->device->cuda_index, k->arg, why, sizeof(why));
@@ -361,7 +415,12 @@ static void *emu_main(void *arg)
     ringk_kernel_t *k   = arg;
     ringk_dev_host_t *d = k->dev;
 
-    d->entry->emu_run(d->src_dev, d->state_dev);
+    if (ringk_dev_emu_launch(d->entry->emu_run, d->src_dev, d->state_dev, d->view.threads,
+                             d->view.blocks) != 0) {
+        ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': the emulated device could not "
+                      "start the launch's %u host threads", k->name,
+                      d->view.threads * d->view.blocks);
+    }
     __atomic_sub_fetch(&ringk_dev_proc.running, 1, __ATOMIC_RELEASE);
     return NULL;
 }
@@ -404,7 +463,7 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
         int mode = ringk_dev_relax_begin(d->entry->cuda);
 
         ret = d->entry->cuda->launch(d->src_dev, d->state_dev, d->device->cuda_index, d->stream,
-                                     why, sizeof(why));
+                                     d->view.threads, d->view.blocks, why, sizeof(why));
         ringk_dev_relax_end(d->entry->cuda, mode);
     }
     if (ret != 0) {
