@@ -8,6 +8,12 @@
  *   k2k_lat_raw    two blocks of one launch bouncing a counter in device memory
  *   k2k_tput_ringk messages of BENCH_PAYLOAD bytes per second, ring kernel to ring kernel
  *   k2k_tput_raw   an SPSC ring between two blocks of one launch: the limit
+ *   work_*_T<n>    handler work (WORK_ITERS dependent multiply-adds per thread and message,
+ *                  then a barrier of the block) on a kernel of one block of n threads (1, 32,
+ *                  256, 1024): ringk (messages from the host, per second), its round trip,
+ *                  a kernel launch per message doing the same work (launch + synchronize),
+ *                  and the work alone (n messages' work in one launch: the per-message
+ *                  overhead of the ring kernel is its time per message less this)
  * Each round runs every method once (interleaved: the ring kernels in a context created for
  * the round, then the raw references with no ring kernel resident); the figures are medians
  * over the rounds, with the ratios the targets name. Lines "RESULT device_bench method value
@@ -41,7 +47,25 @@ enum { RT_RINGK, RT_LAUNCH, RT_FLAG, K2K_LAT_RINGK, K2K_LAT_RAW, K2K_TPUT_RINGK,
 static const char *names[NMETHODS] = {"rt_ringk", "rt_launch", "rt_flag", "k2k_lat_ringk",
                                       "k2k_lat_raw", "k2k_tput_ringk", "k2k_tput_raw"};
 static const char *units[NMETHODS] = {"us", "us", "us", "us", "us", "Mmsg/s", "Mmsg/s"};
-static double results[NMETHODS][MAX_ROUNDS];
+
+/* the handler-work methods, per block size: results[WM(size, kind)] */
+#define WORK_ITERS 2000
+#ifdef BENCH_EMULATED
+static const uint32_t work_threads[] = {1, 4}; /* a smoke check: host threads */
+#define N_WORK     200
+#define N_WORK_LAT 50
+#else
+static const uint32_t work_threads[] = {1, 32, 256, 1024};
+#define N_WORK     20000
+#define N_WORK_LAT 2000
+#endif
+#define N_WORK_LAUNCH 2000
+#define NWT ((int)(sizeof(work_threads) / sizeof(work_threads[0])))
+enum { W_RINGK, W_LAT, W_LAUNCH, W_PURE, NW };
+static const char *wnames[NW] = {"work_ringk", "work_lat_ringk", "work_launch", "work_alone"};
+static const char *wunits[NW] = {"kmsg/s", "us", "kmsg/s", "us"};
+#define WM(ti, kind) (NMETHODS + (ti) * NW + (kind))
+static double results[NMETHODS + 4 * NW][MAX_ROUNDS];
 
 /* _exit: exit() would run the CUDA runtime's teardown, which waits for resident kernels */
 #define QUIT() do { fflush(NULL); _exit(1); } while (0)
@@ -96,8 +120,9 @@ typedef struct {
     bench_sink_t *sink_d;                /* device memory */
 } ringk_bufs_t;
 
-static ringk_kernel_t *dev_kernel(ringk_ctx_t *ctx, const char *name,
-                                  const ringk_device_entry_t *entry, const char **to, void *arg)
+static ringk_kernel_t *dev_kernel_of(ringk_ctx_t *ctx, const char *name,
+                                     const ringk_device_entry_t *entry, const char **to,
+                                     void *arg, uint32_t threads)
 {
     ringk_kernel_params_t p;
     ringk_kernel_t *k;
@@ -109,7 +134,7 @@ static ringk_kernel_t *dev_kernel(ringk_ctx_t *ctx, const char *name,
                      RINGK_KERNEL_PARAM_FIELD_PROCESSING | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE |
                      RINGK_KERNEL_PARAM_FIELD_THREADS |
                      ((to != NULL) ? RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO : 0);
-    p.threads      = 1; /* the handlers measured are one thread's */
+    p.threads      = threads;
     p.name         = name;
     p.backends     = RINGK_BACKEND_CUDA;
     p.device_entry = entry;
@@ -123,6 +148,69 @@ static ringk_kernel_t *dev_kernel(ringk_ctx_t *ctx, const char *name,
         DIE("kernel '%s': %s", name, strerror(-ret));
     }
     return k;
+}
+
+/* A device kernel of one thread (the handlers of the latency and throughput methods). */
+static ringk_kernel_t *dev_kernel(ringk_ctx_t *ctx, const char *name,
+                                  const ringk_device_entry_t *entry, const char **to, void *arg)
+{
+    return dev_kernel_of(ctx, name, entry, to, arg, 1);
+}
+
+/* the handler-work kernels' buffers, per block size: device memory, and a mapped word */
+typedef struct {
+    bench_work_t *w_d[4];
+    uint64_t     *done[4], *done_d[4];
+    uint64_t      seq[4];           /* the last message's */
+} work_bufs_t;
+
+/* Sends the work of messages seq + 1 .. seq + n to kernel @a name, waiting for each answer
+ * when @a one_by_one: the time taken. */
+static double work_send(ringk_ctx_t *ctx, const char *name, work_bufs_t *b, int ti, uint64_t n,
+                        int one_by_one)
+{
+    uint64_t v[2] = {0, WORK_ITERS}, i;
+    double t0 = now();
+
+    for (i = 0; i < n; i++) {
+        v[0] = ++b->seq[ti];
+        if (ringk_send(ctx, NULL, name, RINGK_MSG_DATA, v, sizeof(v), RINGK_WAIT_FOREVER) != 0) {
+            DIE("work: a send to '%s' failed", name);
+        }
+        if (one_by_one) {
+            wait_for(b->done[ti], b->seq[ti], "work round trip");
+        }
+    }
+    wait_for(b->done[ti], b->seq[ti], "work messages");
+    return now() - t0;
+}
+
+/* One round of the handler-work methods on ring kernels, in a context of its own. */
+static void round_work_ringk(int r, work_bufs_t *b)
+{
+    ringk_ctx_params_t cp = {.field_mask = 0};
+    ringk_ctx_t *ctx;
+    char name[16];
+    int ti;
+
+    if (ringk_ctx_create(&cp, &ctx) != 0) {
+        DIE("ringk_ctx_create failed");
+    }
+    for (ti = 0; ti < NWT; ti++) {
+        snprintf(name, sizeof(name), "w%u", work_threads[ti]);
+        dev_kernel_of(ctx, name, &bench_work_entry, NULL, b->w_d[ti], work_threads[ti]);
+    }
+    if (ringk_ctx_start(ctx) != 0) {
+        DIE("ringk_ctx_start failed");
+    }
+    for (ti = 0; ti < NWT; ti++) {
+        snprintf(name, sizeof(name), "w%u", work_threads[ti]);
+        work_send(ctx, name, b, ti, 10, 1); /* warm */
+        results[WM(ti, W_RINGK)][r] = N_WORK / work_send(ctx, name, b, ti, N_WORK, 0) / 1e3;
+        results[WM(ti, W_LAT)][r]   = work_send(ctx, name, b, ti, N_WORK_LAT, 1) * 1e6 /
+                                      N_WORK_LAT;
+    }
+    ringk_ctx_destroy(ctx);
 }
 
 /* One round of the ring-kernel methods, in a context of its own. */
@@ -283,6 +371,31 @@ static void round_raw(int r, raw_bufs_t *b)
     }
 }
 
+/* One round of the handler-work references: a launch per message, and the work alone. */
+static void round_work_raw(int r, void *stream, work_bufs_t *b)
+{
+    uint64_t i;
+    double t0;
+    int ti;
+
+    for (ti = 0; ti < NWT; ti++) {
+        t0 = now();
+        for (i = 0; i < N_WORK_LAUNCH; i++) {
+            if ((bench_launch_work(stream, b->w_d[ti], work_threads[ti], WORK_ITERS,
+                                   ++b->seq[ti]) != 0) ||
+                (load_acq(b->done[ti]) != b->seq[ti])) {
+                DIE("work launch per message: a wrong answer");
+            }
+        }
+        results[WM(ti, W_LAUNCH)][r] = N_WORK_LAUNCH / (now() - t0) / 1e3;
+        t0 = now();
+        if (bench_work_loop(stream, b->w_d[ti], work_threads[ti], WORK_ITERS, N_WORK) != 0) {
+            QUIT();
+        }
+        results[WM(ti, W_PURE)][r] = (now() - t0) * 1e6 / N_WORK;
+    }
+}
+
 #else
 /* the emulated device: plain memory, no raw references */
 int bench_cuda_init(int *ndev, char *name, size_t name_len)
@@ -323,6 +436,53 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The work buffers of every block size, before any kernel runs: v[] at 1, done at 0. */
+static void work_bufs_init(work_bufs_t *b)
+{
+    static bench_work_t w; /* static: 8 KiB */
+    int ti, i;
+
+    memset(b, 0, sizeof(*b));
+    for (ti = 0; ti < NWT; ti++) {
+        b->done[ti] = bench_mapped_alloc(sizeof(uint64_t), (void**)&b->done_d[ti]);
+        b->w_d[ti]  = bench_device_alloc(sizeof(bench_work_t));
+        if ((b->done[ti] == NULL) || (b->w_d[ti] == NULL)) {
+            DIE("cannot allocate the work buffers");
+        }
+        for (i = 0; i < BENCH_WORK_THREADS; i++) {
+            w.v[i] = 1.0;
+        }
+        w.done = b->done_d[ti];
+        if (bench_copy_to_device(b->w_d[ti], &w, sizeof(w)) != 0) {
+            QUIT();
+        }
+    }
+}
+
+/* The handler-work figures: per block size, ringk against a launch per message, and the ring
+ * kernel's time per message beyond the work's. */
+static void work_print(const double *med)
+{
+    int ti;
+
+    printf("handler work (%d dependent multiply-adds a thread, a barrier of the block) per "
+           "message, one block:\n"
+           "  threads  ringk kmsg/s  launch kmsg/s  ringk/launch  work us  ringk us/msg  "
+           "overhead us  round trip us\n", WORK_ITERS);
+    for (ti = 0; ti < NWT; ti++) {
+        const double *m = med + WM(ti, 0);
+        double per = 1e3 / m[W_RINGK];
+
+        printf("  %7u  %12.1f  %13.1f  %11.1fx  %7.2f  %12.2f  %11.2f  %13.2f\n",
+               work_threads[ti], m[W_RINGK], m[W_LAUNCH],
+               (m[W_LAUNCH] > 0) ? m[W_RINGK] / m[W_LAUNCH] : 0.0, m[W_PURE], per,
+               per - m[W_PURE], m[W_LAT]);
+    }
+#ifndef BENCH_EMULATED
+    printf("  target (256 threads, a few us of work): ringk/launch >= 10x, overhead <= 2 us\n");
+#endif
+}
+
 static double median(int m, int rounds)
 {
     double v[MAX_ROUNDS];
@@ -336,7 +496,8 @@ int main(int argc, char **argv)
 {
     ringk_bufs_t rb;
     raw_bufs_t xb;
-    double med[NMETHODS];
+    work_bufs_t wb;
+    double med[NMETHODS + 4 * NW];
     char gpu[256] = "";
     int opt, rounds = 5, ndev = 0, r, m;
 
@@ -361,20 +522,23 @@ int main(int argc, char **argv)
     if (!rb.a_done || !rb.sink_done || !rb.sink_d || !xb.flags || !xb.words_d || !xb.ring_d) {
         DIE("cannot allocate the buffers");
     }
+    work_bufs_init(&wb);
     printf("device_bench: %s, %d rounds, medians; K2K messages of %u payload bytes\n", gpu,
            rounds, BENCH_PAYLOAD);
     fflush(stdout);
     for (r = 0; r < rounds; r++) {
         round_ringk(r, &rb);
+        round_work_ringk(r, &wb);
 #ifndef BENCH_EMULATED
         round_raw(r, &xb);
+        round_work_raw(r, xb.stream, &wb);
 #endif
         fprintf(stderr, "device_bench: round %d of %d: round trip %.2f us (flag %.2f, launch "
                 "%.2f), K2K %.2f us, %.2f Mmsg/s\n", r + 1, rounds, results[RT_RINGK][r],
                 results[RT_FLAG][r], results[RT_LAUNCH][r], results[K2K_LAT_RINGK][r],
                 results[K2K_TPUT_RINGK][r]);
     }
-    for (m = 0; m < NMETHODS; m++) {
+    for (m = 0; m < NMETHODS + NWT * NW; m++) {
         med[m] = median(m, rounds);
     }
 #ifdef BENCH_EMULATED
@@ -394,6 +558,7 @@ int main(int argc, char **argv)
            "(target >= 0.5)\n", med[K2K_TPUT_RINGK], med[K2K_TPUT_RAW],
            med[K2K_TPUT_RINGK] / med[K2K_TPUT_RAW]);
 #endif
+    work_print(med);
     for (m = 0; m < NMETHODS; m++) {
 #ifdef BENCH_EMULATED
         if ((m != RT_RINGK) && (m != K2K_LAT_RINGK) && (m != K2K_TPUT_RINGK)) {
@@ -401,6 +566,15 @@ int main(int argc, char **argv)
         }
 #endif
         printf("RESULT device_bench %s %.4f %s\n", names[m], med[m], units[m]);
+    }
+    for (m = 0; m < NWT * NW; m++) {
+#ifdef BENCH_EMULATED
+        if ((m % NW == W_LAUNCH) || (m % NW == W_PURE)) {
+            continue;
+        }
+#endif
+        printf("RESULT device_bench %s_T%u %.4f %s\n", wnames[m % NW], work_threads[m / NW],
+               med[NMETHODS + m], wunits[m % NW]);
     }
     return 0;
 }

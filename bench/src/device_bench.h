@@ -24,12 +24,35 @@ typedef struct {
     uint64_t *done;
 } bench_sink_t;
 
+/* Handler work: a message {seq, iters} makes each thread of the kernel run iters dependent
+ * multiply-adds on its own element, then the block meets at a barrier and thread 0 stores seq
+ * to *done (mapped memory the host polls). The same work as a ring kernel's handler and as a
+ * kernel launched per message. */
+#define BENCH_WORK_THREADS 1024
+typedef struct {
+    double    v[BENCH_WORK_THREADS];  /* device memory */
+    uint64_t *done;                   /* mapped */
+} bench_work_t;
+
+/* One thread's share of a message's work. */
+RINGK_DEVICE static inline void bench_work_elem(bench_work_t *w, uint32_t me, uint64_t iters)
+{
+    double x = w->v[me];
+    uint64_t j;
+
+    for (j = 0; j < iters; j++) {
+        x = x * 0.999999 + 1e-6;
+    }
+    w->v[me] = x;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 extern const ringk_device_entry_t bench_echo_entry;  /* echoes on route 0 */
 extern const ringk_device_entry_t bench_k2k_a_entry; /* ball to route 0 (b) / burst to route 1 */
 extern const ringk_device_entry_t bench_sink_entry;  /* counts bursts, in order */
+extern const ringk_device_entry_t bench_work_entry;  /* handler work (bench_work_t) */
 
 /* The raw references; each returns 0 or -1 with the CUDA error printed. */
 int bench_cuda_init(int *ndev, char *name, size_t name_len);
@@ -47,6 +70,12 @@ int bench_launch_one(void *stream, uint64_t *out_d, uint64_t value);
 int bench_raw_ring(void *stream, void *ring_d, uint32_t ncells, uint64_t msgs, uint64_t *errors_d);
 /* two blocks bouncing a counter n times through two words of device memory */
 int bench_raw_pingpong(void *stream, uint64_t *words_d, uint64_t n);
+/* the handler work of message seq as a launch of one block of @a threads, waited for */
+int bench_launch_work(void *stream, bench_work_t *w_d, uint32_t threads, uint64_t iters,
+                      uint64_t seq);
+/* the work of n messages in one launch: what the work itself costs */
+int bench_work_loop(void *stream, bench_work_t *w_d, uint32_t threads, uint64_t iters,
+                    uint64_t n);
 #ifdef __cplusplus
 }
 #endif

@@ -40,6 +40,21 @@ __global__ void launch_one(uint64_t *out, uint64_t value)
     sys_u64(*out).store(value + 1, cuda::memory_order_release);
 }
 
+// The ring kernel's handler work (device_bench_ring.cu's work) for messages seq .. seq + n - 1
+// in one launch of one block: each its share, a barrier, thread 0 stores the message's seq.
+__global__ void work_loop(bench_work_t *w, uint64_t iters, uint64_t seq, uint64_t n)
+{
+    uint64_t i;
+
+    for (i = 0; i < n; i++) {
+        bench_work_elem(w, threadIdx.x, iters);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            sys_u64(*w->done).store(seq + i, cuda::memory_order_release);
+        }
+    }
+}
+
 // Cell: a sequence word (position + 1 once published), then the payload; ring[ncells] of them,
 // then the consumer's head. Producer: block 0, consumer: block 1, one thread each.
 typedef struct {
@@ -185,6 +200,24 @@ extern "C" int bench_stream_sync(void *stream)
 extern "C" int bench_launch_one(void *stream, uint64_t *out_d, uint64_t value)
 {
     launch_one<<<1, 1, 0, (cudaStream_t)stream>>>(out_d, value);
+    CHECK(cudaGetLastError());
+    CHECK(cudaStreamSynchronize((cudaStream_t)stream));
+    return 0;
+}
+
+extern "C" int bench_launch_work(void *stream, bench_work_t *w_d, uint32_t threads,
+                                 uint64_t iters, uint64_t seq)
+{
+    work_loop<<<1, threads, 0, (cudaStream_t)stream>>>(w_d, iters, seq, 1);
+    CHECK(cudaGetLastError());
+    CHECK(cudaStreamSynchronize((cudaStream_t)stream));
+    return 0;
+}
+
+extern "C" int bench_work_loop(void *stream, bench_work_t *w_d, uint32_t threads,
+                               uint64_t iters, uint64_t n)
+{
+    work_loop<<<1, threads, 0, (cudaStream_t)stream>>>(w_d, iters, 1, n);
     CHECK(cudaGetLastError());
     CHECK(cudaStreamSynchronize((cudaStream_t)stream));
     return 0;

@@ -152,6 +152,19 @@ static void block_run(unsigned threads, unsigned blocks)
     ck_assert_uint_eq(STATS_AT(blk, handler_errors, 1).handler_errors, 1);
     ck_assert_uint_eq(t->shape[0], threads);
     ck_assert_uint_eq(t->shape[1], blocks);
+#ifdef TEST_DEVICE_STREAMS
+    /* the path taken: the stand-in launched the shape asked for */
+    ck_assert_uint_eq(__atomic_load_n(&tds_last_threads, __ATOMIC_RELAXED), threads);
+    ck_assert_uint_eq(__atomic_load_n(&tds_last_blocks, __ATOMIC_RELAXED), blocks);
+#endif
+    ck_assert_uint_eq(STATS_AT(blk, msgs_out, 3 * all + 2 * blocks).msgs_out,
+                      3 * all + 2 * blocks);
+    /* what each thread recorded is read once the launches returned (the context's destroy
+     * waits for them): a thread's record of the last message is not ordered before thread 0's
+     * count */
+    ck_assert_int_eq(ringk_kernel_destroy(blk), 0);
+    ck_assert_int_eq(ringk_kernel_destroy(tally), 0);
+    ringk_ctx_destroy(ctx);
     for (i = 0; i < all; i++) {
         ck_assert_msg(t->hits[i] == msgs, "thread %u ran the handler on %llu of %llu messages",
                       i, (unsigned long long)t->hits[i], (unsigned long long)msgs);
@@ -165,16 +178,6 @@ static void block_run(unsigned threads, unsigned blocks)
     ck_assert_uint_eq(t->bad, 0);
     ck_assert_uint_eq(t->tally_bad, 0);
     ck_assert_uint_eq(t->tally_blocks, 2 * blocks); /* one message per block and round */
-    ck_assert_uint_eq(STATS_AT(blk, msgs_out, 3 * all + 2 * blocks).msgs_out,
-                      3 * all + 2 * blocks);
-#ifdef TEST_DEVICE_STREAMS
-    /* the path taken: the stand-in launched the shape asked for */
-    ck_assert_uint_eq(__atomic_load_n(&tds_last_threads, __ATOMIC_RELAXED), threads);
-    ck_assert_uint_eq(__atomic_load_n(&tds_last_blocks, __ATOMIC_RELAXED), blocks);
-#endif
-    ck_assert_int_eq(ringk_kernel_destroy(blk), 0);
-    ck_assert_int_eq(ringk_kernel_destroy(tally), 0);
-    ringk_ctx_destroy(ctx);
     btest_free(t);
     ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
 }
@@ -212,14 +215,14 @@ START_TEST(test_device_block_recv)
     }
     test_wait_u64(&t->count, 8, 30);
     ck_assert_uint_eq(STATS_AT(blk, msgs_in, 8).msgs_in, 8);
+    ck_assert_int_eq(ringk_kernel_destroy(blk), 0);
+    ck_assert_int_eq(ringk_kernel_destroy(tally), 0);
+    ringk_ctx_destroy(ctx); /* the launches returned: every thread's record is read */
     ck_assert_uint_eq(t->bad, 0);
     for (i = 0; i < 32; i++) {
         ck_assert_int_eq(t->codes[i], 0);
         ck_assert_uint_eq(t->hits[i], 4); /* the handler ran on the four it was handed */
     }
-    ck_assert_int_eq(ringk_kernel_destroy(blk), 0);
-    ck_assert_int_eq(ringk_kernel_destroy(tally), 0);
-    ringk_ctx_destroy(ctx);
     btest_free(t);
 }
 END_TEST

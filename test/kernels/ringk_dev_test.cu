@@ -342,7 +342,8 @@ RINGK_DEVICE static int dev_tally(ringk_dev_kernel_t *k, const ringk_msg_t *msg,
     return 0;
 }
 
-RINGK_DEVICE_ENTRY(ringk_dev_test_block, dev_block);
+// bounded for the most threads the tests give it (a GPU block of it may have that many)
+RINGK_DEVICE_ENTRY_THREADS(ringk_dev_test_block, dev_block, RINGK_DEV_BTEST_THREADS);
 RINGK_DEVICE_ENTRY(ringk_dev_test_tally, dev_tally);
 RINGK_DEVICE_ENTRY(ringk_dev_test_count, dev_count);
 RINGK_DEVICE_ENTRY(ringk_dev_test_echo, dev_echo);

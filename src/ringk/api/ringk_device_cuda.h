@@ -412,8 +412,11 @@ RINGK_CUDA_FN int ringk_cuda_fit(const void *fn, int device, uint32_t threads,
     }
     return 0;
 }
-#  define RINGK_DEVICE_ENTRY(sym, handler) \
-    __global__ void sym##_ringk_global(const ringk_dev_kernel_t *src, ringk_dev_kernel_t *k) \
+/* RINGK_DEVICE_ENTRY() with the __global__'s attributes @a bounds (empty, or
+ * __launch_bounds__(n)). */
+#  define RINGK_DEVICE_ENTRY_IN(sym, handler, bounds) \
+    __global__ void bounds sym##_ringk_global(const ringk_dev_kernel_t *src, \
+                                              ringk_dev_kernel_t *k) \
     { \
         ringk_dev_launch_run(src, k, handler); \
     } \
@@ -456,6 +459,9 @@ RINGK_CUDA_FN int ringk_cuda_fit(const void *fn, int device, uint32_t threads,
         ringk_device_entry_unregister(&sym); \
     } \
     extern "C" const ringk_device_entry_t sym
+#  define RINGK_DEVICE_ENTRY(sym, handler) RINGK_DEVICE_ENTRY_IN(sym, handler, )
+#  define RINGK_DEVICE_ENTRY_THREADS(sym, handler, n) \
+    RINGK_DEVICE_ENTRY_IN(sym, handler, __launch_bounds__(n))
 #elif !defined(RINGK_DEVICE_ENTRY) /* else the program brings its own (the tests' stand-in) */
 /**
  * Defines the device kernel entry @a sym (a const ringk_device_entry_t, given to
@@ -474,6 +480,17 @@ RINGK_CUDA_FN int ringk_cuda_fit(const void *fn, int device, uint32_t threads,
         RINGK_DEVICE_ENTRY_MAGIC, RINGK_DEV_ABI, RINGK_DEVICE_ENTRY_EMULATED, #sym, \
         sym##_ringk_run, NULL \
     }
+#endif
+#ifndef RINGK_DEVICE_ENTRY_THREADS
+/**
+ * RINGK_DEVICE_ENTRY() for kernels of up to @a n threads a block: under nvcc the entry is
+ * compiled with __launch_bounds__(@a n), so that the compiler keeps its registers per thread
+ * within what a block of @a n threads may have (spilling the rest to local memory). Without it
+ * the loop and the handler take as many registers as they like, and a block of the entry may
+ * have fewer threads than 1024 (ringk_kernel_create() then says how many). Elsewhere it is
+ * RINGK_DEVICE_ENTRY().
+ */
+#  define RINGK_DEVICE_ENTRY_THREADS(sym, handler, n) RINGK_DEVICE_ENTRY(sym, handler)
 #endif
 
 #endif

@@ -216,9 +216,10 @@ static int dev_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_h
     }
     if (k->dev_threads > max_threads) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': threads %u is above the %u a block "
-                      "of entry '%s' may have on CUDA device %d (its registers per thread)",
-                      k->name, k->dev_threads, max_threads, d->entry->name,
-                      d->device->cuda_index);
+                      "of entry '%s' may have on CUDA device %d (its registers per thread; "
+                      "RINGK_DEVICE_ENTRY_THREADS(sym, handler, %u) bounds them)", k->name,
+                      k->dev_threads, max_threads, d->entry->name, d->device->cuda_index,
+                      k->dev_threads);
         return -E2BIG;
     }
     if (k->dev_blocks > max_blocks) {
