@@ -151,7 +151,7 @@ int main(int argc, char **argv)
     ringk_kernel_t *ks[HEAT_MAX_STRIPS], *kc;
     const char *all[HEAT_MAX_STRIPS + 1];
     uint64_t direct = 0, errors = 0;
-    int i, differ, device = RINGK_DEVICE_NONE;
+    int i, differ, device = RINGK_DEVICE_NONE, threads = 0;
     double maxdiff;
     ringk_ctx_t *ctx;
 
@@ -197,8 +197,11 @@ int main(int argc, char **argv)
                              RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO |
                              RINGK_KERNEL_PARAM_FIELD_BACKENDS |
                              RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY |
-                             RINGK_KERNEL_PARAM_FIELD_THREADS;
-            p.threads      = 1; /* the strip's handler is written for one thread */
+                             RINGK_KERNEL_PARAM_FIELD_THREADS | RINGK_KERNEL_PARAM_FIELD_BLOCKS;
+            /* a device strip's cells are updated by all its threads: 64 per block, and two
+             * blocks for a strip of more than 16384 cells (the CPU handler is one thread) */
+            p.threads      = 64;
+            p.blocks       = (host[i]->nrows * cols > 16384) ? 2 : 1;
             p.name         = names[i];
             p.handler      = strip_cpu;                 /* the CPU, when there is no device */
             p.device_entry = &example_heat_strip_entry; /* the device, when there is one */
@@ -238,6 +241,11 @@ int main(int argc, char **argv)
     ringk_ctx_destroy(ctx);
     for (i = 0; i < nstrips; i++) {
         errors += host[i]->errors;
+        /* a device strip: the threads that updated it (the fewest over the strips) */
+        if ((host[i]->threads_used > 0) &&
+            ((threads == 0) || (host[i]->threads_used < threads))) {
+            threads = host[i]->threads_used;
+        }
     }
     errors += bad_rows;
     differ  = sequential_check(&maxdiff);
@@ -247,9 +255,12 @@ int main(int argc, char **argv)
            (unsigned long long)direct, differ, rows * cols, maxdiff, (unsigned long long)errors,
            (differ || errors) ? "MISMATCH" : "OK");
     /* device: the strips' ringk_kernel_stats_t.device (a CUDA index, -2 emulated, -1 the CPU) */
+    /* threads: the device threads that updated a strip (its kernel's threads x blocks; 1 on
+     * the CPU) */
     printf("RESULT gpu_heat rank=0 size=1 ok=%d device=%d rows=%d cols=%d steps=%d strips=%d "
-           "differ=%d errors=%llu direct=%llu\n", !differ && !errors, device, rows, cols, steps,
-           nstrips, differ, (unsigned long long)errors, (unsigned long long)direct);
+           "differ=%d errors=%llu direct=%llu threads=%d\n", !differ && !errors, device, rows,
+           cols, steps, nstrips, differ, (unsigned long long)errors, (unsigned long long)direct,
+           (threads > 0) ? threads : 1);
     strips_free(host);
     free(grid);
     return (differ || errors) ? 1 : 0;

@@ -38,7 +38,15 @@ typedef struct {
     int32_t  step, started, pend_up, pend_down, rows_sent;
     int32_t  have[2][2];
     uint32_t errors;                     /* bad messages */
+    /* a device kernel's threads: what the loop's thread decided for all (HEAT_ACT_*), and the
+     * error of a send that failed */
+    int32_t  act, err;
+    int32_t  threads_used;               /* a device kernel: the threads its updates took */
 } heat_strip_t;
+
+#define HEAT_ACT_UPDATE 1   /* every thread updates its share of the strip */
+#define HEAT_ACT_DONE   2   /* nothing more for this message */
+#define HEAT_ACT_ERROR  3   /* the message was bad, or a send failed (err) */
 
 EXAMPLE_HD double heat_initial(int rows, int cols, int r, int c)
 {
@@ -49,24 +57,31 @@ EXAMPLE_HD double heat_initial(int rows, int cols, int r, int c)
     return (c == 0) ? 50.0 : 0.0;
 }
 
-/* One Jacobi step of rows 1..nrows of @a cur into @a next (rows 0 and nrows + 1 are halos);
- * the grid's first and last rows and columns stay fixed. */
+/* Part @a part of @a parts of one Jacobi step of rows 1..nrows of @a cur into @a next (rows 0
+ * and nrows + 1 are halos): the cells part, part + parts, ... (one thread's share; all of them
+ * for part 0 of 1). The grid's first and last rows and columns stay fixed. */
+EXAMPLE_HD void heat_update_part(const double *cur, double *next, int rows, int cols, int r0,
+                                 int nrows, int part, int parts)
+{
+    int i, r, c, g;
+
+    for (i = part; i < nrows * cols; i += parts) {
+        r = 1 + i / cols;
+        c = i % cols;
+        g = r0 + r - 1;
+        if ((g == 0) || (g == rows - 1) || (c == 0) || (c == cols - 1)) {
+            next[r * cols + c] = cur[r * cols + c];
+        } else {
+            const double *p = &cur[r * cols + c];
+            next[r * cols + c] = 0.25 * (p[-cols] + p[cols] + p[-1] + p[1]);
+        }
+    }
+}
+
 EXAMPLE_HD void heat_update(const double *cur, double *next, int rows, int cols, int r0,
                             int nrows)
 {
-    int r, c, g;
-
-    for (r = 1; r <= nrows; r++) {
-        g = r0 + r - 1;
-        for (c = 0; c < cols; c++) {
-            const double *p = &cur[r * cols + c];
-            if ((g == 0) || (g == rows - 1) || (c == 0) || (c == cols - 1)) {
-                next[r * cols + c] = *p;
-            } else {
-                next[r * cols + c] = 0.25 * (p[-cols] + p[cols] + p[-1] + p[1]);
-            }
-        }
-    }
+    heat_update_part(cur, next, rows, cols, r0, nrows, 0, 1);
 }
 
 EXAMPLE_HD void heat_copy_row(double *dst, const double *src, int cols)
@@ -112,64 +127,86 @@ EXAMPLE_HD int strip_event(heat_strip_t *s, const void *payload, uint32_t len)
     return 0;
 }
 
-/* The next message strip @a s sends: 1 with it in s->out (*len_p bytes, to target *to_p), or 0
- * when it waits for halos or is done. Steps as long as the halos of the current step are in. */
-EXAMPLE_HD int strip_next(heat_strip_t *s, int *to_p, uint32_t *len_p)
+/* The step's end once its update is done: the new grid is current, the next step's edge rows
+ * are to be sent. */
+EXAMPLE_HD void strip_stepped(heat_strip_t *s)
 {
-    double *t;
+    double *t = s->cur;
+
+    s->cur  = s->next;
+    s->next = t;
+    s->step++;
+    if (s->step < s->steps) {
+        s->pend_up   = s->has_up;
+        s->pend_down = s->has_down;
+    }
+}
+
+/* What strip @a s does next: 1, a message to send, in s->out (*len_p bytes, to target *to_p);
+ * 2, the current step's update (its halos are in place): the caller updates the strip
+ * (heat_update_part() over its threads), then calls strip_stepped(); 0, it waits for halos
+ * or is done. */
+EXAMPLE_HD int strip_next_step(heat_strip_t *s, int *to_p, uint32_t *len_p)
+{
     int slot;
 
     *len_p = heat_msg_len(s);
-    for (;;) {
-        if (!s->started) {
-            return 0;
-        }
-        if (s->pend_up || s->pend_down) { /* our edge rows are the neighbours' halos */
-            *to_p          = s->pend_up ? HEAT_UP : HEAT_DOWN;
-            s->out->kind   = HEAT_HALO;
-            s->out->step   = s->step;
-            s->out->from_up = s->pend_up ? 0 : 1;
-            s->out->row    = -1;
-            heat_copy_row(s->out->v, &s->cur[(s->pend_up ? 1 : s->nrows) * s->cols], s->cols);
-            if (s->pend_up) {
-                s->pend_up = 0;
-            } else {
-                s->pend_down = 0;
-            }
-            return 1;
-        }
-        if (s->step == s->steps) { /* done: every row to the collector */
-            if (s->rows_sent == s->nrows) {
-                return 0;
-            }
-            *to_p         = HEAT_COLLECT;
-            s->out->kind  = HEAT_ROW;
-            s->out->step  = s->step;
-            s->out->from_up = 0;
-            s->out->row   = s->r0 + s->rows_sent;
-            heat_copy_row(s->out->v, &s->cur[(s->rows_sent + 1) * s->cols], s->cols);
-            s->rows_sent++;
-            return 1;
-        }
-        slot = s->step % 2;
-        if ((s->has_up && !s->have[slot][1]) || (s->has_down && !s->have[slot][0])) {
-            return 0;
-        }
-        if (s->has_up) {
-            heat_copy_row(&s->cur[0], s->halo[slot][1], s->cols);
-        }
-        if (s->has_down) {
-            heat_copy_row(&s->cur[(s->nrows + 1) * s->cols], s->halo[slot][0], s->cols);
-        }
-        s->have[slot][0] = s->have[slot][1] = 0;
-        heat_update(s->cur, s->next, s->rows, s->cols, s->r0, s->nrows);
-        t = s->cur; s->cur = s->next; s->next = t;
-        s->step++;
-        if (s->step < s->steps) {
-            s->pend_up   = s->has_up;
-            s->pend_down = s->has_down;
-        }
+    if (!s->started) {
+        return 0;
     }
+    if (s->pend_up || s->pend_down) { /* our edge rows are the neighbours' halos */
+        *to_p          = s->pend_up ? HEAT_UP : HEAT_DOWN;
+        s->out->kind   = HEAT_HALO;
+        s->out->step   = s->step;
+        s->out->from_up = s->pend_up ? 0 : 1;
+        s->out->row    = -1;
+        heat_copy_row(s->out->v, &s->cur[(s->pend_up ? 1 : s->nrows) * s->cols], s->cols);
+        if (s->pend_up) {
+            s->pend_up = 0;
+        } else {
+            s->pend_down = 0;
+        }
+        return 1;
+    }
+    if (s->step == s->steps) { /* done: every row to the collector */
+        if (s->rows_sent == s->nrows) {
+            return 0;
+        }
+        *to_p         = HEAT_COLLECT;
+        s->out->kind  = HEAT_ROW;
+        s->out->step  = s->step;
+        s->out->from_up = 0;
+        s->out->row   = s->r0 + s->rows_sent;
+        heat_copy_row(s->out->v, &s->cur[(s->rows_sent + 1) * s->cols], s->cols);
+        s->rows_sent++;
+        return 1;
+    }
+    slot = s->step % 2;
+    if ((s->has_up && !s->have[slot][1]) || (s->has_down && !s->have[slot][0])) {
+        return 0;
+    }
+    if (s->has_up) {
+        heat_copy_row(&s->cur[0], s->halo[slot][1], s->cols);
+    }
+    if (s->has_down) {
+        heat_copy_row(&s->cur[(s->nrows + 1) * s->cols], s->halo[slot][0], s->cols);
+    }
+    s->have[slot][0] = s->have[slot][1] = 0;
+    return 2;
+}
+
+/* The next message strip @a s sends, updating by itself (one thread): 1 with it in s->out
+ * (*len_p bytes, to target *to_p), or 0 when it waits for halos or is done. Steps as long as
+ * the halos of the current step are in. */
+EXAMPLE_HD int strip_next(heat_strip_t *s, int *to_p, uint32_t *len_p)
+{
+    int r;
+
+    while ((r = strip_next_step(s, to_p, len_p)) == 2) {
+        heat_update(s->cur, s->next, s->rows, s->cols, s->r0, s->nrows);
+        strip_stepped(s);
+    }
+    return r;
 }
 
 #ifdef __cplusplus

@@ -36,7 +36,7 @@ if ! grep -q '^#define HAVE_CUDA 1' "$top/ringk_config.h"; then
 elif command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU 0'; then
     gpu=0
 fi
-echo "1..16"
+echo "1..17"
 check "pingpong (one process)" "rounds=100000 errors=0" "$top/examples/pingpong" 100000
 check "pipeline producer -> 4 workers -> aggregator" \
     "items=200000 workers=4 sum=sequential match=1" "$top/examples/pipeline" 200000 4
@@ -55,11 +55,15 @@ check "device pingpong: CPU kernel <-> pong on the emulated device" \
 check "device pingpong: pong on device $gpu (nvcc build)" \
     "device=$gpu rounds=20000 seen=20000 errors=0" "$top/examples/gpu/gpu_pingpong" 20000
 check "device heat stencil: 4 strips on the emulated device, halos device to device" \
-    "device=-2 strips=4 differ=0 errors=0 direct=180" "$top/examples/gpu/gpu_heat_emu" 96 64 30 4
+    "device=-2 strips=4 differ=0 errors=0 direct=180 threads=64" \
+    "$top/examples/gpu/gpu_heat_emu" 96 64 30 4
+check "device heat stencil: 3 strips of two blocks each on the emulated device" \
+    "device=-2 strips=3 differ=0 errors=0 direct=80 threads=128" \
+    "$top/examples/gpu/gpu_heat_emu" 256 256 20 3
 # on a device (not the CPU fallback) every halo row goes device to device: two per step across
 # each of the 3 (4) boundaries between strips
 halo_path=""
-[ "$gpu" -ne -1 ] && halo_path=" direct=400"
+[ "$gpu" -ne -1 ] && halo_path=" direct=400 threads=64"
 check "device heat stencil: 5 strips on device $gpu (nvcc build)" \
     "device=$gpu strips=5 differ=0 errors=0$halo_path" "$top/examples/gpu/gpu_heat" 128 128 50 5
 
