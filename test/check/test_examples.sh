@@ -36,7 +36,7 @@ if ! grep -q '^#define HAVE_CUDA 1' "$top/ringk_config.h"; then
 elif command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU 0'; then
     gpu=0
 fi
-echo "1..17"
+echo "1..19"
 check "pingpong (one process)" "rounds=100000 errors=0" "$top/examples/pingpong" 100000
 check "pipeline producer -> 4 workers -> aggregator" \
     "items=200000 workers=4 sum=sequential match=1" "$top/examples/pipeline" 200000 4
@@ -62,6 +62,12 @@ check "device heat stencil: 3 strips of two blocks each on the emulated device" 
     "$top/examples/gpu/gpu_heat_emu" 256 256 20 3
 # on a device (not the CPU fallback) every halo row goes device to device: two per step across
 # each of the 3 (4) boundaries between strips
+check "device matrix-vector products: 128 threads of one block on the emulated device" \
+    "ok=1 device=-2 n=128 msgs=300 replies=300 wrong=0 threads=128" \
+    "$top/examples/gpu/gpu_matvec_emu" 128 300 128
+check "device matrix-vector products on device $gpu (nvcc build)" \
+    "ok=1 device=$gpu n=256 msgs=2000 replies=2000 wrong=0 threads=$([ "$gpu" -ne -1 ] &&
+    echo 256 || echo 1)" "$top/examples/gpu/gpu_matvec" 256 2000 256
 halo_path=""
 [ "$gpu" -ne -1 ] && halo_path=" direct=400 threads=64"
 check "device heat stencil: 5 strips on device $gpu (nvcc build)" \
