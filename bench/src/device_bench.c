@@ -9,8 +9,9 @@
  *   k2k_tput_ringk messages of BENCH_PAYLOAD bytes per second, ring kernel to ring kernel
  *   k2k_tput_raw   an SPSC ring between two blocks of one launch: the limit
  *   work_*_T<n>    handler work (WORK_ITERS dependent multiply-adds per thread and message,
- *                  then a barrier of the block) on a kernel of one block of n threads (1, 32,
- *                  256, 1024): ringk (messages from the host, per second), its round trip,
+ *                  then a barrier of the kernel) on a kernel of one block of n threads (1, 32,
+ *                  256, 1024), and of 4 blocks of 256 (_T256x4: the cost of a grid-wide
+ *                  barrier a message): ringk (messages from the host, per second), its round trip,
  *                  a kernel launch per message doing the same work (launch + synchronize),
  *                  and the work alone (n messages' work in one launch: the per-message
  *                  overhead of the ring kernel is its time per message less this)
@@ -51,11 +52,13 @@ static const char *units[NMETHODS] = {"us", "us", "us", "us", "us", "Mmsg/s", "M
 /* the handler-work methods, per block size: results[WM(size, kind)] */
 #define WORK_ITERS 2000
 #ifdef BENCH_EMULATED
-static const uint32_t work_threads[] = {1, 4}; /* a smoke check: host threads */
+static const uint32_t work_threads[] = {1, 4, 2}; /* a smoke check: host threads */
+static const uint32_t work_blocks[]  = {1, 1, 2};
 #define N_WORK     200
 #define N_WORK_LAT 50
 #else
-static const uint32_t work_threads[] = {1, 32, 256, 1024};
+static const uint32_t work_threads[] = {1, 32, 256, 1024, 256};
+static const uint32_t work_blocks[]  = {1, 1, 1, 1, 4}; /* the last: 1024 threads in 4 blocks */
 #define N_WORK     20000
 #define N_WORK_LAT 2000
 #endif
@@ -65,7 +68,8 @@ enum { W_RINGK, W_LAT, W_LAUNCH, W_PURE, NW };
 static const char *wnames[NW] = {"work_ringk", "work_lat_ringk", "work_launch", "work_alone"};
 static const char *wunits[NW] = {"kmsg/s", "us", "kmsg/s", "us"};
 #define WM(ti, kind) (NMETHODS + (ti) * NW + (kind))
-static double results[NMETHODS + 4 * NW][MAX_ROUNDS];
+#define NWT_MAX 5
+static double results[NMETHODS + NWT_MAX * NW][MAX_ROUNDS];
 
 /* _exit: exit() would run the CUDA runtime's teardown, which waits for resident kernels */
 #define QUIT() do { fflush(NULL); _exit(1); } while (0)
@@ -122,7 +126,7 @@ typedef struct {
 
 static ringk_kernel_t *dev_kernel_of(ringk_ctx_t *ctx, const char *name,
                                      const ringk_device_entry_t *entry, const char **to,
-                                     void *arg, uint32_t threads)
+                                     void *arg, uint32_t threads, uint32_t blocks)
 {
     ringk_kernel_params_t p;
     ringk_kernel_t *k;
@@ -132,9 +136,10 @@ static ringk_kernel_t *dev_kernel_of(ringk_ctx_t *ctx, const char *name,
     p.field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
                      RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | RINGK_KERNEL_PARAM_FIELD_MAX_IN |
                      RINGK_KERNEL_PARAM_FIELD_PROCESSING | RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE |
-                     RINGK_KERNEL_PARAM_FIELD_THREADS |
+                     RINGK_KERNEL_PARAM_FIELD_THREADS | RINGK_KERNEL_PARAM_FIELD_BLOCKS |
                      ((to != NULL) ? RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO : 0);
     p.threads      = threads;
+    p.blocks       = blocks;
     p.name         = name;
     p.backends     = RINGK_BACKEND_CUDA;
     p.device_entry = entry;
@@ -154,14 +159,14 @@ static ringk_kernel_t *dev_kernel_of(ringk_ctx_t *ctx, const char *name,
 static ringk_kernel_t *dev_kernel(ringk_ctx_t *ctx, const char *name,
                                   const ringk_device_entry_t *entry, const char **to, void *arg)
 {
-    return dev_kernel_of(ctx, name, entry, to, arg, 1);
+    return dev_kernel_of(ctx, name, entry, to, arg, 1, 1);
 }
 
 /* the handler-work kernels' buffers, per block size: device memory, and a mapped word */
 typedef struct {
-    bench_work_t *w_d[4];
-    uint64_t     *done[4], *done_d[4];
-    uint64_t      seq[4];           /* the last message's */
+    bench_work_t *w_d[NWT_MAX];
+    uint64_t     *done[NWT_MAX], *done_d[NWT_MAX];
+    uint64_t      seq[NWT_MAX];     /* the last message's */
 } work_bufs_t;
 
 /* Sends the work of messages seq + 1 .. seq + n to kernel @a name, waiting for each answer
@@ -197,14 +202,15 @@ static void round_work_ringk(int r, work_bufs_t *b)
         DIE("ringk_ctx_create failed");
     }
     for (ti = 0; ti < NWT; ti++) {
-        snprintf(name, sizeof(name), "w%u", work_threads[ti]);
-        dev_kernel_of(ctx, name, &bench_work_entry, NULL, b->w_d[ti], work_threads[ti]);
+        snprintf(name, sizeof(name), "w%d", ti);
+        dev_kernel_of(ctx, name, &bench_work_entry, NULL, b->w_d[ti], work_threads[ti],
+                      work_blocks[ti]);
     }
     if (ringk_ctx_start(ctx) != 0) {
         DIE("ringk_ctx_start failed");
     }
     for (ti = 0; ti < NWT; ti++) {
-        snprintf(name, sizeof(name), "w%u", work_threads[ti]);
+        snprintf(name, sizeof(name), "w%d", ti);
         work_send(ctx, name, b, ti, 10, 1); /* warm */
         results[WM(ti, W_RINGK)][r] = N_WORK / work_send(ctx, name, b, ti, N_WORK, 0) / 1e3;
         results[WM(ti, W_LAT)][r]   = work_send(ctx, name, b, ti, N_WORK_LAT, 1) * 1e6 /
@@ -381,7 +387,8 @@ static void round_work_raw(int r, void *stream, work_bufs_t *b)
     for (ti = 0; ti < NWT; ti++) {
         t0 = now();
         for (i = 0; i < N_WORK_LAUNCH; i++) {
-            if ((bench_launch_work(stream, b->w_d[ti], work_threads[ti], WORK_ITERS,
+            if ((bench_launch_work(stream, b->w_d[ti], work_threads[ti], work_blocks[ti],
+                                   WORK_ITERS,
                                    ++b->seq[ti]) != 0) ||
                 (load_acq(b->done[ti]) != b->seq[ti])) {
                 DIE("work launch per message: a wrong answer");
@@ -389,7 +396,8 @@ static void round_work_raw(int r, void *stream, work_bufs_t *b)
         }
         results[WM(ti, W_LAUNCH)][r] = N_WORK_LAUNCH / (now() - t0) / 1e3;
         t0 = now();
-        if (bench_work_loop(stream, b->w_d[ti], work_threads[ti], WORK_ITERS, N_WORK) != 0) {
+        if (bench_work_loop(stream, b->w_d[ti], work_threads[ti], work_blocks[ti], WORK_ITERS,
+                            N_WORK) != 0) {
             QUIT();
         }
         results[WM(ti, W_PURE)][r] = (now() - t0) * 1e6 / N_WORK;
@@ -465,16 +473,16 @@ static void work_print(const double *med)
 {
     int ti;
 
-    printf("handler work (%d dependent multiply-adds a thread, a barrier of the block) per "
-           "message, one block:\n"
-           "  threads  ringk kmsg/s  launch kmsg/s  ringk/launch  work us  ringk us/msg  "
+    printf("handler work (%d dependent multiply-adds a thread, a barrier of the kernel) per "
+           "message:\n"
+           "  threads x blocks  ringk kmsg/s  launch kmsg/s  ringk/launch  work us  ringk us/msg  "
            "overhead us  round trip us\n", WORK_ITERS);
     for (ti = 0; ti < NWT; ti++) {
         const double *m = med + WM(ti, 0);
         double per = 1e3 / m[W_RINGK];
 
-        printf("  %7u  %12.1f  %13.1f  %11.1fx  %7.2f  %12.2f  %11.2f  %13.2f\n",
-               work_threads[ti], m[W_RINGK], m[W_LAUNCH],
+        printf("  %7u x %6u  %12.1f  %13.1f  %11.1fx  %7.2f  %12.2f  %11.2f  %13.2f\n",
+               work_threads[ti], work_blocks[ti], m[W_RINGK], m[W_LAUNCH],
                (m[W_LAUNCH] > 0) ? m[W_RINGK] / m[W_LAUNCH] : 0.0, m[W_PURE], per,
                per - m[W_PURE], m[W_LAT]);
     }
@@ -497,7 +505,7 @@ int main(int argc, char **argv)
     ringk_bufs_t rb;
     raw_bufs_t xb;
     work_bufs_t wb;
-    double med[NMETHODS + 4 * NW];
+    double med[NMETHODS + NWT_MAX * NW];
     char gpu[256] = "";
     int opt, rounds = 5, ndev = 0, r, m;
 
@@ -573,8 +581,11 @@ int main(int argc, char **argv)
             continue;
         }
 #endif
-        printf("RESULT device_bench %s_T%u %.4f %s\n", wnames[m % NW], work_threads[m / NW],
-               med[NMETHODS + m], wunits[m % NW]);
+        printf("RESULT device_bench %s_T%u", wnames[m % NW], work_threads[m / NW]);
+        if (work_blocks[m / NW] > 1) {
+            printf("x%u", work_blocks[m / NW]);
+        }
+        printf(" %.4f %s\n", med[NMETHODS + m], wunits[m % NW]);
     }
     return 0;
 }

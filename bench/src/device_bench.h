@@ -24,10 +24,10 @@ typedef struct {
     uint64_t *done;
 } bench_sink_t;
 
-/* Handler work: a message {seq, iters} makes each thread of the kernel run iters dependent
- * multiply-adds on its own element, then the block meets at a barrier and thread 0 stores seq
- * to *done (mapped memory the host polls). The same work as a ring kernel's handler and as a
- * kernel launched per message. */
+/* Handler work: a message {seq, iters} makes each thread of the kernel (all its blocks) run
+ * iters dependent multiply-adds on its own element, then the kernel meets at a barrier and
+ * thread 0 of block 0 stores seq to *done (mapped memory the host polls). The same work as a
+ * ring kernel's handler and as a kernel launched per message. */
 #define BENCH_WORK_THREADS 1024
 typedef struct {
     double    v[BENCH_WORK_THREADS];  /* device memory */
@@ -70,12 +70,13 @@ int bench_launch_one(void *stream, uint64_t *out_d, uint64_t value);
 int bench_raw_ring(void *stream, void *ring_d, uint32_t ncells, uint64_t msgs, uint64_t *errors_d);
 /* two blocks bouncing a counter n times through two words of device memory */
 int bench_raw_pingpong(void *stream, uint64_t *words_d, uint64_t n);
-/* the handler work of message seq as a launch of one block of @a threads, waited for */
-int bench_launch_work(void *stream, bench_work_t *w_d, uint32_t threads, uint64_t iters,
-                      uint64_t seq);
-/* the work of n messages in one launch: what the work itself costs */
-int bench_work_loop(void *stream, bench_work_t *w_d, uint32_t threads, uint64_t iters,
-                    uint64_t n);
+/* the handler work of message seq as a launch of @a blocks blocks of @a threads, waited for */
+int bench_launch_work(void *stream, bench_work_t *w_d, uint32_t threads, uint32_t blocks,
+                      uint64_t iters, uint64_t seq);
+/* the work of n messages in one launch: what the work itself costs (each block on its own:
+ * a block's barrier a message, not the grid's) */
+int bench_work_loop(void *stream, bench_work_t *w_d, uint32_t threads, uint32_t blocks,
+                    uint64_t iters, uint64_t n);
 #ifdef __cplusplus
 }
 #endif

@@ -47,9 +47,9 @@ __global__ void work_loop(bench_work_t *w, uint64_t iters, uint64_t seq, uint64_
     uint64_t i;
 
     for (i = 0; i < n; i++) {
-        bench_work_elem(w, threadIdx.x, iters);
+        bench_work_elem(w, blockIdx.x * blockDim.x + threadIdx.x, iters);
         __syncthreads();
-        if (threadIdx.x == 0) {
+        if ((threadIdx.x == 0) && (blockIdx.x == 0)) {
             sys_u64(*w->done).store(seq + i, cuda::memory_order_release);
         }
     }
@@ -206,18 +206,18 @@ extern "C" int bench_launch_one(void *stream, uint64_t *out_d, uint64_t value)
 }
 
 extern "C" int bench_launch_work(void *stream, bench_work_t *w_d, uint32_t threads,
-                                 uint64_t iters, uint64_t seq)
+                                 uint32_t blocks, uint64_t iters, uint64_t seq)
 {
-    work_loop<<<1, threads, 0, (cudaStream_t)stream>>>(w_d, iters, seq, 1);
+    work_loop<<<blocks, threads, 0, (cudaStream_t)stream>>>(w_d, iters, seq, 1);
     CHECK(cudaGetLastError());
     CHECK(cudaStreamSynchronize((cudaStream_t)stream));
     return 0;
 }
 
 extern "C" int bench_work_loop(void *stream, bench_work_t *w_d, uint32_t threads,
-                               uint64_t iters, uint64_t n)
+                               uint32_t blocks, uint64_t iters, uint64_t n)
 {
-    work_loop<<<1, threads, 0, (cudaStream_t)stream>>>(w_d, iters, 1, n);
+    work_loop<<<blocks, threads, 0, (cudaStream_t)stream>>>(w_d, iters, 1, n);
     CHECK(cudaGetLastError());
     CHECK(cudaStreamSynchronize((cudaStream_t)stream));
     return 0;

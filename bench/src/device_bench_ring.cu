@@ -57,19 +57,19 @@ RINGK_DEVICE static int sink(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void
     return 0;
 }
 
-// Handler work on all the kernel's threads (one block): each its share, a barrier of the
-// block, then thread 0 tells the host.
+// Handler work on all the kernel's threads: each its share, a barrier of the kernel (of its
+// block when it has one), then thread 0 of block 0 tells the host.
 RINGK_DEVICE static int work(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
     bench_work_t *w   = (bench_work_t*)arg;
     const uint64_t *p = (const uint64_t*)ringk_dev_msg_payload(msg);
-    uint32_t me = ringk_dev_thread(k);
+    uint32_t me = ringk_dev_block(k) * ringk_dev_threads(k) + ringk_dev_thread(k);
 
     if (msg->length != 2 * sizeof(uint64_t)) {
         return -1;
     }
     bench_work_elem(w, me, p[1]);
-    ringk_dev_sync(k, RINGK_DEV_SYNC_BLOCK);
+    ringk_dev_sync(k, RINGK_DEV_SYNC_KERNEL);
     if (me == 0) {
         ringk_dev_store_rel_sys_u64(w->done, p[0]);
     }
