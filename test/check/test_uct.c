@@ -60,7 +60,8 @@ ucs_status_t test_uct_config_set(void *config, const char *name, const char *val
 
 void *test_plugin_sym(const char *name)
 {
-    static const char *const libs[] = {"libuct_ringk.so", "libuct_ringk.so.0"};
+    /* the transport (ringk_uct.so, which the loader libuct_ringk.so opens) */
+    static const char *const libs[] = {"ringk_uct.so", "libuct_ringk.so", "libuct_ringk.so.0"};
     void *sym, *lib;
     size_t i;
 
@@ -430,13 +431,20 @@ static const char *wrapper(void)
 
 START_TEST(test_version_guard_refuses_mismatch)
 {
-    char cmd[2048], out[1 << 16];
+    static char out[1 << 17];
+    char cmd[2048];
 
-    /* The wrapper preloads the plugin into a UCX that claims another release. */
-    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD RINGK_TEST_FAKE_UCX_VERSION=1.12.0 %s %s -d 2>&1",
-             wrapper(), ucx_info());
+    /* The wrapper preloads the plugin into a UCX that claims another release; the dynamic
+     * loader's log shows which files were opened. */
+    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD RINGK_TEST_FAKE_UCX_VERSION=1.12.0 "
+             "LD_DEBUG=files %s %s -d 2>&1", wrapper(), ucx_info());
     ck_assert_int_eq(run_cmd(cmd, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "Transport: ringk") == NULL, "ringk registered despite mismatch");
+    /* the loader ran, and the transport, built on the internals of another release, was
+     * never opened (in a real mismatch it could stop the process in the dynamic loader) */
+    ck_assert_msg(strstr(out, "/libuct_ringk.so") != NULL, "no loader in: %.2000s", out);
+    ck_assert_msg(strstr(out, "ringk_uct.so") == NULL, "the transport was opened: %.2000s",
+                  strstr(out, "ringk_uct.so"));
     /* both releases named: the one it was built against and the one it found */
     ck_assert_msg(strstr(out, "built against UCX " RINGK_UCX_BUILD_VERSION
                               " but this process runs UCX 1.12.0") != NULL,
@@ -448,12 +456,15 @@ END_TEST
 
 START_TEST(test_version_guard_accepts_match)
 {
-    char cmd[2048], out[1 << 16];
+    static char out[1 << 17];
+    char cmd[2048];
 
-    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD -u RINGK_TEST_FAKE_UCX_VERSION %s %s -d 2>&1",
-             wrapper(), ucx_info());
+    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD -u RINGK_TEST_FAKE_UCX_VERSION "
+             "LD_DEBUG=files %s %s -d 2>&1", wrapper(), ucx_info());
     ck_assert_int_eq(run_cmd(cmd, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "Transport: ringk") != NULL, "ringk not listed: %.2000s", out);
+    /* the loader opened the transport beside it */
+    ck_assert_msg(strstr(out, "/ringk_uct.so") != NULL, "no transport opened: %.2000s", out);
 }
 END_TEST
 
