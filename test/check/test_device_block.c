@@ -314,6 +314,51 @@ START_TEST(test_device_block_shape)
 }
 END_TEST
 
+#ifdef TEST_DEVICE_STREAMS
+/* Kernels resident on one device share its block slots: on a stand-in that holds 8 blocks of
+ * any entry, beside a kernel of 5 blocks one of 4 is refused (-E2BIG, both shares named), one
+ * of 3 fits, and once the first is destroyed its slots are free again. */
+START_TEST(test_device_block_resident)
+{
+    const uint32_t max_blocks = tds_max_blocks;
+    ringk_ctx_t *ctx;
+    ringk_dev_btest_t *a, *t = btest_new(&a);
+    ringk_kernel_params_t p = block_params("five", &ringk_dev_test_block, a, 1, 5);
+    ringk_kernel_t *five, *three, *k;
+
+    tds_max_blocks = 8;
+    ctx = ctx_new();
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &five), 0);
+    logbuf[0] = '\0';
+    p = block_params("four", &ringk_dev_test_block, a, 1, 4);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -E2BIG);
+    ck_assert_msg(strstr(logbuf, "its 4 blocks of 1 threads take 50.0%") != NULL &&
+                  strstr(logbuf, "resident there take 62.5%") != NULL, "%s", logbuf);
+    p = block_params("three", &ringk_dev_test_block, a, 1, 3);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &three), 0);
+    p = block_params("one", &ringk_dev_test_block, a, 1, 1);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -E2BIG); /* the device is full */
+    ck_assert_int_eq(ringk_kernel_destroy(five), 0);
+    p = block_params("four", &ringk_dev_test_block, a, 1, 4);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    /* the kernels still run: each handles a message on all its blocks */
+    ck_assert_int_eq(ringk_send(ctx, NULL, "three", RINGK_MSG_DATA,
+                                (uint32_t[]){RINGK_DEV_BTEST_SYNC, 0}, 8, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&t->count, 1, 30);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "four", RINGK_MSG_DATA,
+                                (uint32_t[]){RINGK_DEV_BTEST_SYNC, 0}, 8, RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&t->count, 2, 30);
+    ck_assert_uint_eq(t->shape[1], 4);
+    ck_assert_uint_eq(t->bad, 0);
+    ck_assert_int_eq(ringk_kernel_destroy(k), 0);
+    ck_assert_int_eq(ringk_kernel_destroy(three), 0);
+    ringk_ctx_destroy(ctx);
+    btest_free(t);
+    tds_max_blocks = max_blocks;
+}
+END_TEST
+#endif
+
 void test_device_block_cases(TCase *tc)
 {
     tcase_add_loop_test(tc, test_device_block_threads, 0, 3);
@@ -323,5 +368,8 @@ void test_device_block_cases(TCase *tc)
     tcase_add_test(tc, test_device_block_partial); /* a GPU would hang */
 #endif
     tcase_add_test(tc, test_device_block_shape);
+#ifdef TEST_DEVICE_STREAMS
+    tcase_add_test(tc, test_device_block_resident);
+#endif
 }
 #endif

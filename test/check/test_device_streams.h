@@ -104,7 +104,7 @@ int tds_pageable = 1;
 int tds_capture;
 unsigned tds_status_errors;
 unsigned long tds_streams_made;
-uint32_t tds_max_blocks = 8;
+uint32_t tds_max_blocks = 256;
 uint32_t tds_last_threads, tds_last_blocks;
 static __thread int tds_mode; /* the thread's capture mode: 0 global (CUDA's default) */
 
@@ -219,7 +219,8 @@ static int tds_load(const char *name, int device, size_t *stack_need, char *why,
     return 0;
 }
 
-/* The stand-in device holds tds_max_blocks blocks of any entry, of up to 1024 threads. */
+/* The stand-in device holds tds_max_blocks blocks of any entry, of up to 1024 threads (a test
+ * may lower it, to fill the device with few host threads). */
 static int tds_fit(int device, uint32_t threads, uint32_t *max_blocks, uint32_t *max_threads,
                    char *why, size_t why_len)
 {

@@ -71,6 +71,9 @@ typedef struct {
     ringk_dev_slab_t               mapped, mem;
     ringk_dev_region_t            *regions;      /* the memory its kernels hold */
     unsigned                       kernels;      /* its kernels: a stream each */
+    uint32_t                       share;        /* millionths of its block slots that its
+                                                    kernels take (their blocks are resident
+                                                    together; a stuck kernel keeps its share) */
     unsigned                       queues;       /* its hardware queues (ringk_dev_queues) */
     int                            queues_before; /* CUDA was initialized before libringk
                                                     could ask for more queues */
@@ -176,6 +179,8 @@ typedef struct ringk_dev_host {
     void              *stream;        /* CUDA: its launches, in order (its device's
                                          streams[stream_at]) */
     unsigned           stream_at;
+    uint32_t           share;         /* CUDA: millionths of its device's block slots it takes
+                                         (in device->share while it is set) */
     ringk_dev_kernel_t *src_host, *src_dev; /* the kernel as a launch copies it (view): mapped
                                          memory, at the host's and the device's address */
     ringk_dev_kernel_t *state_dev;    /* where a launch runs: the kernel's device memory */

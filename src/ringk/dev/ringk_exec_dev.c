@@ -199,13 +199,20 @@ static int entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
     return 0;
 }
 
+#define DEV_SHARE_ALL 1000000u /* a device's block slots, in millionths */
+
 /* Whether the device holds the kernel's launch shape at once (its threads per block within
- * what the entry's registers allow, all its blocks resident together): 0, -E2BIG with the
- * reason logged (CPU | CUDA too: a shape the device cannot hold is the program's to fix, not
- * a reason to run elsewhere), or a CUDA error. */
+ * what the entry's registers allow, all its blocks resident together, beside the device
+ * kernels of this process already there): 0 with the kernel's share of the device's block
+ * slots in d->share, -E2BIG with the reason logged (CPU | CUDA too: a shape the device cannot
+ * hold is the program's to fix, not a reason to run elsewhere), or a CUDA error. Each kernel
+ * takes blocks / (the blocks of its entry and block size the device holds at once) of the
+ * device, rounded up; together they may take all of it. Kernels of other processes, and a
+ * program's own kernels, are not seen. */
 static int dev_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_host_t *d)
 {
-    uint32_t max_blocks = 0, max_threads = 0;
+    const uint32_t used = d->device->share;
+    uint32_t max_blocks = 0, max_threads = 0, share;
     char why[160];
     int ret = d->entry->cuda->fit(d->device->cuda_index, k->dev_threads, &max_blocks,
                                   &max_threads, why, sizeof(why));
@@ -229,6 +236,18 @@ static int dev_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_h
                       k->dev_threads, d->entry->name, d->device->cuda_index);
         return -E2BIG;
     }
+    share = (uint32_t)(((uint64_t)k->dev_blocks * DEV_SHARE_ALL + max_blocks - 1) / max_blocks);
+    if (share > DEV_SHARE_ALL - used) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': its %u blocks of %u threads take "
+                      "%u.%u%% of the blocks of entry '%s' that CUDA device %d holds at once "
+                      "(%u), and the device kernels of this process resident there take %u.%u%%: "
+                      "its blocks could not all be resident (destroy one, or give this one "
+                      "fewer blocks)", k->name, k->dev_blocks, k->dev_threads,
+                      share / 10000, share / 1000 % 10, d->entry->name, d->device->cuda_index,
+                      max_blocks, used / 10000, used / 1000 % 10);
+        return -E2BIG;
+    }
+    d->share = share;
     return 0;
 }
 
@@ -306,6 +325,7 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
         d->stream  = d->device->streams[d->stream_at]; /* free: ringk_exec_dev_create found it */
         d->device->stream_used[d->stream_at] = 1;
         d->device->kernels++;
+        d->device->share += d->share;
     }
     k->dev        = d;
     k->exec       = &ringk_exec_dev;
@@ -383,6 +403,7 @@ int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     if ((ret != 0) && (d->stream != NULL)) { /* nothing was launched on it */
         d->device->stream_used[d->stream_at] = 0;
         d->device->kernels--;
+        d->device->share -= d->share;
     }
     if ((ret != 0) && (d->region != NULL)) {
         ringk_dev_region_put(d->device, d->region);
@@ -697,6 +718,7 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
             /* its launches have returned, so none holds a copy of a direct route's target
              * any more; a stuck one may still touch its memory and its targets' */
             k->dev->device->kernels -= (k->dev->stream != NULL);
+            k->dev->device->share   -= (k->dev->stream != NULL) ? k->dev->share : 0;
             for (j = 0; j < RINGK_DEV_ROUTES_MAX; j++) {
                 if (k->dev->held[j] != NULL) {
                     ringk_dev_region_put(k->dev->device, k->dev->held[j]);
