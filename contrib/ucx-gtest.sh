@@ -35,7 +35,10 @@
 #   UCX_GTEST_LIBDIR (prepended to LD_LIBRARY_PATH: run against other UCX libraries, e.g. an
 #   in-tree UCX build), UCX_HANDLE_ERRORS (default bt), UCX_LOG_LEVEL (default warn),
 #   UCX_SRC_DIR (UCX source tree, default the build's --with-ucx-src),
-#   UCX_GTEST_KNOWN / UCX_GTEST_SKIP (the lists, default test/ucx-gtest/{known,skip}.txt).
+#   UCX_GTEST_KNOWN / UCX_GTEST_SKIP (the lists, default test/ucx-gtest/{known,skip}.txt),
+#   GLIBC_TUNABLES (default glibc.malloc.hugetlb=1: malloc asks for transparent huge pages, so
+#   the cases that move messages of gigabytes fault their buffers in 2 MiB at a time; on a VM
+#   where a first touch costs 3.5 s a GiB in 4 KiB pages it costs 0.1 s so, docs/testing.md).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -205,6 +208,7 @@ build
 plugin=${RINGK_PLUGIN:-$builddir/src/uct/ringk/.libs/libuct_ringk.so}
 [ -f "$plugin" ] || die "plugin not found at $plugin (build ringk, or set RINGK_PLUGIN)"
 export LD_PRELOAD="$plugin${LD_PRELOAD:+:$LD_PRELOAD}"
+export GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.hugetlb=1}
 if [ -n "${UCX_GTEST_LIBDIR:-}" ]; then
     export LD_LIBRARY_PATH="$UCX_GTEST_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
