@@ -207,8 +207,8 @@ static int entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
  * slots in d->share, -E2BIG with the reason logged (CPU | CUDA too: a shape the device cannot
  * hold is the program's to fix, not a reason to run elsewhere), or a CUDA error. Each kernel
  * takes blocks / (the blocks of its entry and block size the device holds at once) of the
- * device, rounded up; together they may take all of it. Kernels of other processes, and a
- * program's own kernels, are not seen. */
+ * device, rounded up; together they may take all of it. Kernels of other processes, and the
+ * program's own CUDA kernels outside libringk, are not seen. */
 static int dev_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_host_t *d)
 {
     const uint32_t used = d->device->share;
