@@ -3,9 +3,10 @@
 # The libraries' exported symbols, as TAP: libringk.so exports exactly the functions that the
 # public headers ringk/api/ringk*.h declare (the version script keeps the internal
 # ringk_remote_*, ringk_wire_* and others local; inline helpers are not exported), and the UCT
-# plugin (its loader and its transport) does not re-export the core's ringk_ functions it links in (its uct_ringk_* functions
-# are exported as UCX's own transports' are); and every exported function has a row in
-# test_api_args.c, the test of bad arguments.
+# plugin (its loader and its transport) does not re-export the core's ringk_ functions it links
+# in (its uct_ringk_* functions are exported as UCX's own transports' are); every exported
+# function has a row in test_api_args.c, the test of bad arguments; and the loader refers to no
+# UCX symbol another release may lack.
 set -u
 top=${RINGK_TOP_BUILDDIR:?} src=${RINGK_TOP_SRCDIR:?}
 echo "1..4"
