@@ -576,7 +576,8 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
         s->field_mask = m;
         m &= ~(uint64_t)(RINGK_KERNEL_STATS_FIELD_MSGS_IN | RINGK_KERNEL_STATS_FIELD_MSGS_OUT |
                          RINGK_KERNEL_STATS_FIELD_HANDLER_ERRORS |
-                         RINGK_KERNEL_STATS_FIELD_QUEUE_DEPTH | RINGK_KERNEL_STATS_FIELD_DEVICE);
+                         RINGK_KERNEL_STATS_FIELD_QUEUE_DEPTH | RINGK_KERNEL_STATS_FIELD_DEVICE |
+                         RINGK_KERNEL_STATS_FIELD_SHAPE);
     } else if (m & RINGK_KERNEL_STATS_FIELD_DEVICE) {
         s->device      = RINGK_DEVICE_NONE;
         s->launches    = 0;
@@ -584,6 +585,11 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
         s->send_failed = 0;
         s->sent_direct = 0;
         s->parked      = 0;
+    }
+    if ((k->dev == NULL) && (m & RINGK_KERNEL_STATS_FIELD_SHAPE)) {
+        s->threads     = 1;
+        s->blocks      = 1;
+        s->block_share = 0;
     }
     STATS_COPY(m, MSGS_IN, s->msgs_in, &k->msgs_in);
     STATS_COPY(m, MSGS_OUT, s->msgs_out, &k->msgs_out);

@@ -152,6 +152,17 @@ static void block_run(unsigned threads, unsigned blocks)
     ck_assert_uint_eq(STATS_AT(blk, handler_errors, 1).handler_errors, 1);
     ck_assert_uint_eq(t->shape[0], threads);
     ck_assert_uint_eq(t->shape[1], blocks);
+    st = stats_of(blk); /* the statistics report the shape the kernel runs with */
+    ck_assert_uint_eq(st.threads, threads);
+    ck_assert_uint_eq(st.blocks, blocks);
+#ifdef TEST_DEVICE_STREAMS
+    /* the stand-in holds 256 blocks of any entry: the kernel's share, rounded up */
+    ck_assert_uint_eq(st.block_share, (blocks * 1000000u + 255) / 256);
+#elif !defined(TEST_DEVICE_GPU)
+    ck_assert_uint_eq(st.block_share, 0); /* the emulated device has no block slots */
+#else
+    ck_assert_uint_gt(st.block_share, 0);
+#endif
 #ifdef TEST_DEVICE_STREAMS
     /* the path taken: the stand-in launched the shape asked for */
     ck_assert_uint_eq(__atomic_load_n(&tds_last_threads, __ATOMIC_RELAXED), threads);
@@ -308,6 +319,13 @@ START_TEST(test_device_block_shape)
         .name = "cpu", .handler = cpu_nothing, .threads = 1024, .blocks = 4
     };
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    {
+        ringk_kernel_stats_t st = stats_of(k); /* one host thread runs its handler */
+
+        ck_assert_uint_eq(st.threads, 1);
+        ck_assert_uint_eq(st.blocks, 1);
+        ck_assert_uint_eq(st.block_share, 0);
+    }
     ck_assert_int_eq(ringk_kernel_destroy(k), 0);
     ringk_ctx_destroy(ctx);
     btest_free(t);
@@ -329,6 +347,7 @@ START_TEST(test_device_block_resident)
     tds_max_blocks = 8;
     ctx = ctx_new();
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &five), 0);
+    ck_assert_uint_eq(stats_of(five).block_share, 625000); /* 5 of 8 */
     logbuf[0] = '\0';
     p = block_params("four", &ringk_dev_test_block, a, 1, 4);
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -E2BIG);
@@ -336,6 +355,7 @@ START_TEST(test_device_block_resident)
                   strstr(logbuf, "resident there take 62.5%") != NULL, "%s", logbuf);
     p = block_params("three", &ringk_dev_test_block, a, 1, 3);
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &three), 0);
+    ck_assert_uint_eq(stats_of(three).block_share, 375000);
     p = block_params("one", &ringk_dev_test_block, a, 1, 1);
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -E2BIG); /* the device is full */
     ck_assert_int_eq(ringk_kernel_destroy(five), 0);

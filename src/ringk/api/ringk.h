@@ -397,7 +397,8 @@ enum ringk_kernel_stats_field {
     RINGK_KERNEL_STATS_FIELD_DEVICE          = 1u << 13, /**< device, launches, bad_cells,
                                                               send_failed, sent_direct,
                                                               parked */
-    RINGK_KERNEL_STATS_FIELD_ALL             = (1u << 14) - 1  /**< every field above */
+    RINGK_KERNEL_STATS_FIELD_SHAPE           = 1u << 14, /**< threads, blocks, block_share */
+    RINGK_KERNEL_STATS_FIELD_ALL             = (1u << 15) - 1  /**< every field above */
 };
 
 #define RINGK_DEVICE_NONE     (-1)  /**< ringk_kernel_stats_t.device: the CPU executor */
@@ -437,6 +438,16 @@ typedef struct ringk_kernel_stats {
                                     the device inbox of a kernel of the same device (no host) */
     int      parked;           /**< device kernels: 1 while an event-driven one's loop has
                                     returned and the next message relaunches it */
+    unsigned threads;          /**< threads of a block that run each handler call: the
+                                    kernel's threads parameter on a device, 1 on the CPU
+                                    executor (one host thread) */
+    unsigned blocks;           /**< blocks that each run the handler call: the kernel's blocks
+                                    parameter on a device, 1 on the CPU executor */
+    uint32_t block_share;      /**< CUDA device kernels: the millionths of its device's
+                                    resident block slots (for its entry and block size) it
+                                    holds, counted against the other device kernels of this
+                                    process there (see ringk_kernel_create); 0 on the CPU
+                                    executor and the emulated device */
 } ringk_kernel_stats_t;
 
 /** Copies the fields of the kernel's state and statistics that stats_p->field_mask names

@@ -700,6 +700,11 @@ void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
         s->device      = (k->dev->device->cuda_index < 0) ? RINGK_DEVICE_EMULATED
                                                         : k->dev->device->cuda_index;
     }
+    if (m & RINGK_KERNEL_STATS_FIELD_SHAPE) {
+        s->threads     = k->dev_threads;
+        s->blocks      = k->dev_blocks;
+        s->block_share = (k->dev->stream != NULL) ? k->dev->share : 0;
+    }
 }
 
 void ringk_exec_dev_free(ringk_kernel_t *k)
