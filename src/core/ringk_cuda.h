@@ -75,6 +75,46 @@ size_t ringk_cuda_ipc_flush(void);
 /** How many mappings ringk_cuda_ipc_close() kept for later. */
 size_t ringk_cuda_ipc_deferred(void);
 
+/** IPC handle types (the values of libringk's ringk_ipc_type_t). */
+#define RINGK_CUDA_IPC_LEGACY   1 /**< cudaIpcMemHandle_t */
+#define RINGK_CUDA_IPC_FABRIC   2 /**< CUmemFabricHandle */
+#define RINGK_CUDA_IPC_POSIX_FD 3 /**< a cuMem POSIX file descriptor */
+
+/** What ringk_cuda_vmm_export() gives. */
+typedef struct ringk_cuda_vmm_export {
+    int      type;                           /**< RINGK_CUDA_IPC_* */
+    int      fd;                             /**< POSIX_FD: the descriptor (the caller's to
+                                                  close); else -1 */
+    uint8_t  bytes[RINGK_CUDA_IPC_HANDLE_LEN]; /**< LEGACY, FABRIC: the handle */
+    uint64_t base, size;                     /**< the allocation */
+    uint64_t alloc;                          /**< FABRIC, POSIX_FD: the driver's handle of the
+                                                  allocation (tells it from a later one at the
+                                                  same address); LEGACY: 0 */
+    char     busid[16];                      /**< PCI bus id of its device */
+} ringk_cuda_vmm_export_t;
+
+/**
+ * Exports the device allocation @a ptr lies in by the first handle type, of legacy, fabric and
+ * POSIX fd, that @a types (bit 1 << RINGK_CUDA_IPC_*) allows and the allocation supports
+ * (legacy: cudaMalloc memory; fabric and POSIX fd: cuMemCreate memory made with that type).
+ * @return 0; -EINVAL (not device memory), -ENODEV (no CUDA), -EOPNOTSUPP (no allowed type),
+ *         -EIO, with the reason in @a why.
+ */
+int ringk_cuda_vmm_export(const void *ptr, unsigned types, ringk_cuda_vmm_export_t *ex,
+                          char *why, size_t why_len);
+
+/**
+ * Maps an allocation of another process exported as @a type (@a bytes for legacy and fabric,
+ * @a fd for POSIX fd) of @a size bytes on the device of PCI bus id @a busid, readable and
+ * writable from that device; *@a base_p gets its address here.
+ * @return 0; -ENODEV (no CUDA, no such device), -EIO / -EINVAL with the reason in @a why.
+ */
+int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *busid,
+                          uint64_t size, void **base_p, char *why, size_t why_len);
+
+/** Unmaps what ringk_cuda_vmm_import() mapped (a legacy mapping as ringk_cuda_ipc_close()). */
+void ringk_cuda_vmm_close(int type, void *base, uint64_t size);
+
 /** Copies @a len bytes between any two of host and device memory (on the calling thread's
  *  stream) and returns once the data has landed. */
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Every public call of libringk (ringk.h, ringk_hlc.h, ringk_p2pq.h, the host side of the
+/* Every public call of libringk (ringk.h, ringk_hlc.h, ringk_p2pq.h, ringk_ipc.h, the host side of the
  * device API) given a NULL or out-of-range argument: it returns its documented error (or value)
  * and says why in exactly one log line, through the context's hook when it has a context,
  * else the process's (ringk_log_hook_set). One row per case; test_abi.sh checks that every
@@ -182,6 +182,41 @@ ROW(emu_launch_null, ringk_dev_emu_launch(NULL, NULL, (ringk_dev_kernel_t*)&msg,
 ROW(emu_launch_zero, ringk_dev_emu_launch(emu_nothing, NULL, (ringk_dev_kernel_t*)&msg, 0, 1))
 ROW(emu_launch_big, ringk_dev_emu_launch(emu_nothing, NULL, (ringk_dev_kernel_t*)&msg, 1024, 2))
 ROW(emu_self_outside, ringk_dev_emu_self()->thread + ringk_dev_emu_self()->block)
+static ringk_ipc_handle_t ipc_h, ipc_bad = {.type = RINGK_IPC_TYPE_LEGACY, .fd = -1, .size = 8,
+                                            .offset = 8, .id = 1, .pid = 1, .device = "0:1.0"};
+static ringk_ipc_cache_stats_t ipc_stats;
+static ringk_ipc_channel_t *ipc_ch;
+static void *ipc_ptr;
+static ringk_ipc_channel_params_t ipc_cp_role = {.field_mask = RINGK_IPC_CHANNEL_PARAM_FIELD_PATH,
+                                                 .path = "/tmp/x"};
+static ringk_ipc_channel_params_t ipc_cp_kind = {
+    .field_mask = RINGK_IPC_CHANNEL_PARAM_FIELD_KIND | RINGK_IPC_CHANNEL_PARAM_FIELD_ROLE |
+                  RINGK_IPC_CHANNEL_PARAM_FIELD_PATH, .kind = 5, .path = "/tmp/x"};
+static ringk_ipc_channel_params_t ipc_cp_shm = {
+    .field_mask = RINGK_IPC_CHANNEL_PARAM_FIELD_KIND | RINGK_IPC_CHANNEL_PARAM_FIELD_ROLE |
+                  RINGK_IPC_CHANNEL_PARAM_FIELD_PATH, .kind = RINGK_IPC_CHANNEL_SHM,
+    .path = "a/b"};
+ROW(ipc_export_null, ringk_ipc_export(NULL, 0, &ipc_h))
+ROW(ipc_export_types, ringk_ipc_export(elem, 1u << 9, &ipc_h))
+ROW(ipc_from_fd_len, ringk_ipc_handle_from_fd(0, 0, 0, &ipc_h))
+ROW(ipc_from_fd_null, ringk_ipc_handle_from_fd(0, 8, 0, NULL))
+ROW(ipc_release_null, ringk_ipc_handle_release(NULL))
+ROW(ipc_import_null, ringk_ipc_import(NULL, &ipc_ptr))
+ROW(ipc_import_offset, ringk_ipc_import(&ipc_bad, &ipc_ptr))
+ROW(ipc_close_unknown, ringk_ipc_close(elem))
+ROW(ipc_invalidate_pid, ringk_ipc_invalidate(0, 1))
+ROW(ipc_stats_null, ringk_ipc_cache_stats_query(NULL))
+ROW(ipc_stats_ok, ringk_ipc_cache_stats_query(&ipc_stats)) /* no line */
+ROW(ipc_limit_zero, ringk_ipc_cache_limit_set(0))
+ROW(ipc_open_null, ringk_ipc_channel_open(NULL, &ipc_ch))
+ROW(ipc_open_role, ringk_ipc_channel_open(&ipc_cp_role, &ipc_ch))
+ROW(ipc_open_kind, ringk_ipc_channel_open(&ipc_cp_kind, &ipc_ch))
+ROW(ipc_open_shm_name, ringk_ipc_channel_open(&ipc_cp_shm, &ipc_ch))
+ROW(ipc_close_null, ringk_ipc_channel_close(NULL))
+ROW(ipc_send_null, ringk_ipc_channel_send(NULL, &ipc_h))
+ROW(ipc_revoke_null, ringk_ipc_channel_revoke(NULL, 1))
+ROW(ipc_recv_null, ringk_ipc_channel_recv(NULL, &ipc_h, 0))
+ROW(ipc_peer_null, ringk_ipc_channel_peer(NULL, NULL, NULL))
 
 static const struct {
     const char *call;     /* the public function (test_abi.sh reads these names) */
@@ -283,6 +318,30 @@ static const struct {
      "1024 threads"},
     /* takes no argument: outside a launch, thread 0 of block 0, nothing logged */
     {"ringk_dev_emu_self", emu_self_outside, 0, NULL},
+    {"ringk_ipc_export", ipc_export_null, -EINVAL, "ringk_ipc_export: ptr is NULL"},
+    {"ringk_ipc_export", ipc_export_types, -EINVAL, "types 0x200 has unknown bits (known: 0xe)"},
+    {"ringk_ipc_handle_from_fd", ipc_from_fd_len, -EINVAL, "len 0, offset 0: len must be in"},
+    {"ringk_ipc_handle_from_fd", ipc_from_fd_null, -EINVAL,
+     "ringk_ipc_handle_from_fd: handle_p is NULL"},
+    {"ringk_ipc_handle_release", ipc_release_null, 0, NULL},
+    {"ringk_ipc_import", ipc_import_null, -EINVAL, "ringk_ipc_import: handle is NULL"},
+    {"ringk_ipc_import", ipc_import_offset, -EINVAL, "offset 8 is not below size 8"},
+    {"ringk_ipc_close", ipc_close_unknown, -ENOENT, "is not an address ringk_ipc_import gave"},
+    {"ringk_ipc_invalidate", ipc_invalidate_pid, -EINVAL, "pid 0 is not a process id"},
+    {"ringk_ipc_cache_stats_query", ipc_stats_null, -EINVAL,
+     "ringk_ipc_cache_stats_query: stats_p is NULL"},
+    {"ringk_ipc_cache_stats_query", ipc_stats_ok, 0, NULL},
+    {"ringk_ipc_cache_limit_set", ipc_limit_zero, -EINVAL, "entries 0 is not in 1..65536"},
+    {"ringk_ipc_channel_open", ipc_open_null, -EINVAL, "ringk_ipc_channel_open: params is NULL"},
+    {"ringk_ipc_channel_open", ipc_open_role, -EINVAL, "role -1 is not LISTEN (0) or CONNECT"},
+    {"ringk_ipc_channel_open", ipc_open_kind, -EINVAL, "kind 5 is not SOCKET (0), SHM (1)"},
+    {"ringk_ipc_channel_open", ipc_open_shm_name, -EINVAL, "an SHM channel's path is a name"},
+    {"ringk_ipc_channel_close", ipc_close_null, -EINVAL, "ringk_ipc_channel_close: channel is NULL"},
+    {"ringk_ipc_channel_send", ipc_send_null, -EINVAL, "ringk_ipc_channel_send: channel is NULL"},
+    {"ringk_ipc_channel_revoke", ipc_revoke_null, -EINVAL,
+     "ringk_ipc_channel_revoke: channel is NULL"},
+    {"ringk_ipc_channel_recv", ipc_recv_null, -EINVAL, "ringk_ipc_channel_recv: channel is NULL"},
+    {"ringk_ipc_channel_peer", ipc_peer_null, -EINVAL, "ringk_ipc_channel_peer: channel is NULL"},
 };
 
 /* The number of lines in the log. */

@@ -30,6 +30,9 @@
 
 #include "uct_node.h"
 
+/* test_kernels_ipc.c: device memory shared between two processes by ringk_ipc handles */
+void test_kernels_ipc_cases(TCase *tc);
+
 static const struct {
     uint32_t ncells, cell_size, nmsgs;
 } selftest_cases[] = {
@@ -571,6 +574,10 @@ int main(int argc, char **argv)
     tcase_add_loop_test(tc, test_kernels_gpu_rma, 0,
                         sizeof(gpu_rma_cases) / sizeof(gpu_rma_cases[0]));
     tcase_add_loop_test(tc, test_kernels_gpu_ucp_rma, 0, 2);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("ipc");
+    tcase_set_timeout(tc, 120);
+    test_kernels_ipc_cases(tc);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ringk CUDA wrappers: export and import of device allocations by any IPC handle type (legacy
+ * cudaIpc handles, and cuMem allocations as fabric handles or POSIX file descriptors), through
+ * the runtime ringk_cuda.c loads and the driver API it loaded. */
+#ifdef HAVE_CONFIG_H
+#include "ringk_config.h"
+#endif
+
+#include "ringk_cuda.h"
+#include "ringk_cuda_rt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_CUDA
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdint.h>
+
+/* The driver's virtual memory management calls, looked up in the driver the runtime loaded. */
+#define RINGK_CU_VMM_CALLS(X) \
+    X(cuMemRetainAllocationHandle) X(cuMemGetAllocationPropertiesFromHandle) \
+    X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle) X(cuMemAddressReserve) \
+    X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemRelease) \
+    X(cuMemGetAddressRange) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
+    X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent)
+
+static struct {
+#define RINGK_CU_VMM_MEMBER(f) __typeof__(&f) f;
+    RINGK_CU_VMM_CALLS(RINGK_CU_VMM_MEMBER)
+#undef RINGK_CU_VMM_MEMBER
+} vmm_cu;
+static int vmm_cu_loaded;
+
+/* cuda.h names some calls by macros of their versioned symbols (cuMemGetAddressRange is
+ * cuMemGetAddressRange_v2): the symbol looked up is the macro's expansion. */
+#define RINGK_STR2(s) #s
+#define RINGK_STR(s)  RINGK_STR2(s)
+
+static int vmm_cu_load(char *why, size_t why_len)
+{
+    void *lib, *fn;
+
+    if (__atomic_load_n(&vmm_cu_loaded, __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    if (!ringk_cudart(why, why_len)) {
+        return -ENODEV;
+    }
+    lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (lib == NULL) {
+        snprintf(why, why_len, "the CUDA driver (libcuda.so.1) is not loaded");
+        return -ENODEV;
+    }
+#define RINGK_CU_VMM_LOAD(f) \
+    if ((fn = dlsym(lib, RINGK_STR(f))) == NULL) { \
+        snprintf(why, why_len, "%s not found in libcuda.so.1", RINGK_STR(f)); \
+        return -ENODEV; \
+    } \
+    *(void**)&vmm_cu.f = fn;
+    RINGK_CU_VMM_CALLS(RINGK_CU_VMM_LOAD)
+#undef RINGK_CU_VMM_LOAD
+    /* racing first callers store the same values; the library stays loaded */
+    __atomic_store_n(&vmm_cu_loaded, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Makes device @a dev's primary context current (*ctx_p for vmm_ctx_leave): 0, or the CUresult
+ * with @a why. */
+static int vmm_ctx_enter(int dev, CUcontext *ctx_p, char *why, size_t why_len)
+{
+    CUdevice d;
+    int ret;
+
+    if ((ret = vmm_cu.cuDeviceGet(&d, dev)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuDeviceGet(%d) failed with CUresult %d", dev, ret);
+        return ret;
+    }
+    if ((ret = vmm_cu.cuDevicePrimaryCtxRetain(ctx_p, d)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuDevicePrimaryCtxRetain(%d) failed with CUresult %d", dev, ret);
+        return ret;
+    }
+    if ((ret = vmm_cu.cuCtxPushCurrent(*ctx_p)) != CUDA_SUCCESS) {
+        vmm_cu.cuDevicePrimaryCtxRelease(d);
+        snprintf(why, why_len, "cuCtxPushCurrent failed with CUresult %d", ret);
+    }
+    return ret;
+}
+
+static void vmm_ctx_leave(int dev)
+{
+    CUcontext popped;
+    CUdevice d;
+
+    vmm_cu.cuCtxPopCurrent(&popped);
+    if (vmm_cu.cuDeviceGet(&d, dev) == CUDA_SUCCESS) {
+        vmm_cu.cuDevicePrimaryCtxRelease(d);
+    }
+}
+
+/* The fabric or POSIX handle of the cuMemCreate allocation @a ptr lies in (device @a dev), of
+ * a type @a types allows and the allocation was made with: 0, -EOPNOTSUPP or -EIO with @a why.
+ * @a legacy_why says why no legacy handle was had. */
+static int vmm_export_cumem(const void *ptr, int dev, unsigned types, ringk_cuda_vmm_export_t *ex,
+                            const char *legacy_why, char *why, size_t why_len)
+{
+    CUmemGenericAllocationHandle h;
+    CUmemAllocationProp prop;
+    CUdeviceptr base;
+    CUcontext ctx;
+    size_t size;
+    int ret, fd = -1;
+
+    if (vmm_ctx_enter(dev, &ctx, why, why_len) != CUDA_SUCCESS) {
+        return -EIO;
+    }
+    ret = vmm_cu.cuMemRetainAllocationHandle(&h, (void*)ptr);
+    if (ret != CUDA_SUCCESS) {
+        vmm_ctx_leave(dev);
+        snprintf(why, why_len, "not a cuMemCreate allocation (cuMemRetainAllocationHandle: "
+                 "CUresult %d)%s%s", ret, legacy_why[0] ? "; legacy: " : "", legacy_why);
+        return -EOPNOTSUPP;
+    }
+    memset(&prop, 0, sizeof(prop));
+    ret = vmm_cu.cuMemGetAllocationPropertiesFromHandle(&prop, h);
+    if ((ret == CUDA_SUCCESS) && (types & (1u << RINGK_CUDA_IPC_FABRIC)) &&
+        (prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_FABRIC) &&
+        (vmm_cu.cuMemExportToShareableHandle(ex->bytes, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) ==
+         CUDA_SUCCESS)) {
+        ex->type = RINGK_CUDA_IPC_FABRIC;
+    } else if ((ret == CUDA_SUCCESS) && (types & (1u << RINGK_CUDA_IPC_POSIX_FD)) &&
+               (prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) &&
+               (vmm_cu.cuMemExportToShareableHandle(&fd, h,
+                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                    0) == CUDA_SUCCESS)) {
+        ex->type = RINGK_CUDA_IPC_POSIX_FD;
+        ex->fd   = fd;
+    } else {
+        snprintf(why, why_len, "the cuMemCreate allocation was made with handle types 0x%x, "
+                 "none of those allowed (fabric 0x%x, POSIX fd 0x%x) that export",
+                 (unsigned)prop.requestedHandleTypes, (unsigned)CU_MEM_HANDLE_TYPE_FABRIC,
+                 (unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        ret = -EOPNOTSUPP;
+    }
+    ex->alloc = (uint64_t)h;
+    if ((ret == CUDA_SUCCESS) &&
+        (vmm_cu.cuMemGetAddressRange(&base, &size, (CUdeviceptr)(uintptr_t)ptr) !=
+         CUDA_SUCCESS)) {
+        snprintf(why, why_len, "cuMemGetAddressRange(%p) failed", ptr);
+        ret = -EIO;
+    }
+    vmm_cu.cuMemRelease(h); /* the retain above */
+    vmm_ctx_leave(dev);
+    if (ret != CUDA_SUCCESS) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        ex->fd = -1;
+        return ret;
+    }
+    ex->base = base;
+    ex->size = size;
+    return 0;
+}
+
+int ringk_cuda_vmm_export(const void *ptr, unsigned types, ringk_cuda_vmm_export_t *ex,
+                          char *why, size_t why_len)
+{
+    struct cudaPointerAttributes attr;
+    char legacy_why[160] = "";
+    int ret;
+
+    if (!ringk_cuda_usable_cached()) {
+        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
+        return -ENODEV;
+    }
+    if ((ret = vmm_cu_load(why, why_len)) != 0) {
+        return ret;
+    }
+    if ((ringk_rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
+        (attr.type != cudaMemoryTypeDevice)) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "%p is not device memory", ptr);
+        return -EINVAL;
+    }
+    if (ringk_rt.cudaDeviceGetPCIBusId(ex->busid, sizeof(ex->busid), attr.device) !=
+        cudaSuccess) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "cudaDeviceGetPCIBusId(%d) failed", attr.device);
+        return -EIO;
+    }
+    ex->fd    = -1;
+    ex->alloc = 0;
+    if (types & (1u << RINGK_CUDA_IPC_LEGACY)) {
+        ret = ringk_cuda_ipc_export(ptr, ex->bytes, &ex->base, &ex->size, legacy_why,
+                                    sizeof(legacy_why));
+        if (ret == 0) {
+            ex->type = RINGK_CUDA_IPC_LEGACY;
+            return 0;
+        }
+        if (ret != -EOPNOTSUPP) {
+            snprintf(why, why_len, "%s", legacy_why);
+            return ret;
+        }
+    }
+    if (!(types & ((1u << RINGK_CUDA_IPC_FABRIC) | (1u << RINGK_CUDA_IPC_POSIX_FD)))) {
+        snprintf(why, why_len, "no legacy handle (%s), and no other handle type was allowed",
+                 legacy_why);
+        return -EOPNOTSUPP;
+    }
+    return vmm_export_cumem(ptr, attr.device, types, ex, legacy_why, why, why_len);
+}
+
+int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *busid,
+                          uint64_t size, void **base_p, char *why, size_t why_len)
+{
+    CUmemGenericAllocationHandle h;
+    CUmemAccessDesc access;
+    CUdeviceptr va = 0;
+    CUcontext ctx;
+    int ret, dev;
+
+    if (type == RINGK_CUDA_IPC_LEGACY) {
+        return ringk_cuda_ipc_open(bytes, size, base_p, why, why_len);
+    }
+    if (!ringk_cuda_usable_cached()) {
+        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
+        return -ENODEV;
+    }
+    if ((ret = vmm_cu_load(why, why_len)) != 0) {
+        return ret;
+    }
+    if (ringk_rt.cudaDeviceGetByPCIBusId(&dev, busid) != cudaSuccess) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "no CUDA device of this process has PCI bus id %s", busid);
+        return -ENODEV;
+    }
+    if (vmm_ctx_enter(dev, &ctx, why, why_len) != CUDA_SUCCESS) {
+        return -EIO;
+    }
+    ret = vmm_cu.cuMemImportFromShareableHandle(
+            &h, (type == RINGK_CUDA_IPC_FABRIC) ? (void*)bytes : (void*)(uintptr_t)fd,
+            (type == RINGK_CUDA_IPC_FABRIC) ? CU_MEM_HANDLE_TYPE_FABRIC :
+                                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (ret != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemImportFromShareableHandle failed with CUresult %d", ret);
+        goto err_leave;
+    }
+    if ((ret = vmm_cu.cuMemAddressReserve(&va, size, 0, 0, 0)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemAddressReserve(%llu bytes) failed with CUresult %d",
+                 (unsigned long long)size, ret);
+        goto err_release;
+    }
+    if ((ret = vmm_cu.cuMemMap(va, size, 0, h, 0)) != CUDA_SUCCESS) {
+        /* a size that is not the allocation's (the exporter's word) fails here */
+        snprintf(why, why_len, "cuMemMap(%llu bytes) failed with CUresult %d",
+                 (unsigned long long)size, ret);
+        goto err_free;
+    }
+    memset(&access, 0, sizeof(access));
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id   = dev;
+    access.flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if ((ret = vmm_cu.cuMemSetAccess(va, size, &access, 1)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemSetAccess(device %d) failed with CUresult %d", dev, ret);
+        vmm_cu.cuMemUnmap(va, size);
+        goto err_free;
+    }
+    vmm_cu.cuMemRelease(h); /* the mapping holds the allocation */
+    vmm_ctx_leave(dev);
+    *base_p = (void*)(uintptr_t)va;
+    return 0;
+
+err_free:
+    vmm_cu.cuMemAddressFree(va, size);
+err_release:
+    vmm_cu.cuMemRelease(h);
+err_leave:
+    vmm_ctx_leave(dev);
+    return -EIO;
+}
+
+void ringk_cuda_vmm_close(int type, void *base, uint64_t size)
+{
+    if (type == RINGK_CUDA_IPC_LEGACY) {
+        ringk_cuda_ipc_close(base);
+        return;
+    }
+    if (vmm_cu_load(NULL, 0) != 0) {
+        return;
+    }
+    /* unmapping needs no context current: the address is the process's */
+    vmm_cu.cuMemUnmap((CUdeviceptr)(uintptr_t)base, size);
+    vmm_cu.cuMemAddressFree((CUdeviceptr)(uintptr_t)base, size);
+}
+
+#else /* !HAVE_CUDA */
+
+int ringk_cuda_vmm_export(const void *ptr, unsigned types, ringk_cuda_vmm_export_t *ex,
+                          char *why, size_t why_len)
+{
+    (void)ptr;
+    (void)types;
+    (void)ex;
+    snprintf(why, why_len, RINGK_NO_CUDA ": no device memory to export");
+    return -ENODEV;
+}
+
+int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *busid,
+                          uint64_t size, void **base_p, char *why, size_t why_len)
+{
+    (void)type;
+    (void)bytes;
+    (void)fd;
+    (void)busid;
+    (void)size;
+    (void)base_p;
+    snprintf(why, why_len, RINGK_NO_CUDA ": a device allocation cannot be mapped");
+    return -ENODEV;
+}
+
+void ringk_cuda_vmm_close(int type, void *base, uint64_t size)
+{
+    (void)type;
+    (void)base;
+    (void)size;
+}
+
+#endif
