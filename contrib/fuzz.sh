@@ -10,6 +10,8 @@
 #   fuzz_strings  RINGK_P2P_LEVEL / RINGK_PATH values, UCX version strings
 #   fuzz_wire     libringk's messages between processes (K2K, topics, barriers, goodbyes,
 #                 credits) and the tables of the start exchange
+#   fuzz_ipc      what the peer of an IPC channel writes: a shared-memory mailbox (counts, flag,
+#                 slots) and socket messages with descriptors; accepted handles are imported
 #   fuzz_uct      the transport's packed remote keys (registered and ringk_shm), receive-segment
 #                 headers checked against iface addresses, device addresses; needs a configured
 #                 build directory (RINGK_BUILDDIR, default _build) for UCX's build config.h
@@ -28,16 +30,17 @@ if [ -n "${need:-}" ]; then
 fi
 mkdir -p "$out"
 core="$top/src/core/ringk_topo.c $top/src/core/ringk_policy.c $top/src/core/ringk_ucxver.c \
-      $top/src/core/ringk_cuda.c $top/src/core/ringk_cuda_ipc.c $top/src/core/ringk_node.c"
+      $top/src/core/ringk_cuda.c $top/src/core/ringk_cuda_ipc.c $top/src/core/ringk_cuda_vmm.c \
+      $top/src/core/ringk_node.c"
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$top/src"
 build=${RINGK_BUILDDIR:-$top/_build}
 ucx_src=$(sed -n 's/^UCX_SRC_DIR = //p' "$build/Makefile" 2>/dev/null)
-targets="fuzz_ring fuzz_topo fuzz_strings fuzz_wire fuzz_uct"
+targets="fuzz_ring fuzz_topo fuzz_strings fuzz_wire fuzz_ipc fuzz_uct"
 # the core as the host-only (no CUDA) objects fuzz_uct links with the plugin's sources
 core_objs() {
     local f
     mkdir -p "$out/core"
-    for f in ringk_topo ringk_policy ringk_ucxver ringk_cuda ringk_cuda_ipc ringk_node; do
+    for f in ringk_topo ringk_policy ringk_ucxver ringk_cuda ringk_cuda_ipc ringk_cuda_vmm ringk_node; do
         clang ${flags/fuzzer,/fuzzer-no-link,} $(pkg-config --cflags hwloc) -c \
             "$top/src/core/$f.c" -o "$out/core/$f.o" || return 1
     done
@@ -71,6 +74,13 @@ for t in $targets; do
     case $t in
         fuzz_ring) ;;
         fuzz_wire) extra="$top/src/ringk/net/ringk_wire.c $(pkg-config --cflags hwloc ucx)" ;;
+        fuzz_ipc)
+            # libringk's IPC files without the rest of libringk (the target stubs its log), and
+            # an empty configuration header: no CUDA, so device handles are refused
+            mkdir -p "$out/ipc-config" && : >"$out/ipc-config/ringk_config.h"
+            extra="-I$out/ipc-config -I$top/src/ringk/ipc
+                   $(ls "$top"/src/ringk/ipc/*.c | grep -v '/ipc_shm\.c$') $core
+                   $(pkg-config --cflags --libs hwloc ucx) -ldl" ;;
         fuzz_uct)
             if [ -z "$ucx_src" ] || [ ! -f "$build/ucx-build/config.h" ]; then
                 result[$t]="not ok $n - $t: $build is not a configured build directory"
