@@ -12,9 +12,11 @@
  * returned; waiting there instead aborts (UCX's check) or deadlocks.
  *
  * sink and tail must get all N * B in order; relay's statistics must show handler calls in the
- * callback, deferred sends and no failed ones. tail's handler takes 100 us on every 256th
+ * callback, deferred sends and no failed ones. tail's handler takes 100 us on every 64th
  * message, one that is timed: after such a call in the callback, tail's messages must be
- * handled from its loop (logged once; fewer than half in the callback). With
+ * handled from its loop (logged once; fewer than half in the callback). Every 64th: 50 slow
+ * calls, so that one of them runs in the callback even where only a small part of tail's calls
+ * do. With
  * RINGK_RECV_INLINE=0 nothing runs in the callback. Prints one line per rank ending in OK or
  * FAIL, then one for the script: "RESULT job_defer rank=R size=2 ok=0|1 key=value ..." (ok=1:
  * exit 0). */
@@ -58,7 +60,7 @@ static int check(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
     memcpy(&v, ringk_msg_payload(msg), sizeof(v));
     c->bad += (v != c->got);
     __atomic_store_n(&c->got, c->got + 1, __ATOMIC_RELEASE);
-    if ((c->next == NULL) && !c->sink && (v % 256 == 0)) {
+    if ((c->next == NULL) && !c->sink && (v % 64 == 0)) {
         usleep(100); /* tail: a slow call now and then (sequence number v: timed) */
     }
     if (c->next != NULL) {
