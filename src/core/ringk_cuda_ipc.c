@@ -115,14 +115,27 @@ int ringk_cuda_ptr_range(const void *ptr, uint64_t *base_p, uint64_t *size_p, ch
     return 1;
 }
 
+int ringk_cuda_ptr_device(const void *ptr, int *dev_p, char *why, size_t why_len)
+{
+    struct cudaPointerAttributes attr;
+
+    if ((ringk_rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
+        (attr.type != cudaMemoryTypeDevice)) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "%p is not device memory", ptr);
+        return -EINVAL;
+    }
+    *dev_p = attr.device;
+    return 0;
+}
+
 int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint64_t *size_p,
                           char *why, size_t why_len)
 {
-    struct cudaPointerAttributes attr;
     unsigned long long base;
     cudaIpcMemHandle_t h;
     size_t size;
-    int ret, current = -1;
+    int ret, dev, current = -1;
 
     if (!ringk_cudart(why, why_len)) {
         return -ENODEV;
@@ -132,19 +145,16 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
         return ret;
     }
     /* the pointer's device, for the calls that follow, given back after */
-    if ((ringk_rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
-        (attr.type != cudaMemoryTypeDevice)) {
-        ringk_rt.cudaGetLastError();
-        snprintf(why, why_len, "%p is not device memory", ptr);
-        return -EINVAL;
+    if ((ret = ringk_cuda_ptr_device(ptr, &dev, why, why_len)) != 0) {
+        return ret;
     }
-    if ((ringk_rt.cudaGetDevice(&current) == cudaSuccess) && (current != attr.device) &&
-        (ringk_rt.cudaSetDevice(attr.device) != cudaSuccess)) {
-        snprintf(why, why_len, "cudaSetDevice(%d): %s", attr.device,
+    if ((ringk_rt.cudaGetDevice(&current) == cudaSuccess) && (current != dev) &&
+        (ringk_rt.cudaSetDevice(dev) != cudaSuccess)) {
+        snprintf(why, why_len, "cudaSetDevice(%d): %s", dev,
                  ringk_rt.cudaGetErrorString(ringk_rt.cudaGetLastError()));
         return -EIO;
     }
-    if (ringk_cu_range_on(attr.device, ptr, &base, &size, why, why_len) != 0) {
+    if (ringk_cu_range_on(dev, ptr, &base, &size, why, why_len) != 0) {
         ret = -EINVAL;
     } else if (ringk_rt.cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base) != cudaSuccess) {
         /* e.g. memory from cudaMallocAsync pools or cuMemCreate */
@@ -152,7 +162,7 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
                  ringk_rt.cudaGetErrorString(ringk_rt.cudaGetLastError()));
         ret = -EOPNOTSUPP;
     }
-    if ((current >= 0) && (current != attr.device)) {
+    if ((current >= 0) && (current != dev)) {
         ringk_rt.cudaSetDevice(current);
     }
     if (ret != 0) {

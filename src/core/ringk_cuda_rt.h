@@ -34,6 +34,10 @@ int ringk_cudart(char *why, size_t why_len);
 
 /* ringk_cuda_usable(), asked once per process: pointer queries are on data paths. */
 int ringk_cuda_usable_cached(void);
+
+/* The CUDA device of device memory @a ptr in *@a dev_p: 0, or -EINVAL ("not device memory",
+ * in @a why). The runtime must be loaded. */
+int ringk_cuda_ptr_device(const void *ptr, int *dev_p, char *why, size_t why_len);
 #endif
 
 #define RINGK_NO_CUDA "built without CUDA"

@@ -168,9 +168,8 @@ static int vmm_export_cumem(const void *ptr, int dev, unsigned types, ringk_cuda
 int ringk_cuda_vmm_export(const void *ptr, unsigned types, ringk_cuda_vmm_export_t *ex,
                           char *why, size_t why_len)
 {
-    struct cudaPointerAttributes attr;
     char legacy_why[160] = "";
-    int ret;
+    int ret, dev;
 
     if (!ringk_cuda_usable_cached()) {
         snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
@@ -179,16 +178,12 @@ int ringk_cuda_vmm_export(const void *ptr, unsigned types, ringk_cuda_vmm_export
     if ((ret = vmm_cu_load(why, why_len)) != 0) {
         return ret;
     }
-    if ((ringk_rt.cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) ||
-        (attr.type != cudaMemoryTypeDevice)) {
-        ringk_rt.cudaGetLastError();
-        snprintf(why, why_len, "%p is not device memory", ptr);
-        return -EINVAL;
+    if ((ret = ringk_cuda_ptr_device(ptr, &dev, why, why_len)) != 0) {
+        return ret;
     }
-    if (ringk_rt.cudaDeviceGetPCIBusId(ex->busid, sizeof(ex->busid), attr.device) !=
-        cudaSuccess) {
+    if (ringk_rt.cudaDeviceGetPCIBusId(ex->busid, sizeof(ex->busid), dev) != cudaSuccess) {
         ringk_rt.cudaGetLastError();
-        snprintf(why, why_len, "cudaDeviceGetPCIBusId(%d) failed", attr.device);
+        snprintf(why, why_len, "cudaDeviceGetPCIBusId(%d) failed", dev);
         return -EIO;
     }
     ex->fd    = -1;
@@ -210,7 +205,7 @@ int ringk_cuda_vmm_export(const void *ptr, unsigned types, ringk_cuda_vmm_export
                  legacy_why);
         return -EOPNOTSUPP;
     }
-    return vmm_export_cumem(ptr, attr.device, types, ex, legacy_why, why, why_len);
+    return vmm_export_cumem(ptr, dev, types, ex, legacy_why, why, why_len);
 }
 
 int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *busid,
