@@ -128,24 +128,24 @@ int ipc_peer_alive(const ringk_ipc_channel_t *ch)
  * geteuid() where the channel has no kernel credentials) and against this node: 0, -EPERM or
  * -EXDEV (logged). */
 int ipc_hello_check(ringk_ipc_channel_t *ch, const ipc_wire_t *w, int32_t cred_pid,
-                       uint32_t cred_uid)
+                    uint32_t cred_uid)
 {
     ringk_node_id_t mine, theirs;
     char path[64], reason[160];
     struct stat st;
 
     if ((w->magic != WIRE_MAGIC) || (w->version != WIRE_VERSION) || (w->kind != WIRE_HELLO)) {
-        return ipc_channel_fail(ch, -EPROTO, "the peer's first message is not a hello of version %u "
-                            "(magic 0x%08x, version %u, kind %u)", WIRE_VERSION, w->magic,
-                            w->version, w->kind);
+        return ipc_channel_fail(ch, -EPROTO, "the peer's first message is not a hello of "
+                                "version %u (magic 0x%08x, version %u, kind %u)", WIRE_VERSION,
+                                w->magic, w->version, w->kind);
     }
     if (w->uid != (uint32_t)geteuid()) {
         return ipc_channel_fail(ch, -EPERM, "the peer says it is user %u, this process is user %u",
-                            w->uid, (unsigned)geteuid());
+                                w->uid, (unsigned)geteuid());
     }
     if ((cred_pid != 0) && ((w->pid != cred_pid) || (w->uid != cred_uid))) {
         return ipc_channel_fail(ch, -EPERM, "the peer says it is process %d of user %u, the kernel "
-                            "says %d of %u", (int)w->pid, w->uid, (int)cred_pid, cred_uid);
+                                "says %d of %u", (int)w->pid, w->uid, (int)cred_pid, cred_uid);
     }
     if (cred_pid == 0) {
         /* no kernel credentials: the process it names must be this user's and have started
@@ -154,8 +154,8 @@ int ipc_hello_check(ringk_ipc_channel_t *ch, const ipc_wire_t *w, int32_t cred_p
         if ((w->pid <= 0) || (stat(path, &st) != 0) || (st.st_uid != geteuid()) ||
             (ringk_ipc_proc_start(w->pid) != w->start)) {
             return ipc_channel_fail(ch, -EPERM, "the peer names process %d, which is not a process "
-                                "of user %u started when it says", (int)w->pid,
-                                (unsigned)geteuid());
+                                    "of user %u started when it says", (int)w->pid,
+                                    (unsigned)geteuid());
         }
     }
     ringk_node_id_get(&mine);
@@ -164,7 +164,7 @@ int ipc_hello_check(ringk_ipc_channel_t *ch, const ipc_wire_t *w, int32_t cred_p
     theirs.ipc_shm = w->node[2];
     if (!ringk_node_id_same(&mine, &theirs, reason, sizeof(reason))) {
         return ipc_channel_fail(ch, -EXDEV, "process %d is on another node or container: %s",
-                            (int)w->pid, reason);
+                                (int)w->pid, reason);
     }
     ch->peer_pid   = w->pid;
     ch->peer_uid   = w->uid;
@@ -377,7 +377,7 @@ static int wire_to_handle(ringk_ipc_channel_t *ch, const ipc_wire_t *w, int fd,
     memset(h, 0, sizeof(*h));
     h->fd = -1;
     return ipc_channel_fail(ch, -EPROTO, "a malformed handle from process %d: %s",
-                        (int)ch->peer_pid, why);
+                            (int)ch->peer_pid, why);
 }
 
 int ringk_ipc_channel_recv(ringk_ipc_channel_t *ch, ringk_ipc_handle_t *handle_p,
@@ -427,8 +427,8 @@ int ringk_ipc_channel_recv(ringk_ipc_channel_t *ch, ringk_ipc_handle_t *handle_p
                 close(fd);
             }
             return ipc_channel_fail(ch, -EPROTO, "a message that is not a handle or a revocation "
-                                "of process %d (magic 0x%08x, version %u, kind %u, sender %d)",
-                                (int)ch->peer_pid, w.magic, w.version, w.kind, (int)w.pid);
+                                    "of process %d (magic 0x%08x, version %u, kind %u, sender %d)",
+                                    (int)ch->peer_pid, w.magic, w.version, w.kind, (int)w.pid);
         }
         if (w.kind == WIRE_HANDLE) {
             return wire_to_handle(ch, &w, fd, handle_p);

@@ -58,7 +58,7 @@ int ipc_pipe_recv(ringk_ipc_channel_t *ch, ipc_wire_t *w, uint64_t deadline)
         }
         if (ret == 0) {
             return ipc_channel_fail(ch, -EPROTO, "a message stopped after %zu of %zu bytes", got,
-                                sizeof(*w));
+                                    sizeof(*w));
         }
         n = read(ch->fd, (char*)w + got, sizeof(*w) - got);
         if (n > 0) {
@@ -99,7 +99,7 @@ int ipc_pipe_open(ringk_ipc_channel_t *ch, const char *path, uint64_t deadline)
         unlink(path); /* the peer has it open, or never came */
         if (ret != 0) {
             return (ret == -EAGAIN) ? ipc_channel_fail(ch, -ETIMEDOUT, "no writer's hello in %s in "
-                                                   "%d ms", path, ch->timeout_ms) : ret;
+                                                       "%d ms", path, ch->timeout_ms) : ret;
         }
         return ipc_hello_check(ch, &theirs, 0, 0);
     }
@@ -116,8 +116,8 @@ int ipc_pipe_open(ringk_ipc_channel_t *ch, const char *path, uint64_t deadline)
     if ((fstat(ch->fd, &st) != 0) || !S_ISFIFO(st.st_mode) || (st.st_uid != geteuid()) ||
         (st.st_mode & 077)) {
         return ipc_channel_fail(ch, -EPERM, "%s is not a FIFO of user %u with mode 0600 (owner %u, "
-                            "mode %04o)", path, (unsigned)geteuid(), (unsigned)st.st_uid,
-                            (unsigned)(st.st_mode & 07777));
+                                "mode %04o)", path, (unsigned)geteuid(), (unsigned)st.st_uid,
+                                (unsigned)(st.st_mode & 07777));
     }
     ch->peer_uid = st.st_uid; /* the reader's process cannot be known from a FIFO */
     ipc_hello_init(&hello);

@@ -59,8 +59,8 @@ int ipc_shm_send(ringk_ipc_channel_t *ch, const ipc_wire_t *w, uint64_t deadline
         cons = __atomic_load_n(&ch->tx->cons, __ATOMIC_ACQUIRE);
         if (cons > prod) {
             return ipc_channel_fail(ch, -EPROTO, "the peer's read count %llu is past the %llu "
-                                "messages sent", (unsigned long long)cons,
-                                (unsigned long long)prod);
+                                    "messages sent", (unsigned long long)cons,
+                                    (unsigned long long)prod);
         }
         if (prod - cons < SHM_SLOTS) {
             break;
@@ -89,8 +89,8 @@ int ipc_shm_recv(ringk_ipc_channel_t *ch, ipc_wire_t *w, uint64_t deadline)
         prod = __atomic_load_n(&ch->rx->prod, __ATOMIC_ACQUIRE);
         if ((prod < cons) || (prod - cons > SHM_SLOTS)) {
             return ipc_channel_fail(ch, -EPROTO, "the peer's write count %llu is not within %u of "
-                                "the %llu messages read", (unsigned long long)prod, SHM_SLOTS,
-                                (unsigned long long)cons);
+                                    "the %llu messages read", (unsigned long long)prod, SHM_SLOTS,
+                                    (unsigned long long)cons);
         }
         if (prod != cons) {
             break;
@@ -203,9 +203,9 @@ int ipc_shm_open(ringk_ipc_channel_t *ch, const char *name, uint64_t deadline)
         if ((ch->shm->version != SHM_VERSION) || (ch->shm->slots != SHM_SLOTS) ||
             (ch->shm->slot_bytes != sizeof(ipc_wire_t))) {
             return ipc_channel_fail(ch, -EPROTO, "/dev/shm%s has version %u, %u slots of %u bytes "
-                                "(this library: %u, %u of %zu)", path, ch->shm->version,
-                                ch->shm->slots, ch->shm->slot_bytes, SHM_VERSION, SHM_SLOTS,
-                                sizeof(ipc_wire_t));
+                                    "(this library: %u, %u of %zu)", path, ch->shm->version,
+                                    ch->shm->slots, ch->shm->slot_bytes, SHM_VERSION, SHM_SLOTS,
+                                    sizeof(ipc_wire_t));
         }
         shm_unlink(path); /* both ends have it now */
         ch->tx = &ch->shm->box[1];
@@ -221,7 +221,7 @@ int ipc_shm_open(ringk_ipc_channel_t *ch, const char *name, uint64_t deadline)
     }
     if (ret != 0) {
         return (ret == -EAGAIN) ? ipc_channel_fail(ch, -ETIMEDOUT, "no peer's hello in /dev/shm%s "
-                                               "in %d ms", path, ch->timeout_ms) : ret;
+                                                   "in %d ms", path, ch->timeout_ms) : ret;
     }
     if ((ret = ipc_hello_check(ch, &theirs, 0, 0)) != 0) {
         return ret;

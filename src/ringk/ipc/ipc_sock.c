@@ -40,7 +40,8 @@ int ipc_sock_send(ringk_ipc_channel_t *ch, const ipc_wire_t *w, int fd)
     if (n < 0) {
         return ((errno == EPIPE) || (errno == ECONNRESET)) ? ipc_peer_gone(ch) : -errno;
     }
-    return (n == (ssize_t)sizeof(*w)) ? 0 : ipc_channel_fail(ch, -EIO, "a short send (%zd bytes)", n);
+    return (n == (ssize_t)sizeof(*w)) ? 0 :
+                                        ipc_channel_fail(ch, -EIO, "a short send (%zd bytes)", n);
 }
 
 /* Receives one message and at most one descriptor (*fd_p, -1 if none): 0, -EAGAIN, -EPIPE,
@@ -97,8 +98,8 @@ int ipc_sock_recv(ringk_ipc_channel_t *ch, ipc_wire_t *w, int *fd_p, uint64_t de
             close(fds[i]);
         }
         return ipc_channel_fail(ch, -EPROTO, "a message of %zd bytes (flags 0x%x) with %d "
-                            "descriptors: messages are %zu bytes with at most one", n,
-                            mh.msg_flags, nfd, sizeof(*w));
+                                "descriptors: messages are %zu bytes with at most one", n,
+                                mh.msg_flags, nfd, sizeof(*w));
     }
     *fd_p = (nfd == 1) ? fds[0] : -1;
     return 0;
