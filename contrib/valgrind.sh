@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # valgrind.sh [BUILDDIR]: the unit tests under valgrind memcheck, as TAP (default _build).
-# test_ring, test_runtime, test_kernel_api, test_device, test_topo and test_ipc run with full leak checking
-# (definite leaks are errors; one leak inside hwloc's PCI plugin is suppressed in contrib/valgrind.supp);
+# test_ring, test_runtime, test_kernel_api, test_device, test_topo, test_ipc and test_peer run
+# with full leak checking (definite leaks are errors; one leak inside hwloc's PCI plugin is
+# suppressed in contrib/valgrind.supp);
 # test_uct (the transport plugin, preloaded by ringk-run) runs with memory-error checking only:
 # its two-process tests fork children that leave through _exit() with UCX objects still open, which
 # valgrind would count as leaks (ASan's leak checker covers test_uct in contrib/sanitize.sh).
@@ -22,7 +23,7 @@ command -v valgrind >/dev/null || {
 export RINGK_TOP_BUILDDIR=$build RINGK_TOP_SRCDIR=$top CK_FORK=no
 vg=(valgrind --error-exitcode=9 --quiet --suppressions="$top/contrib/valgrind.supp"
     --track-origins=no --child-silent-after-fork=yes)
-tests="test_ring:full test_runtime:full test_kernel_api:full test_device:full test_topo:full test_uct:no test_ipc:full"
+tests="test_ring:full test_runtime:full test_kernel_api:full test_device:full test_topo:full test_uct:no test_ipc:full test_peer:full"
 jobs=${RINGK_VALGRIND_JOBS:-$(nproc)}
 echo "1..$(wc -w <<<"$tests")"
 # run: every test in the background, at most $jobs at once; each leaves its exit status in

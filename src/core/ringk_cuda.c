@@ -143,22 +143,28 @@ static struct {
     cudaStream_t    s[RINGK_CUDA_COPY_STREAMS];
 } copy_streams = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-/* The copy stream of the calling thread's current device: 0 with it in *@a s, or the error. */
-static cudaError_t copy_stream(cudaStream_t *s)
+/* The copy stream of device @a dev (the calling thread's current device for -1): 0 with it in
+ * *@a s, or the error. */
+cudaError_t ringk_cuda_copy_stream(int dev, cudaStream_t *s)
 {
-    cudaError_t err;
-    int dev = 0;
+    cudaError_t err = cudaSuccess;
+    int cur = 0;
 
-    if ((err = ringk_rt.cudaGetDevice(&dev)) != cudaSuccess) {
+    if ((dev < 0) && ((err = ringk_rt.cudaGetDevice(&dev)) != cudaSuccess)) {
         return err;
     }
-    if ((dev < 0) || (dev >= RINGK_CUDA_COPY_STREAMS)) {
+    if (dev >= RINGK_CUDA_COPY_STREAMS) {
         *s = cudaStreamPerThread; /* a device past those of any machine ringk knows */
         return cudaSuccess;
     }
     pthread_mutex_lock(&copy_streams.mu);
     if (copy_streams.s[dev] == NULL) {
-        err = ringk_rt.cudaStreamCreateWithFlags(&copy_streams.s[dev], cudaStreamNonBlocking);
+        ringk_rt.cudaGetDevice(&cur);
+        if ((cur == dev) || ((err = ringk_rt.cudaSetDevice(dev)) == cudaSuccess)) {
+            err = ringk_rt.cudaStreamCreateWithFlags(&copy_streams.s[dev],
+                                                     cudaStreamNonBlocking);
+            ringk_rt.cudaSetDevice(cur);
+        }
     }
     *s = copy_streams.s[dev];
     pthread_mutex_unlock(&copy_streams.mu);
@@ -167,8 +173,8 @@ static cudaError_t copy_stream(cudaStream_t *s)
 
 /* The calling thread in relaxed stream capture mode: a capture the program makes in another
  * thread (global mode, the default) neither forbids ringk's calls nor is invalidated by them.
- * Returns the mode before, for capture_end(). */
-static enum cudaStreamCaptureMode capture_relax(void)
+ * Returns the mode before, for ringk_cuda_capture_end(). */
+enum cudaStreamCaptureMode ringk_cuda_capture_relax(void)
 {
     enum cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
 
@@ -176,7 +182,7 @@ static enum cudaStreamCaptureMode capture_relax(void)
     return mode;
 }
 
-static void capture_end(enum cudaStreamCaptureMode mode)
+void ringk_cuda_capture_end(enum cudaStreamCaptureMode mode)
 {
     ringk_rt.cudaThreadExchangeStreamCaptureMode(&mode);
 }
@@ -192,15 +198,15 @@ int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t wh
     }
     /* cudaMemcpy may return before a device-to-device or pageable host-to-device copy has
      * landed: the copy goes on the device's copy stream, which is then waited for. */
-    mode = capture_relax();
-    err  = copy_stream(&s);
+    mode = ringk_cuda_capture_relax();
+    err  = ringk_cuda_copy_stream(-1, &s);
     if (err == cudaSuccess) {
         err = ringk_rt.cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, s);
     }
     if (err == cudaSuccess) {
         err = ringk_rt.cudaStreamSynchronize(s);
     }
-    capture_end(mode);
+    ringk_cuda_capture_end(mode);
     if (err != cudaSuccess) {
         ringk_rt.cudaGetLastError(); /* not left for the application's next error check */
         snprintf(why, why_len, "cudaMemcpy(%p <- %p, %zu): %s", dst, src, len,
@@ -216,12 +222,12 @@ void *ringk_cuda_host_alloc(size_t len)
     void *ptr = NULL;
 
     if (ringk_cudart(NULL, 0)) {
-        mode = capture_relax();
+        mode = ringk_cuda_capture_relax();
         if (ringk_rt.cudaMallocHost(&ptr, len) != cudaSuccess) {
             ringk_rt.cudaGetLastError();
             ptr = NULL;
         }
-        capture_end(mode);
+        ringk_cuda_capture_end(mode);
     }
     return ptr;
 }
@@ -231,9 +237,9 @@ void ringk_cuda_host_free(void *ptr)
     enum cudaStreamCaptureMode mode;
 
     if (ringk_cudart(NULL, 0)) { /* it was allocated: loaded */
-        mode = capture_relax();
+        mode = ringk_cuda_capture_relax();
         ringk_rt.cudaFreeHost(ptr);
-        capture_end(mode);
+        ringk_cuda_capture_end(mode);
     }
 }
 

@@ -162,4 +162,49 @@ int ringk_cuda_ctx_exists(int dev);
  */
 int ringk_cuda_driver_initialized(void);
 
+/* ---- two GPUs of one process (ringk_cuda_peer.c) ---- */
+
+/** PCI bus id of CUDA device @a dev: 0, or -ENODEV with the reason (no CUDA, no such device). */
+int ringk_cuda_dev_busid(int dev, char *busid, size_t len, char *why, size_t why_len);
+
+/** The CUDA device at PCI bus id @a busid in *@a dev_p: 0, or -ENODEV with the reason. */
+int ringk_cuda_busid_dev(const char *busid, int *dev_p, char *why, size_t why_len);
+
+/** The CUDA device of device memory @a ptr in *@a dev_p: 0; -EINVAL (not device memory) or
+ *  -ENODEV (no usable CUDA), with the reason. */
+int ringk_cuda_ptr_ordinal(const void *ptr, int *dev_p, char *why, size_t why_len);
+
+/** Peer access from device @a dev to @a peer's memory on (@a enable 1) or off; already so is 0.
+ *  @return 0; -EPERM (CUDA says the pair cannot), -EIO, -ENODEV, with the reason. */
+int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len);
+
+/** Whether atomics of @a dev on @a peer's memory are native: 1, 0, -1 (unknown). */
+int ringk_cuda_peer_atomics(int dev, int peer);
+
+/** How ringk_cuda_peer_copy() moves data. */
+#define RINGK_CUDA_MOVE_SAME   0 /**< one device's copy */
+#define RINGK_CUDA_MOVE_PEER   1 /**< cudaMemcpyPeerAsync (the copy engine, P2P when enabled) */
+#define RINGK_CUDA_MOVE_STAGED 2 /**< through the pinned bounce buffers (ringk_stage.h) */
+
+/**
+ * Copies @a len bytes from @a src on device @a src_dev to @a dst on device @a dst_dev by
+ * movement @a how: queued on the application's stream @a stream (a cudaStream_t) with
+ * @a async, else on the devices' copy streams and waited for.
+ * @return 0; -ENODEV; -EIO with the reason.
+ */
+int ringk_cuda_peer_copy(void *dst, int dst_dev, const void *src, int src_dev, size_t len,
+                         int how, int async, void *stream, char *why, size_t why_len);
+
+#define RINGK_CUDA_MEASURE_BYTES (64u << 20) /**< ringk_cuda_peer_measure()'s bandwidth copy */
+#define RINGK_CUDA_MEASURE_ROUNDS 5
+
+/**
+ * The bandwidth (GB/s, copies of RINGK_CUDA_MEASURE_BYTES) and latency (microseconds, 4 bytes)
+ * of movement @a how from device @a dev to @a peer: medians of RINGK_CUDA_MEASURE_ROUNDS
+ * synchronous copies, each timed from its call to its return.
+ * @return 0; -EBUSY (device kernels resident), -ENOMEM, -ENODEV, -EIO, with the reason.
+ */
+int ringk_cuda_peer_measure(int dev, int peer, int how, double *gbps_p, double *lat_us_p,
+                            char *why, size_t why_len);
+
 #endif

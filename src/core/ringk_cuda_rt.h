@@ -17,7 +17,9 @@
     X(cudaIpcGetMemHandle) X(cudaIpcOpenMemHandle) X(cudaIpcCloseMemHandle) \
     X(cudaMalloc) X(cudaFree) X(cudaMallocHost) X(cudaFreeHost) X(cudaMemset) X(cudaMemcpy) \
     X(cudaMemcpyAsync) X(cudaMemcpyPeer) X(cudaStreamSynchronize) X(cudaStreamCreateWithFlags) \
-    X(cudaThreadExchangeStreamCaptureMode)
+    X(cudaThreadExchangeStreamCaptureMode) X(cudaDeviceDisablePeerAccess) \
+    X(cudaDeviceGetP2PAttribute) X(cudaMemcpyPeerAsync) X(cudaLaunchHostFunc) \
+    X(cudaEventCreateWithFlags) X(cudaEventRecord) X(cudaStreamWaitEvent)
 
 typedef struct {
 #define RINGK_CUDART_MEMBER(f) __typeof__(&f) f;
@@ -34,6 +36,15 @@ int ringk_cudart(char *why, size_t why_len);
 
 /* ringk_cuda_usable(), asked once per process: pointer queries are on data paths. */
 int ringk_cuda_usable_cached(void);
+
+/* The copy stream of device @a dev (the calling thread's current device for -1), made at its
+ * first use and kept: cudaSuccess with it in *@a s, or the error. */
+cudaError_t ringk_cuda_copy_stream(int dev, cudaStream_t *s);
+
+/* The calling thread in relaxed stream capture mode (a capture the program makes in another
+ * thread neither forbids ringk's calls nor is invalidated by them), and back. */
+enum cudaStreamCaptureMode ringk_cuda_capture_relax(void);
+void ringk_cuda_capture_end(enum cudaStreamCaptureMode mode);
 
 /* The CUDA device of device memory @a ptr in *@a dev_p: 0, or -EINVAL ("not device memory",
  * in @a why). The runtime must be loaded. */

@@ -222,13 +222,16 @@ static int canary_once(const char *a, const char *b, char *why, size_t why_len, 
 }
 
 int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int path,
-                           char *reason, size_t reason_len)
+                           char *reason, size_t reason_len, int *verified_p)
 {
     size_t len = strlen(reason);
     const char *when;
     char why[256];
     int cached, ret;
 
+    if (verified_p != NULL) {
+        *verified_p = 0;
+    }
     if ((path != RINGK_PATH_P2P_NVLINK) && (path != RINGK_PATH_P2P_PCIE)) {
         return path;
     }
@@ -252,5 +255,8 @@ int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int
     }
     when = cached ? " at this process's first endpoint of the pair" : "";
     snprintf(reason + len, reason_len - len, "; %s%s", why, when);
+    if (verified_p != NULL) {
+        *verified_p = 1;
+    }
     return path;
 }

@@ -127,11 +127,12 @@ int ringk_policy_apply(const ringk_policy_t *policy, const ringk_topo_pair_t *pa
  * P2P_NVLINK and P2P_PCIE are checked with a real write/read canary between the two GPUs, once
  * per pair in the process (later calls take the first one's outcome, and say so), and fall back
  * to HOST_STAGED when it fails; the reason is extended with the outcome. Paths from a topology
- * file are left as they are ("not verified").
+ * file are left as they are ("not verified"). *@a verified_p (may be NULL) is 1 when a P2P path
+ * passed its canary, else 0.
  * @return the path to use.
  */
 int ringk_topo_verify_path(const ringk_topo_t *topo, unsigned a, unsigned b, int path,
-                           char *reason, size_t reason_len);
+                           char *reason, size_t reason_len, int *verified_p);
 
 /**
  * Packs a PCI bus id, "DDDD:BB:DD.F" or "BB:DD.F" in hex of either case, into a nonzero word

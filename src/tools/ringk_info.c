@@ -55,7 +55,8 @@ static void decide(const ringk_topo_t *topo, const ringk_policy_t *pol, unsigned
     ringk_topo_classify(topo, a, b, &d->pair);
     d->path = ringk_policy_apply(pol, &d->pair, d->reason, sizeof(d->reason));
     if (d->path >= 0) {
-        d->path = ringk_topo_verify_path(topo, a, b, d->path, d->reason, sizeof(d->reason));
+        d->path = ringk_topo_verify_path(topo, a, b, d->path, d->reason, sizeof(d->reason),
+                                         NULL);
     }
 }
 

@@ -217,6 +217,17 @@ ROW(ipc_send_null, ringk_ipc_channel_send(NULL, &ipc_h))
 ROW(ipc_revoke_null, ringk_ipc_channel_revoke(NULL, 1))
 ROW(ipc_recv_null, ringk_ipc_channel_recv(NULL, &ipc_h, 0))
 ROW(ipc_peer_null, ringk_ipc_channel_peer(NULL, NULL, NULL))
+static ringk_peer_info_t peer_info;
+static char peer_mem[8];
+ROW(peer_query_busid, ringk_peer_query("0000:07:00.0", "7", 0, &peer_info))
+ROW(peer_query_flags, ringk_peer_query("07:00.0", "08:00.0", 1u << 7, &peer_info))
+ROW(peer_can_neg, ringk_peer_can_access(-2, 0, &peer_info))
+ROW(peer_cap_null, ringk_peer_capability(0, 1, NULL))
+ROW(peer_enable_same, ringk_peer_enable(1, 1))
+ROW(peer_disable_neg, ringk_peer_disable(0, -1))
+ROW(peer_copy_null, ringk_peer_copy(NULL, peer_mem, 8, NULL))
+ROW(peer_copy_async_null, ringk_peer_copy_async(peer_mem, NULL, 8, NULL, NULL))
+ROW_PTR(peer_path_unknown, ringk_peer_path_name((ringk_peer_path_t)99)) /* "?", no line */
 
 static const struct {
     const char *call;     /* the public function (test_abi.sh reads these names) */
@@ -342,6 +353,17 @@ static const struct {
      "ringk_ipc_channel_revoke: channel is NULL"},
     {"ringk_ipc_channel_recv", ipc_recv_null, -EINVAL, "ringk_ipc_channel_recv: channel is NULL"},
     {"ringk_ipc_channel_peer", ipc_peer_null, -EINVAL, "ringk_ipc_channel_peer: channel is NULL"},
+    {"ringk_peer_query", peer_query_busid, -EINVAL, "ringk_peer_query: '7' is not a PCI bus id"},
+    {"ringk_peer_query", peer_query_flags, -EINVAL, "flags 0x80 has unknown bits (known: 0x1)"},
+    {"ringk_peer_can_access", peer_can_neg, -EINVAL,
+     "ringk_peer_can_access: device -2 is negative"},
+    {"ringk_peer_capability", peer_cap_null, -EINVAL, "ringk_peer_capability: info_p is NULL"},
+    {"ringk_peer_enable", peer_enable_same, -EINVAL,
+     "ringk_peer_enable: devices 1 and 1: two different devices"},
+    {"ringk_peer_disable", peer_disable_neg, -EINVAL, "ringk_peer_disable: devices 0 and -1"},
+    {"ringk_peer_copy", peer_copy_null, -EINVAL, "ringk_peer_copy: dst is NULL"},
+    {"ringk_peer_copy_async", peer_copy_async_null, -EINVAL, "ringk_peer_copy_async: src is NULL"},
+    {"ringk_peer_path_name", peer_path_unknown, 1, NULL},
 };
 
 /* The number of lines in the log. */

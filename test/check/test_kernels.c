@@ -32,6 +32,8 @@
 
 /* test_kernels_ipc.c: device memory shared between two processes by ringk_ipc handles */
 void test_kernels_ipc_cases(TCase *tc);
+/* test_kernels_peer.c: GPUs of one process, copies between them */
+void test_kernels_peer_cases(TCase *tc);
 
 static const struct {
     uint32_t ncells, cell_size, nmsgs;
@@ -578,6 +580,10 @@ int main(int argc, char **argv)
     tc = tcase_create("ipc");
     tcase_set_timeout(tc, 120);
     test_kernels_ipc_cases(tc);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("peer");
+    tcase_set_timeout(tc, 120);
+    test_kernels_peer_cases(tc);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

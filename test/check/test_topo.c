@@ -359,14 +359,14 @@ START_TEST(test_topo_canary_fallback)
     ringk_topo_classify(&topo, 0, 1, &pair);
     path = ringk_policy_apply(&pol, &pair, reason, sizeof(reason));
     ck_assert_int_eq(path, RINGK_PATH_P2P_PCIE);
-    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason));
+    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason), NULL);
     ck_assert_int_eq(path, RINGK_PATH_P2P_PCIE);
     ck_assert_ptr_nonnull(strstr(reason, "not verified (topology from a file)"));
 
     /* the same GPUs claimed to be on this machine: the canary cannot pass here */
     snprintf(topo.source, sizeof(topo.source), "this machine");
     path = ringk_policy_apply(&pol, &pair, reason, sizeof(reason));
-    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason));
+    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason), NULL);
     ck_assert_int_eq(path, RINGK_PATH_HOST_STAGED);
     ck_assert_msg(strstr(reason, "P2P_PCIE failed its canary") != NULL, "reason: %s", reason);
     ck_assert_ptr_nonnull(strstr(reason, "falling back to HOST_STAGED"));
@@ -374,7 +374,7 @@ START_TEST(test_topo_canary_fallback)
     /* the pair's next endpoints take that outcome: no second canary (its CUDA calls can wait
      * for resident kernels) */
     path = ringk_policy_apply(&pol, &pair, reason, sizeof(reason));
-    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason));
+    path = ringk_topo_verify_path(&topo, 0, 1, path, reason, sizeof(reason), NULL);
     ck_assert_int_eq(path, RINGK_PATH_HOST_STAGED);
     ck_assert_msg(strstr(reason, "P2P_PCIE failed its canary") != NULL, "reason: %s", reason);
     ck_assert_msg(strstr(reason, "at this process's first endpoint of the pair") != NULL,

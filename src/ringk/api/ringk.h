@@ -2,14 +2,16 @@
 /* libringk public API: the ring-kernel actor runtime (contexts, ring kernels, sends, topics,
  * barriers). Calls return 0 or a negative errno and write their outputs only on success;
  * parameter structs start with a field_mask. The hybrid logical clock (ringk_hlc.h) and the
- * point-to-point queue (ringk_p2pq.h) and memory shared between processes by handle
- * (ringk_ipc.h) have headers of their own, included here. */
+ * point-to-point queue (ringk_p2pq.h), memory shared between processes by handle
+ * (ringk_ipc.h) and GPUs of one process reaching each other (ringk_peer.h) have headers of
+ * their own, included here. */
 #ifndef RINGK_API_RINGK_H
 #define RINGK_API_RINGK_H
 
 #include <ringk/api/ringk_hlc.h>
 #include <ringk/api/ringk_ipc.h>
 #include <ringk/api/ringk_p2pq.h>
+#include <ringk/api/ringk_peer.h>
 #include <stddef.h>
 #include <stdint.h>
 

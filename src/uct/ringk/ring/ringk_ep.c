@@ -206,7 +206,7 @@ static int uct_ringk_ep_gpu_path(uct_ringk_iface_t *iface, uint64_t peer_gpu, ch
     ringk_topo_classify(topo, a, b, &pair);
     path = ringk_policy_apply(&iface->policy, &pair, why, sizeof(why));
     if (path >= 0) {
-        path = ringk_topo_verify_path(topo, a, b, path, why, sizeof(why));
+        path = ringk_topo_verify_path(topo, a, b, path, why, sizeof(why), NULL);
     }
     snprintf(reason, len, "GPU %s -> %s (GPU%d-GPU%d of %.120s): %s", mine, theirs, a, b,
              topo->source, why);
