@@ -19,8 +19,9 @@
 #                          GPU tests (test_kernels, test_device_gpu, test_device_gpu's
 #                          scenarios again without CUDA_DEVICE_MAX_CONNECTIONS, and
 #                          test_examples.sh with the nvcc-built examples), one at a time, and
-#                          the count of GPU test cases executed; bench: bench/device_bench and
-#                          bench/gpu_rma; sanitizer: compute-sanitizer on the GPU ping-pong;
+#                          the count of GPU test cases executed; bench: bench/device_bench,
+#                          bench/gpu_rma and bench/peer_copy; sanitizer: compute-sanitizer on
+#                          the GPU ping-pong;
 #                          check: the other tests of 'make check' (last: they need no GPU)
 #   RINGK_BUNDLE_DEADLINE  seconds this run may take in all (default 570)
 #   RINGK_BUNDLE_SANITIZERS  compute-sanitizer tools (default: memcheck initcheck synccheck)
@@ -255,6 +256,11 @@ write_report() {
             echo "GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower):"
             grep -v '^RESULT' "$report/gpu_rma.txt" | sed 's/^/  /'
         fi
+        if [ -s "$report/peer_copy.txt" ]; then
+            echo
+            echo "peer-copy benchmark (bench/peer_copy; x d2d, x staged_raw: time ratios):"
+            grep -v '^RESULT' "$report/peer_copy.txt" | sed 's/^/  /'
+        fi
     } > "$report/report.txt"
     {
         echo "{"
@@ -293,6 +299,10 @@ write_report() {
                 awk '{printf "    {\"bench\": \"gpu_rma\", \"method\": \"%s\", \"bytes\": %s, " \
                              "\"usec\": %s, \"GBps\": %s, \"x_d2d\": %s, \"x_staged\": %s}\n", \
                              $2, $3, $4, $5, $6, $7}'
+            [ -s "$report/peer_copy.txt" ] && grep '^RESULT peer_copy ' "$report/peer_copy.txt" |
+                awk '{printf "    {\"bench\": \"peer_copy\", \"method\": \"%s\", \"bytes\": %s, " \
+                             "\"usec\": %s, \"GBps\": %s, \"x_d2d\": %s, \"x_staged\": %s, " \
+                             "\"path\": \"%s\"}\n", $3, $4, $5, $6, $7, $8, $9}'
             [ -s "$report/device_bench.txt" ] &&
                 grep '^RESULT device_bench ' "$report/device_bench.txt" |
                 awk '{printf "    {\"bench\": \"device_bench\", \"method\": \"%s\", " \
@@ -444,6 +454,14 @@ if [ $built = 1 ] && stage bench; then
             "$build/contrib/ringk-run" "$build/bench/gpu_rma" "$report/gpu_rma.txt"
     else
         skipped "GPU benchmark (bench/gpu_rma)" "built without CUDA"
+    fi
+    # GPU memory of one process through ringk_peer_copy against the CUDA copies
+    if [ -x "$build/bench/peer_copy" ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "peer-copy benchmark (bench/peer_copy)" 120 bash -c '"$1" > "$2"' _ \
+            "$build/bench/peer_copy" "$report/peer_copy.txt"
+    else
+        skipped "peer-copy benchmark (bench/peer_copy)" "built without CUDA"
     fi
 fi
 if [ $built = 1 ] && stage sanitizer; then

@@ -134,7 +134,8 @@ static int peer_ask_cuda(unsigned flags, ringk_peer_info_t *info)
     }
     if ((info->path != RINGK_PEER_PATH_SAME_DEVICE) &&
         (info->path != RINGK_PEER_PATH_HOST_STAGED) &&
-        ((ret = ringk_cuda_peer_set(b, a, 1, why, sizeof(why))) != 0)) {
+        (((ret = ringk_cuda_peer_set(b, a, 1, why, sizeof(why))) != 0) ||
+         ((ret = ringk_cuda_peer_set(a, b, 1, why, sizeof(why))) != 0))) {
         snprintf(info->reason, sizeof(info->reason), "cannot measure: %s", why);
         return ret;
     }
