@@ -57,15 +57,19 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
 
 /**
  * Maps a peer's exported allocation, said to be @a size bytes, into the current device's
- * context; @a mapped_p gets its base here. A mapping smaller than @a size is refused.
- * @return 0, or -EIO / -EINVAL / -ENODEV with the reason in @a why.
+ * context; @a mapped_p gets its base here. A mapping smaller than @a size is refused. A handle
+ * mapped already (by this library's copy of core) is not opened again: its mapping is given
+ * with a reference more (ringk_maprefs.h).
+ * @return 0, or -EIO / -EINVAL (also: the handle is mapped for another size) / -ENODEV, with
+ *         the reason in @a why.
  */
 int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
                         size_t why_len);
 
-/** Unmaps what ringk_cuda_ipc_open() mapped; while the process has device kernels (which the
- *  unmapping would wait for) the mapping is kept and unmapped by a later ringk_cuda_ipc_flush(),
- *  ringk_cuda_ipc_open() or ringk_cuda_ipc_close() made when none is left. */
+/** Drops a reference to what ringk_cuda_ipc_open() mapped; at the last the mapping is unmapped,
+ *  or, while the process has device kernels (which the unmapping would wait for), kept and
+ *  unmapped by a later ringk_cuda_ipc_flush(), ringk_cuda_ipc_open() or ringk_cuda_ipc_close()
+ *  made when none is left (an open of its handle meanwhile takes it again). */
 void ringk_cuda_ipc_close(void *mapped);
 
 /** Unmaps the mappings ringk_cuda_ipc_close() kept, when the process has no device kernel;
@@ -74,6 +78,9 @@ size_t ringk_cuda_ipc_flush(void);
 
 /** How many mappings ringk_cuda_ipc_close() kept for later. */
 size_t ringk_cuda_ipc_deferred(void);
+
+/** Handles ringk_cuda_ipc_open() opened, and opens that took a mapping held, since the start. */
+void ringk_cuda_ipc_stats(uint64_t *opens_p, uint64_t *hits_p);
 
 /** IPC handle types (the values of libringk's ringk_ipc_type_t). */
 #define RINGK_CUDA_IPC_LEGACY   1 /**< cudaIpcMemHandle_t */

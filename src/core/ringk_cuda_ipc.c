@@ -8,6 +8,7 @@
 
 #include "ringk_cuda.h"
 #include "ringk_cuda_rt.h"
+#include "ringk_maprefs.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -174,7 +175,19 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
     return 0;
 }
 
-int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
+/* The process's mappings of other processes' allocations, one per handle: a handle imported
+ * again takes the mapping held (CUDA refuses a second open), and a mapping no one holds is
+ * unmapped when no device kernel is resident (cudaIpcCloseMemHandle waits for the device's
+ * work: docs/gpu.md, "Implicit synchronization"), else kept until then. */
+static ringk_maprefs_t ipc_maps = RINGK_MAPREFS_INIT;
+
+static void ipc_close_raw(void *mapped)
+{
+    ringk_rt.cudaIpcCloseMemHandle(mapped);
+}
+
+/* Opens handle @a key and checks that the mapping holds @a size bytes. */
+static int ipc_open_raw(const uint8_t *key, uint64_t size, void **mapped_p, char *why,
                         size_t why_len)
 {
     struct cudaPointerAttributes attr;
@@ -184,12 +197,7 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
     size_t real;
     int ret;
 
-    if (!ringk_cuda_usable_cached()) {
-        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
-        return -ENODEV;
-    }
-    ringk_cuda_ipc_flush(); /* closes left for later, once no device kernel is resident */
-    memcpy(&h, handle, RINGK_CUDA_IPC_HANDLE_LEN);
+    memcpy(&h, key, RINGK_CUDA_IPC_HANDLE_LEN);
     err = ringk_rt.cudaIpcOpenMemHandle(mapped_p, h, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
         ringk_rt.cudaGetLastError();
@@ -218,70 +226,44 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
     return 0;
 }
 
-/* Mappings whose close waits for resident device kernels: cudaIpcCloseMemHandle waits for the
- * device's work (docs/gpu.md, "Implicit synchronization"), so a close asked for while the
- * process has device kernels is kept here and made once none is left. */
-static struct {
-    pthread_mutex_t mu;
-    void          **p;
-    size_t          n, cap;
-} ipc_deferred = {.mu = PTHREAD_MUTEX_INITIALIZER};
+int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
+                        size_t why_len)
+{
+    if (!ringk_cuda_usable_cached()) {
+        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
+        return -ENODEV;
+    }
+    ringk_cuda_ipc_flush(); /* closes left for later, once no device kernel is resident */
+    return ringk_maprefs_get(&ipc_maps, handle, size, ipc_open_raw, mapped_p, why, why_len);
+}
+
+void ringk_cuda_ipc_stats(uint64_t *opens_p, uint64_t *hits_p)
+{
+    pthread_mutex_lock(&ipc_maps.mu);
+    *opens_p = ipc_maps.opens;
+    *hits_p  = ipc_maps.hits;
+    pthread_mutex_unlock(&ipc_maps.mu);
+}
 
 size_t ringk_cuda_ipc_deferred(void)
 {
-    size_t n;
-
-    pthread_mutex_lock(&ipc_deferred.mu);
-    n = ipc_deferred.n;
-    pthread_mutex_unlock(&ipc_deferred.mu);
-    return n;
+    return ringk_maprefs_unused(&ipc_maps);
 }
 
 size_t ringk_cuda_ipc_flush(void)
 {
-    void **p;
-    size_t i, n;
-
     if ((ringk_cuda_resident(-1) != 0) || !ringk_cudart(NULL, 0)) {
         return 0;
     }
-    pthread_mutex_lock(&ipc_deferred.mu);
-    p = ipc_deferred.p;
-    n = ipc_deferred.n;
-    ipc_deferred.p   = NULL;
-    ipc_deferred.n   = ipc_deferred.cap = 0;
-    pthread_mutex_unlock(&ipc_deferred.mu);
-    for (i = 0; i < n; i++) {
-        ringk_rt.cudaIpcCloseMemHandle(p[i]);
-    }
-    free(p);
-    return n;
+    return ringk_maprefs_flush(&ipc_maps, ipc_close_raw);
 }
 
 void ringk_cuda_ipc_close(void *mapped)
 {
-    void **p;
-
     if (!ringk_cudart(NULL, 0)) { /* never opened: nothing to close */
         return;
     }
-    if (ringk_cuda_resident(-1) != 0) {
-        /* without memory to remember it, the mapping stays until the process ends: closing
-         * it now could wait for ever */
-        pthread_mutex_lock(&ipc_deferred.mu);
-        if ((ipc_deferred.n == ipc_deferred.cap) &&
-            ((p = realloc(ipc_deferred.p, (2 * ipc_deferred.cap + 8) * sizeof(*p))) != NULL)) {
-            ipc_deferred.p   = p;
-            ipc_deferred.cap = 2 * ipc_deferred.cap + 8;
-        }
-        if (ipc_deferred.n < ipc_deferred.cap) {
-            ipc_deferred.p[ipc_deferred.n++] = mapped;
-        }
-        pthread_mutex_unlock(&ipc_deferred.mu);
-        return;
-    }
-    ringk_cuda_ipc_flush();
-    ringk_rt.cudaIpcCloseMemHandle(mapped);
+    ringk_maprefs_put(&ipc_maps, mapped, ringk_cuda_resident(-1) == 0, ipc_close_raw);
 }
 
 #else /* !HAVE_CUDA */
@@ -308,6 +290,11 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
 
 void ringk_cuda_ipc_close(void *mapped)
 {
+}
+
+void ringk_cuda_ipc_stats(uint64_t *opens_p, uint64_t *hits_p)
+{
+    *opens_p = *hits_p = 0;
 }
 
 size_t ringk_cuda_ipc_deferred(void)

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* On a GPU: device memory shared between two processes by ringk_ipc handles, each type the
  * allocation supports (a legacy handle of cudaMalloc memory, a POSIX descriptor of cuMemCreate
- * memory passed over the socket channel), written on both sides and checked on both. */
+ * memory passed over the socket channel), written on both sides and checked on both; and a
+ * legacy handle opened twice through the transport's table of mappings. */
 #define _GNU_SOURCE
 #include "ringk_config.h"
 #include "test_util.h"
 
 #ifdef HAVE_CUDA
+#include <core/ringk_cuda.h>
 #include <ringk/api/ringk.h>
 
 #include <cuda.h>
@@ -147,6 +149,28 @@ static void exporter(int c, const char *path, int rfd)
 /* Two processes on device 0: the importer (this one) maps the exporter's allocation through
  * the handle type the allocation supports, reads what the exporter wrote and writes what it
  * checks; a second import reuses the mapping (CUDA refuses a second open of a legacy handle). */
+/* The table of mappings under the transport's remote keys (core's, linked into this test as
+ * into the plugin): two opens of one legacy handle take one mapping, opened once; the last
+ * close unmaps it (no device kernel is resident), so libringk can map it next. */
+static void shared_mapping(const ringk_ipc_handle_t *h)
+{
+    uint64_t opens0, hits0, opens, hits;
+    void *a = NULL, *b = NULL;
+    char why[256];
+
+    ringk_cuda_ipc_stats(&opens0, &hits0);
+    ck_assert_msg(ringk_cuda_ipc_open(h->bytes, h->size, &a, why, sizeof(why)) == 0, "%s", why);
+    ck_assert_msg(ringk_cuda_ipc_open(h->bytes, h->size, &b, why, sizeof(why)) == 0, "%s", why);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_int_eq(ringk_cuda_ipc_open(h->bytes, h->size + 1, &b, why, sizeof(why)), -EINVAL);
+    ringk_cuda_ipc_stats(&opens, &hits);
+    ck_assert_uint_eq(opens - opens0, 1);
+    ck_assert_uint_eq(hits - hits0, 1);
+    ringk_cuda_ipc_close(a);
+    ringk_cuda_ipc_close(a);
+    ck_assert_uint_eq(ringk_cuda_ipc_deferred(), 0);
+}
+
 START_TEST(test_kernels_ipc_two_process)
 {
     ringk_ipc_channel_params_t cp = {
@@ -181,6 +205,9 @@ START_TEST(test_kernels_ipc_two_process)
     ck_assert_int_eq(ringk_ipc_channel_recv(ch, &h, 60000), 0);
     ck_assert_int_eq(h.type, ipc_cases[_i].type);
     ck_assert_int_eq(cudaFree(0), cudaSuccess);
+    if (h.type == RINGK_IPC_TYPE_LEGACY) {
+        shared_mapping(&h);
+    }
     ck_assert_int_eq(ringk_ipc_import(&h, (void**)&p), 0);
     ck_assert_int_eq(ringk_ipc_import(&h, (void**)&q), 0);
     ck_assert_ptr_eq(p, q);

@@ -3,11 +3,14 @@
  * public query (class, link, path, access, the reason, the policy's overrides, RINGK_TOPO_FILE
  * read again when it changes), the refusals of bad arguments, the calls that need CUDA saying
  * why they cannot, and the staged copy's schedule (ringk_stage.c) against a stand-in whose two
- * streams are threads that copy with memcpy. */
+ * streams are threads that copy with memcpy; and the table of IPC mappings the transport's
+ * remote keys share (ringk_maprefs.c) against a stand-in of cudaIpcOpenMemHandle that refuses a
+ * handle open already, as CUDA does. */
 #define _GNU_SOURCE
 #include "test_log.h"
 #include "test_util.h"
 
+#include <core/ringk_maprefs.h>
 #include <core/ringk_stage.h>
 #include <core/ringk_topo.h>
 #include <ringk/api/ringk.h>
@@ -430,6 +433,153 @@ START_TEST(test_peer_stage_pipeline)
 }
 END_TEST
 
+/* ---- the table of mappings against a stand-in of CUDA IPC -------------------------------- */
+
+#define MR_KEYS 3
+
+static struct {
+    pthread_mutex_t mu;
+    int             open[MR_KEYS];    /* the handle is mapped now */
+    unsigned        opens, closes, double_opens, fail_next;
+    char            mem[MR_KEYS][64]; /* the mappings */
+} mr = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int mr_open(const uint8_t *key, uint64_t size, void **mapped_p, char *why, size_t len)
+{
+    int k = key[0], ret = 0;
+
+    (void)size;
+    pthread_mutex_lock(&mr.mu);
+    if (mr.fail_next) {
+        mr.fail_next = 0;
+        snprintf(why, len, "stand-in: out of mappings");
+        ret = -EIO;
+    } else if (mr.open[k]) { /* CUDA: the handle is mapped already */
+        mr.double_opens++;
+        snprintf(why, len, "stand-in: already mapped");
+        ret = -EIO;
+    } else {
+        mr.open[k] = 1;
+        mr.opens++;
+        *mapped_p = mr.mem[k];
+    }
+    pthread_mutex_unlock(&mr.mu);
+    return ret;
+}
+
+static void mr_close(void *mapped)
+{
+    int k = (int)(((char*)mapped - mr.mem[0]) / 64);
+
+    pthread_mutex_lock(&mr.mu);
+    ck_assert(mr.open[k]);
+    mr.open[k] = 0;
+    mr.closes++;
+    pthread_mutex_unlock(&mr.mu);
+}
+
+static void mr_reset(void)
+{
+    memset(mr.open, 0, sizeof(mr.open));
+    mr.opens = mr.closes = mr.double_opens = mr.fail_next = 0;
+}
+
+START_TEST(test_peer_maprefs)
+{
+    ringk_maprefs_t t = RINGK_MAPREFS_INIT;
+    uint8_t k0[RINGK_MAPREFS_KEY] = {0}, k1[RINGK_MAPREFS_KEY] = {1};
+    void *a = NULL, *b = NULL, *c = NULL;
+    char why[128];
+
+    mr_reset();
+    /* two imports of one handle: one open, one mapping, closed at the last put */
+    ck_assert_int_eq(ringk_maprefs_get(&t, k0, 4096, mr_open, &a, why, sizeof(why)), 0);
+    ck_assert_int_eq(ringk_maprefs_get(&t, k0, 4096, mr_open, &b, why, sizeof(why)), 0);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_uint_eq(mr.opens, 1);
+    ck_assert_uint_eq(t.hits, 1);
+    /* the same handle said to be of another size: refused, nothing changed */
+    ck_assert_int_eq(ringk_maprefs_get(&t, k0, 8192, mr_open, &c, why, sizeof(why)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(why, "mapped for an allocation of 4096 bytes, this import "
+                                      "says 8192"));
+    ck_assert_int_eq(ringk_maprefs_put(&t, a, 1, mr_close), 0);
+    ck_assert_uint_eq(mr.closes, 0);
+    ck_assert_int_eq(ringk_maprefs_put(&t, b, 1, mr_close), 0);
+    ck_assert_uint_eq(mr.closes, 1);
+    ck_assert_int_eq(ringk_maprefs_put(&t, b, 1, mr_close), -ENOENT); /* no reference left */
+    ck_assert_int_eq(ringk_maprefs_put(&t, why, 1, mr_close), -ENOENT); /* never mapped */
+    /* kept while closing is unsafe, taken again by the next import, unmapped by the flush */
+    ck_assert_int_eq(ringk_maprefs_get(&t, k1, 64, mr_open, &a, why, sizeof(why)), 0);
+    ck_assert_int_eq(ringk_maprefs_put(&t, a, 0, mr_close), 0);
+    ck_assert_uint_eq(ringk_maprefs_unused(&t), 1);
+    ck_assert_int_eq(ringk_maprefs_put(&t, a, 1, mr_close), -ENOENT);
+    ck_assert_int_eq(ringk_maprefs_get(&t, k1, 64, mr_open, &b, why, sizeof(why)), 0);
+    ck_assert_ptr_eq(a, b);
+    ck_assert_uint_eq(mr.opens, 2);
+    ck_assert_uint_eq(ringk_maprefs_unused(&t), 0);
+    ck_assert_int_eq(ringk_maprefs_put(&t, b, 0, mr_close), 0);
+    ck_assert_uint_eq(ringk_maprefs_flush(&t, mr_close), 1);
+    ck_assert_uint_eq(ringk_maprefs_flush(&t, mr_close), 0);
+    ck_assert_uint_eq(mr.closes, 2);
+    /* an open that fails leaves nothing: the next import opens again */
+    mr.fail_next = 1;
+    ck_assert_int_eq(ringk_maprefs_get(&t, k1, 64, mr_open, &a, why, sizeof(why)), -EIO);
+    ck_assert_str_eq(why, "stand-in: out of mappings");
+    ck_assert_int_eq(ringk_maprefs_get(&t, k1, 64, mr_open, &a, why, sizeof(why)), 0);
+    ck_assert_int_eq(ringk_maprefs_put(&t, a, 1, mr_close), 0);
+    ck_assert_uint_eq(mr.opens, mr.closes);
+    ck_assert_uint_eq(mr.double_opens, 0);
+    free(t.e);
+}
+END_TEST
+
+/* Four threads importing and dropping three handles, sometimes where closing is unsafe: no
+ * handle is ever opened while mapped, and every mapping is closed once in the end. */
+static ringk_maprefs_t mr_table = RINGK_MAPREFS_INIT;
+
+static void *mr_thread(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg, i;
+    uint8_t key[RINGK_MAPREFS_KEY] = {0};
+    void *held[4];
+    char why[128];
+    int j;
+
+    for (i = 0; i < 2000; i++) {
+        for (j = 0; j < 4; j++) {
+            key[0] = (uint8_t)(rand_r(&seed) % MR_KEYS);
+            ck_assert_int_eq(ringk_maprefs_get(&mr_table, key, 64, mr_open, &held[j], why,
+                                               sizeof(why)), 0);
+        }
+        for (j = 0; j < 4; j++) {
+            ck_assert_int_eq(ringk_maprefs_put(&mr_table, held[j], (int)(rand_r(&seed) % 2),
+                                               mr_close), 0);
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_peer_maprefs_threads)
+{
+    pthread_t th[4];
+    uintptr_t i;
+
+    mr_reset();
+    for (i = 0; i < 4; i++) {
+        ck_assert_int_eq(pthread_create(&th[i], NULL, mr_thread, (void*)(i + 1)), 0);
+    }
+    for (i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+    }
+    ringk_maprefs_flush(&mr_table, mr_close);
+    ck_assert_uint_eq(mr.double_opens, 0);
+    ck_assert_uint_eq(mr.opens, mr.closes);
+    ck_assert_uint_gt(mr_table.hits, 0);
+    ck_assert_uint_eq(mr_table.n, 0);
+    free(mr_table.e);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("peer");
@@ -445,6 +595,11 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_peer_stage_pipeline, 0,
                         (int)(sizeof(sq_cases) / sizeof(sq_cases[0])));
+    suite_add_tcase(s, tc);
+    tc = tcase_create("maprefs");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_peer_maprefs);
+    tcase_add_test(tc, test_peer_maprefs_threads);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
