@@ -79,6 +79,20 @@ size_t ringk_cuda_ipc_flush(void);
 /** How many mappings ringk_cuda_ipc_close() kept for later. */
 size_t ringk_cuda_ipc_deferred(void);
 
+/**
+ * ringk_cuda_ipc_open() of the allocation of process @a pid on the GPU of PCI bus id @a busid
+ * through libringk's import cache where the process has libringk (*@a shared_p 1), so that
+ * libringk's imports and the transport's keys of one allocation share one mapping, and unused
+ * mappings stay cached; else through this library's table (*@a shared_p 0).
+ * @return as ringk_cuda_ipc_open(), or libringk's import's error.
+ */
+int ringk_cuda_ipc_open_shared(const void *handle, uint64_t size, uint32_t pid,
+                               const char *busid, void **mapped_p, int *shared_p, char *why,
+                               size_t why_len);
+
+/** Gives back what ringk_cuda_ipc_open_shared() mapped, as it said (@a shared). */
+void ringk_cuda_ipc_close_shared(void *mapped, int shared);
+
 /** Handles ringk_cuda_ipc_open() opened, and opens that took a mapping held, since the start. */
 void ringk_cuda_ipc_stats(uint64_t *opens_p, uint64_t *hits_p);
 

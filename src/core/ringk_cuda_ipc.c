@@ -10,6 +10,8 @@
 #include "ringk_cuda_rt.h"
 #include "ringk_maprefs.h"
 
+#include <ringk/api/ringk_ipc.h>
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -245,6 +247,93 @@ void ringk_cuda_ipc_stats(uint64_t *opens_p, uint64_t *hits_p)
     pthread_mutex_unlock(&ipc_maps.mu);
 }
 
+/* libringk's import cache, where the process has libringk: weak references (the transport is
+ * loaded into programs without it), resolved when this library is loaded, else looked up when
+ * asked, as ringk_cuda_resident() finds libringk's kernel count. */
+extern int ringk_ipc_import(const ringk_ipc_handle_t *handle, void **ptr_p)
+    __attribute__((weak, visibility("default")));
+extern int ringk_ipc_close(void *ptr) __attribute__((weak, visibility("default")));
+
+typedef struct {
+    int (*import)(const ringk_ipc_handle_t *handle, void **ptr_p);
+    int (*close)(void *ptr);
+} ipc_ringk_t;
+
+static int ipc_ringk_find(ipc_ringk_t *fns)
+{
+    static ipc_ringk_t found; /* once found, kept: libringk is not unloaded under it */
+    static int         have;
+    void *lib;
+
+    if (__atomic_load_n(&have, __ATOMIC_ACQUIRE)) {
+        *fns = found;
+        return 1;
+    }
+    fns->import = ringk_ipc_import;
+    fns->close  = ringk_ipc_close;
+    if (((fns->import == NULL) || (fns->close == NULL)) &&
+        ((lib = dlopen("libringk.so.1", RTLD_LAZY | RTLD_NOLOAD)) != NULL)) {
+        *(void**)&fns->import = dlsym(lib, "ringk_ipc_import");
+        *(void**)&fns->close  = dlsym(lib, "ringk_ipc_close");
+        dlclose(lib);
+    }
+    if ((fns->import == NULL) || (fns->close == NULL)) {
+        return 0;
+    }
+    found = *fns; /* racing first callers store the same values */
+    __atomic_store_n(&have, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* The cache id of a legacy handle the transport imports: the handle's bytes hashed (FNV-1a),
+ * with the top bit set, which libringk's exporters' ids (addresses) leave clear. */
+static uint64_t ipc_handle_id(const uint8_t *bytes)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t i;
+
+    for (i = 0; i < RINGK_CUDA_IPC_HANDLE_LEN; i++) {
+        h = (h ^ bytes[i]) * 0x100000001b3ull;
+    }
+    return h | (1ull << 63);
+}
+
+int ringk_cuda_ipc_open_shared(const void *handle, uint64_t size, uint32_t pid,
+                               const char *busid, void **mapped_p, int *shared_p, char *why,
+                               size_t why_len)
+{
+    ringk_ipc_handle_t h = {.type = RINGK_IPC_TYPE_LEGACY, .fd = -1, .size = size,
+                            .pid = (int32_t)pid};
+    ipc_ringk_t fns;
+    int ret;
+
+    *shared_p = 0;
+    if (!ipc_ringk_find(&fns)) {
+        return ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
+    }
+    memcpy(h.bytes, handle, RINGK_CUDA_IPC_HANDLE_LEN);
+    h.id = ipc_handle_id(h.bytes);
+    snprintf(h.device, sizeof(h.device), "%s", busid);
+    if ((ret = fns.import(&h, mapped_p)) != 0) {
+        snprintf(why, why_len, "libringk's import cache refused it (%d, logged by libringk)",
+                 ret);
+        return ret;
+    }
+    *shared_p = 1;
+    return 0;
+}
+
+void ringk_cuda_ipc_close_shared(void *mapped, int shared)
+{
+    ipc_ringk_t fns;
+
+    if (shared && ipc_ringk_find(&fns)) {
+        fns.close(mapped);
+    } else if (!shared) {
+        ringk_cuda_ipc_close(mapped);
+    }
+}
+
 size_t ringk_cuda_ipc_deferred(void)
 {
     return ringk_maprefs_unused(&ipc_maps);
@@ -295,6 +384,18 @@ void ringk_cuda_ipc_close(void *mapped)
 void ringk_cuda_ipc_stats(uint64_t *opens_p, uint64_t *hits_p)
 {
     *opens_p = *hits_p = 0;
+}
+
+int ringk_cuda_ipc_open_shared(const void *handle, uint64_t size, uint32_t pid,
+                               const char *busid, void **mapped_p, int *shared_p, char *why,
+                               size_t why_len)
+{
+    *shared_p = 0;
+    return ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
+}
+
+void ringk_cuda_ipc_close_shared(void *mapped, int shared)
+{
 }
 
 size_t ringk_cuda_ipc_deferred(void)

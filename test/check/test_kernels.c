@@ -18,6 +18,7 @@
 #include <test/kernels/ringk_kernels.h>
 
 #include <core/ringk_topo.h>
+#include <ringk/api/ringk.h>
 #include <uct/ringk/base/ringk_rkey.h>
 
 #include <cuda_runtime_api.h>
@@ -212,7 +213,8 @@ START_TEST(test_kernels_gpu_rma)
     ucs_status_t (*query)(uct_ep_h, const char**, const char**);
     int wfd, rfd, status, ndev = 0;
     const char *path, *reason;
-    uct_rkey_bundle_t rkey;
+    uct_rkey_bundle_t rkey, rkey2;
+    ringk_ipc_cache_stats_t st0, st;
     uct_ep_params_t params;
     void *src, *dst;
     gpu_peer_t info;
@@ -273,7 +275,16 @@ START_TEST(test_kernels_gpu_rma)
                      UCS_OK);
     ck_assert_int_eq(uct_md_mem_reg(n.md, dst, GPU_BYTES, UCT_MD_MEM_ACCESS_ALL, &dst_memh),
                      UCS_OK);
+    ck_assert_int_eq(ringk_ipc_cache_stats_query(&st0), 0);
     ck_assert_int_eq(uct_rkey_unpack(n.component, info.rkey, &rkey), UCS_OK);
+    ck_assert_int_eq(uct_rkey_unpack(n.component, info.rkey, &rkey2), UCS_OK);
+    /* the key's handle went through libringk's import cache (this program has libringk), once
+     * mapped, once taken again */
+    ck_assert_int_eq(ringk_ipc_cache_stats_query(&st), 0);
+    ck_assert_uint_eq(st.misses - st0.misses, 1);
+    ck_assert_uint_eq(st.hits - st0.hits, 1);
+    ck_assert_uint_eq(st.in_use, st0.in_use + 1);
+    uct_rkey_release(n.component, &rkey2);
     /* GPU -> peer GPU at sizes from 1 byte to 1 MiB, read back GPU <- peer GPU */
     for (len = 1; len <= GPU_BYTES; len *= 16) {
         iov = (uct_iov_t){.buffer = src, .length = len, .memh = memh, .count = 1};
@@ -299,6 +310,10 @@ START_TEST(test_kernels_gpu_rma)
                      UCS_ERR_INVALID_PARAM);
 
     uct_rkey_release(n.component, &rkey);
+    ck_assert_int_eq(ringk_ipc_cache_stats_query(&st), 0);
+    ck_assert_uint_eq(st.in_use, st0.in_use); /* unused now, and kept for the next key */
+    ck_assert_uint_eq(st.entries, st0.entries + 1);
+    ck_assert_int_eq(ringk_ipc_invalidate(pid, 0), 1); /* before the peer frees it */
     uct_md_mem_dereg(n.md, memh);
     uct_md_mem_dereg(n.md, dst_memh);
     uct_ep_destroy(ep);

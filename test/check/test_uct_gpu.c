@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <ucs/debug/log_def.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <time.h>
 #include <uct/api/uct.h>
 #include <unistd.h>
@@ -167,6 +168,43 @@ END_TEST
 /* Without a usable CUDA driver the md registers host memory only, detects host pointers as host,
  * and a peer's CUDA remote key is unreachable, never mapped (a key of this process is used in
  * place); a CUDA key whose range leaves its allocation is refused before any CUDA call. */
+static char libringk_log[1024];
+
+static void libringk_log_hook(void *arg, int level, const char *message)
+{
+    (void)arg;
+    (void)level;
+    snprintf(libringk_log + strlen(libringk_log), sizeof(libringk_log) - strlen(libringk_log),
+             "%s\n", message);
+}
+
+/* In a process that has libringk, a peer's CUDA key is imported through libringk's import
+ * cache (which then says why it cannot map it here), not by the transport's own table. */
+static void rkey_through_libringk(uct_ringk_packed_rkey_t packed)
+{
+    const char *dir = getenv("RINGK_TOP_BUILDDIR");
+    int (*hook_set)(void (*)(void*, int, const char*), void*);
+    uct_rkey_bundle_t rkey;
+    char path[PATH_MAX];
+    void *lib;
+
+    snprintf(path, sizeof(path), "%s/src/ringk/.libs/libringk.so.1", dir ? dir : ".");
+    if ((dir == NULL) || ((lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL)) == NULL)) {
+        printf("# libringk not found (RINGK_TOP_BUILDDIR): a key through its cache is not "
+               "checked\n");
+        return;
+    }
+    *(void**)&hook_set = dlsym(lib, "ringk_log_hook_set");
+    ck_assert_ptr_nonnull(hook_set);
+    ck_assert_int_eq(hook_set(libringk_log_hook, NULL), 0);
+    packed.ipc_valid = 1;
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &rkey),
+                     UCS_ERR_UNREACHABLE);
+    ck_assert_msg(strstr(libringk_log, "ringk_ipc_import") != NULL, "libringk logged '%s'",
+                  libringk_log);
+    hook_set(NULL, NULL);
+}
+
 START_TEST(test_uct_ep_cuda_rkey_without_gpu)
 {
     uct_ringk_packed_rkey_t packed = {
@@ -212,6 +250,8 @@ START_TEST(test_uct_ep_cuda_rkey_without_gpu)
     rkey.handle = NULL;
     ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &rkey), UCS_OK);
     packed.hdr.pid = 1234;
+
+    rkey_through_libringk(packed);
 
     packed.hdr.address = packed.alloc_base + packed.alloc_size - 100; /* runs past its allocation */
     test_capture_errors_begin();

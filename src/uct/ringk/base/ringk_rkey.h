@@ -69,6 +69,7 @@ typedef struct uct_ringk_rkey {
     uint64_t alloc_base;   /**< CUDA: the peer's address of the allocation... */
     void    *mapped;       /**< ...and where it is mapped here */
     int      own;          /**< CUDA memory of this very process: not mapped, not unmapped */
+    int      shared;       /**< mapped through libringk's import cache */
 } uct_ringk_rkey_t;
 
 #endif

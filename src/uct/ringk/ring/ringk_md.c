@@ -186,7 +186,7 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
 {
     uct_ringk_packed_rkey_t packed;
     uct_ringk_rkey_t *rkey;
-    char why[256];
+    char why[256], busid[24];
 
     memcpy(&packed, buffer, sizeof(packed));
     if (!uct_ringk_rkey_hdr_valid(&packed.hdr, UCT_RINGK_RKEY_MAGIC) ||
@@ -227,7 +227,9 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
         } else if (!packed.ipc_valid) {
             snprintf(why, sizeof(why), "it could not be exported for CUDA IPC");
         } else {
-            ringk_cuda_ipc_open(packed.ipc, packed.alloc_size, &rkey->mapped, why, sizeof(why));
+            ringk_busid_unpack(packed.gpu, busid, sizeof(busid));
+            ringk_cuda_ipc_open_shared(packed.ipc, packed.alloc_size, packed.hdr.pid, busid,
+                                       &rkey->mapped, &rkey->shared, why, sizeof(why));
         }
         if (rkey->mapped == NULL) {
             /* an expected outcome for UCP, which then takes another transport */
@@ -244,7 +246,7 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
 void uct_ringk_reg_rkey_release(uct_ringk_rkey_t *key)
 {
     if ((key->mapped != NULL) && !key->own) {
-        ringk_cuda_ipc_close(key->mapped);
+        ringk_cuda_ipc_close_shared(key->mapped, key->shared);
     }
     ucs_free(key);
 }
