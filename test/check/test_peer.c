@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static char logbuf[8192];
@@ -255,6 +256,9 @@ static struct {
     unsigned           overlap;   /* copies in that ran while an earlier chunk was not out */
     unsigned           max_busy;
     int                fail_in, fail_out; /* the chunk whose operation fails, -1 none */
+    unsigned           gate;      /* chunk 0 goes out once this many chunks are in (or 5 s
+                                     passed): a pipelined schedule gets there, a serial one
+                                     would not, whatever the threads' timing */
     pthread_mutex_t    mu;
     pthread_cond_t     cv;
 } sq;
@@ -279,6 +283,15 @@ static void sq_run_op(stream_t *st, unsigned i)
     pthread_mutex_lock(&sq.mu); /* the wait for the copy in's event */
     while (sq.in_done[b] != seq + 1) {
         pthread_cond_wait(&sq.cv, &sq.mu);
+    }
+    if (seq == 0) {
+        struct timespec until;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 5;
+        while ((sq.chunks_in < sq.gate) &&
+               (pthread_cond_timedwait(&sq.cv, &sq.mu, &until) == 0)) {
+        }
     }
     pthread_mutex_unlock(&sq.mu);
     memcpy(sq.dst + st->q[i].off, sq.pool.buf[b], st->q[i].len);
@@ -408,6 +421,7 @@ START_TEST(test_peer_stage_pipeline)
     sq.dst      = dst;
     sq.fail_in  = sq_cases[_i].fail_in;
     sq.fail_out = sq_cases[_i].fail_out;
+    sq.gate     = (len > 8 * 4096) ? 3 : 0;
     sq_stream_start(&sq.in);
     sq_stream_start(&sq.out);
     ret = ringk_stage_run(&ops, len);
