@@ -199,6 +199,11 @@ int ringk_cuda_ptr_ordinal(const void *ptr, int *dev_p, char *why, size_t why_le
  *  @return 0; -EPERM (CUDA says the pair cannot), -EIO, -ENODEV, with the reason. */
 int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len);
 
+/** @a len bytes of device memory on device @a dev (the current device kept); NULL with the
+ *  reason. Waits for the device's kernels, as cudaMalloc does. */
+void *ringk_cuda_dev_alloc(int dev, size_t len, char *why, size_t why_len);
+void ringk_cuda_dev_free(void *ptr);
+
 /** Whether atomics of @a dev on @a peer's memory are native: 1, 0, -1 (unknown). */
 int ringk_cuda_peer_atomics(int dev, int peer);
 

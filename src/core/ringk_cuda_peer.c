@@ -80,6 +80,39 @@ int ringk_cuda_ptr_ordinal(const void *ptr, int *dev_p, char *why, size_t why_le
     return ringk_cuda_ptr_device(ptr, dev_p, why, why_len);
 }
 
+void *ringk_cuda_dev_alloc(int dev, size_t len, char *why, size_t why_len)
+{
+    enum cudaStreamCaptureMode mode;
+    cudaError_t err;
+    void *p = NULL;
+    int cur;
+
+    if (peer_set_device(dev, &cur, why, why_len) != 0) {
+        return NULL;
+    }
+    mode = ringk_cuda_capture_relax();
+    if ((err = ringk_rt.cudaMalloc(&p, len)) != cudaSuccess) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "cudaMalloc(%zu) on device %d: %s", len, dev,
+                 ringk_rt.cudaGetErrorString(err));
+        p = NULL;
+    }
+    ringk_cuda_capture_end(mode);
+    ringk_rt.cudaSetDevice(cur);
+    return p;
+}
+
+void ringk_cuda_dev_free(void *ptr)
+{
+    enum cudaStreamCaptureMode mode;
+
+    if ((ptr != NULL) && ringk_cudart(NULL, 0)) {
+        mode = ringk_cuda_capture_relax();
+        ringk_rt.cudaFree(ptr);
+        ringk_cuda_capture_end(mode);
+    }
+}
+
 int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len)
 {
     cudaError_t err;
@@ -397,6 +430,16 @@ int ringk_cuda_ptr_ordinal(const void *ptr, int *dev_p, char *why, size_t why_le
 {
     snprintf(why, why_len, RINGK_NO_CUDA);
     return -ENODEV;
+}
+
+void *ringk_cuda_dev_alloc(int dev, size_t len, char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA);
+    return NULL;
+}
+
+void ringk_cuda_dev_free(void *ptr)
+{
 }
 
 int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len)

@@ -94,8 +94,10 @@ static ringk_p2pq_params_t qp_bits = {.field_mask = RINGK_P2PQ_PARAM_FIELD_ELEM_
                                       .elem_size = 8};
 static ringk_p2pq_params_t qp_dev = {.field_mask = RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE |
                                                    RINGK_P2PQ_PARAM_FIELD_DEVICES,
-                                     .elem_size = 8, .src_device = 0,
+                                     .elem_size = 8, .src_device = -7,
                                      .dst_device = RINGK_P2PQ_HOST};
+static ringk_p2pq_info_t qinfo_bits = {.field_mask = 1u << 9};
+static struct ringk_p2pq_dev *qview;
 static ringk_ctx_t *ctx_out;
 static ringk_kernel_t *kern_out;
 static ringk_p2pq_t *queue_out;
@@ -175,6 +177,10 @@ ROW(q_peek_elem, ringk_p2pq_try_peek(queue, NULL))
 ROW(q_clear_null, ringk_p2pq_clear(NULL, &count))
 ROW(q_stats_null, ringk_p2pq_stats_query(NULL, &qstats))
 ROW(q_stats_out, ringk_p2pq_stats_query(queue, NULL))
+ROW(q_info_null, ringk_p2pq_info_query(NULL, &qinfo_bits))
+ROW(q_info_bits, ringk_p2pq_info_query(queue, &qinfo_bits))
+ROW(q_view_null, ringk_p2pq_dev_view(queue, NULL))
+ROW(q_view_queue, ringk_p2pq_dev_view(NULL, &qview))
 ROW(dev_register_null, ringk_device_entry_register(NULL))
 ROW_VOID(dev_unregister_null, ringk_device_entry_unregister(NULL))
 ROW(dev_kernels_neg, ringk_device_kernels(-1))
@@ -294,8 +300,8 @@ static const struct {
     {"ringk_p2pq_create", q_create_size, -EINVAL, "elem_size 4081 is not in 1..4080"},
     {"ringk_p2pq_create", q_create_cap, -EINVAL, "capacity 3 is not a power of 2 in 2..1048576"},
     {"ringk_p2pq_create", q_create_bits, -EINVAL, "field_mask 0x82 has unknown bits"},
-    {"ringk_p2pq_create", q_create_dev, -ENOTSUP, "devices 0 -> -1: GPU endpoints are not "
-     "supported"},
+    {"ringk_p2pq_create", q_create_dev, -EINVAL, "device -7 is not RINGK_P2PQ_HOST (-1), "
+     "RINGK_P2PQ_EMULATED (-2) or a CUDA device ordinal"},
     {"ringk_p2pq_destroy", q_destroy_null, -EINVAL, "ringk_p2pq_destroy: queue is NULL"},
     {"ringk_p2pq_capacity", q_capacity_null, 0, "ringk_p2pq_capacity: queue is NULL"},
     {"ringk_p2pq_count", q_count_null, 0, "ringk_p2pq_count: queue is NULL"},
@@ -317,6 +323,11 @@ static const struct {
     {"ringk_p2pq_clear", q_clear_null, -EINVAL, "ringk_p2pq_clear: queue is NULL"},
     {"ringk_p2pq_stats_query", q_stats_null, -EINVAL, "ringk_p2pq_stats_query: queue is NULL"},
     {"ringk_p2pq_stats_query", q_stats_out, -EINVAL, "ringk_p2pq_stats_query: stats_p is NULL"},
+    {"ringk_p2pq_info_query", q_info_null, -EINVAL, "ringk_p2pq_info_query: queue is NULL"},
+    {"ringk_p2pq_info_query", q_info_bits, -EINVAL, "field_mask 0x200 has unknown bits (known: "
+     "0xf)"},
+    {"ringk_p2pq_dev_view", q_view_null, -EINVAL, "ringk_p2pq_dev_view: view_p is NULL"},
+    {"ringk_p2pq_dev_view", q_view_queue, -EINVAL, "ringk_p2pq_dev_view: queue is NULL"},
     {"ringk_device_entry_register", dev_register_null, -EINVAL,
      "ringk_device_entry_register: entry is NULL"},
     {"ringk_device_kernels", dev_kernels_neg, -EINVAL, "ringk_device_kernels: device -1 is "

@@ -88,9 +88,10 @@ if [ $? -eq 0 ] && [ "$(grep -c '^greeter got "' <<<"$out")" = 3 ] &&
 else
     nok "hello runs on the installed libringk" "$out"
 fi
-# device code (ringk_device(3)) from the installed headers, compiled as C for the emulated
-# device as a user's file would be: it builds in GNU C and in ISO C with _POSIX_C_SOURCE; in
-# ISO C without it, the header stops with a message that names the fix
+# device code (ringk_device(3), and a P2P queue's device calls) from the installed headers,
+# compiled as C for the emulated device as a user's file would be: it builds in GNU C and in
+# ISO C with _POSIX_C_SOURCE; in ISO C without it, the header stops with a message that names
+# the fix
 cat >"$dest/dev.cu" <<'EOF_CU'
 #include <ringk/api/ringk_device.h>
 RINGK_DEVICE static int add(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -102,6 +103,13 @@ RINGK_DEVICE static int add(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void 
     return ringk_dev_send_route(k, 0, RINGK_MSG_DATA, &v, sizeof(v), RINGK_WAIT_FOREVER);
 }
 RINGK_DEVICE_ENTRY(add_entry, add);
+#include <ringk/api/ringk_p2pq_dev.h>
+RINGK_DEVICE int relay(ringk_p2pq_dev_t *in, ringk_p2pq_dev_t *out)
+{
+    uint64_t v;
+
+    return (ringk_p2pq_dev_receive(in, &v) == 0) ? ringk_p2pq_dev_send(out, &v) : RINGK_P2PQ_AGAIN;
+}
 EOF_CU
 cflags=$(PKG_CONFIG_PATH="$dest$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$dest" \
          pkg-config --cflags ringk 2>&1)

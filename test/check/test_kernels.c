@@ -35,6 +35,8 @@
 void test_kernels_ipc_cases(TCase *tc);
 /* test_kernels_peer.c: GPUs of one process, copies between them */
 void test_kernels_peer_cases(TCase *tc);
+/* test_kernels_p2pq.c: P2P queues with GPU endpoints */
+void test_kernels_p2pq_cases(TCase *tc);
 
 static const struct {
     uint32_t ncells, cell_size, nmsgs;
@@ -599,6 +601,10 @@ int main(int argc, char **argv)
     tc = tcase_create("peer");
     tcase_set_timeout(tc, 120);
     test_kernels_peer_cases(tc);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("p2pq");
+    tcase_set_timeout(tc, 120);
+    test_kernels_p2pq_cases(tc);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

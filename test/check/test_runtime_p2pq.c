@@ -5,6 +5,7 @@
 #include "test_util.h"
 
 #include <ringk/api/ringk.h>
+#include <ringk/api/ringk_p2pq_dev.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -101,9 +102,18 @@ START_TEST(test_p2pq_bad_params)
     ck_assert_int_eq(ringk_p2pq_create(&p, &q), -EINVAL);
     p.capacity   = 64;
     p.field_mask |= RINGK_P2PQ_PARAM_FIELD_DEVICES;
-    p.src_device = 0;
+    p.src_device = -3;
     p.dst_device = RINGK_P2PQ_HOST;
-    ck_assert_int_eq(ringk_p2pq_create(&p, &q), -ENOTSUP);
+    ck_assert_int_eq(ringk_p2pq_create(&p, &q), -EINVAL);
+    ck_assert_ptr_null(q);
+    if (access("/proc/driver/nvidia/version", F_OK) != 0) { /* no GPU: device 0 is none */
+        p.src_device = 0;
+        ck_assert_int_eq(ringk_p2pq_create(&p, &q), -ENODEV);
+        ck_assert_ptr_null(q);
+    }
+    p.src_device = 0; /* a GPU and the emulated device: refused before CUDA is asked */
+    p.dst_device = RINGK_P2PQ_EMULATED;
+    ck_assert_int_eq(ringk_p2pq_create(&p, &q), -EINVAL);
     ck_assert_ptr_null(q);
     p.field_mask = RINGK_P2PQ_PARAM_FIELD_CAPACITY; /* no element size */
     ck_assert_int_eq(ringk_p2pq_create(&p, &q), -EINVAL);
@@ -203,8 +213,121 @@ START_TEST(test_p2pq_count_receivable)
 END_TEST
 
 /* The cases of this file. */
+/* ---- endpoints on the emulated device ------------------------------------------------------ */
+
+/* The emulated device's side of a queue: code compiled as host C calling the device functions
+ * on the queue's view, as a kernel would (here a host thread). */
+typedef struct {
+    struct ringk_p2pq_dev *in, *out;  /* receive from in, send what came to out (NULL: none) */
+    uint64_t               n, bad;
+} emu_side_t;
+
+static void *emu_side(void *arg)
+{
+    emu_side_t *e = arg;
+    uint64_t got = 0, sent = 0;
+    elem_t x;
+
+    memset(&x, 0, sizeof(x));
+    while ((e->in != NULL) ? (got < e->n) : (sent < e->n)) {
+        if (e->in != NULL) {
+            if (ringk_p2pq_dev_receive(e->in, &x) != 0) {
+                sched_yield();
+                continue;
+            }
+            e->bad += (x.n != got) || (x.check != got * 0x9e3779b97f4a7c15ull);
+            got++;
+        } else {
+            x.n     = sent;
+            x.check = sent * 0x9e3779b97f4a7c15ull;
+        }
+        if (e->out != NULL) {
+            while (ringk_p2pq_dev_send(e->out, &x) == RINGK_P2PQ_AGAIN) {
+                sched_yield();
+            }
+            sent++;
+        }
+    }
+    return NULL;
+}
+
+static ringk_p2pq_t *p2pq_dev_new(int src, int dst)
+{
+    ringk_p2pq_params_t p = {
+        .field_mask = RINGK_P2PQ_PARAM_FIELD_CAPACITY | RINGK_P2PQ_PARAM_FIELD_ELEM_SIZE |
+                      RINGK_P2PQ_PARAM_FIELD_DEVICES,
+        .capacity = 64, .elem_size = sizeof(elem_t), .src_device = src, .dst_device = dst
+    };
+    ringk_p2pq_info_t info = {.field_mask = RINGK_P2PQ_INFO_FIELD_MODE |
+                              RINGK_P2PQ_INFO_FIELD_DEVICES | RINGK_P2PQ_INFO_FIELD_DIRECT_P2P |
+                              RINGK_P2PQ_INFO_FIELD_REASON};
+    ringk_p2pq_t *q;
+
+    ck_assert_int_eq(ringk_p2pq_create(&p, &q), 0);
+    ck_assert_int_eq(ringk_p2pq_info_query(q, &info), 0);
+    ck_assert_int_eq(info.mode, RINGK_P2PQ_MODE_HOST_MEMORY);
+    ck_assert_int_eq(info.src_device, src);
+    ck_assert_int_eq(info.dst_device, dst);
+    ck_assert_int_eq(info.direct_p2p, 0);
+    ck_assert_str_eq(info.reason, "no GPU endpoint: host memory");
+    return q;
+}
+
+/* host -> emulated device -> emulated device -> host: 20000 elements in order through three
+ * queues of 64, the middle one between two emulated-device sides. */
+START_TEST(test_p2pq_emulated)
+{
+    ringk_p2pq_t *h2e = p2pq_dev_new(RINGK_P2PQ_HOST, RINGK_P2PQ_EMULATED);
+    ringk_p2pq_t *e2e = p2pq_dev_new(RINGK_P2PQ_EMULATED, RINGK_P2PQ_EMULATED);
+    ringk_p2pq_t *e2h = p2pq_dev_new(RINGK_P2PQ_EMULATED, RINGK_P2PQ_HOST);
+    emu_side_t a = {.n = 20000}, b = {.n = 20000};
+    uint64_t sent = 0, got = 0, bad = 0;
+    ringk_p2pq_stats_t st;
+    pthread_t ta, tb;
+    unsigned n;
+    elem_t x;
+
+    ck_assert_int_eq(ringk_p2pq_dev_view(h2e, &a.in), 0);
+    ck_assert_int_eq(ringk_p2pq_dev_view(e2e, &a.out), 0);
+    ck_assert_int_eq(ringk_p2pq_dev_view(e2e, &b.in), 0);
+    ck_assert_int_eq(ringk_p2pq_dev_view(e2h, &b.out), 0);
+    /* the host is not the emulated device's end of a queue */
+    ck_assert_int_eq(ringk_p2pq_receive(h2e, &x), -EPERM);
+    ck_assert_int_eq(ringk_p2pq_clear(h2e, &n), -EPERM);
+    ck_assert_int_eq(ringk_p2pq_send(e2h, &x), -EPERM);
+    ck_assert_int_eq(ringk_p2pq_send_batch(e2e, &x, 1, &n), -EPERM);
+    ck_assert_int_eq(ringk_p2pq_try_peek(e2e, &x), -EPERM);
+    pthread_create(&ta, NULL, emu_side, &a);
+    pthread_create(&tb, NULL, emu_side, &b);
+    memset(&x, 0, sizeof(x));
+    while (got < 20000) {
+        if (sent < 20000) {
+            x.n     = sent;
+            x.check = sent * 0x9e3779b97f4a7c15ull;
+            sent += (ringk_p2pq_send(h2e, &x) == 0);
+        }
+        if (ringk_p2pq_receive(e2h, &x) == 0) {
+            bad += (x.n != got) || (x.check != got * 0x9e3779b97f4a7c15ull);
+            got++;
+        }
+    }
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    ck_assert_uint_eq(bad + a.bad + b.bad, 0);
+    ck_assert_int_eq(ringk_p2pq_stats_query(e2e, &st), 0); /* counted by the device code */
+    ck_assert_uint_eq(st.sent, 20000);
+    ck_assert_uint_eq(st.received, 20000);
+    ck_assert_int_eq(st.mode, RINGK_P2PQ_MODE_HOST_MEMORY);
+    ck_assert(ringk_p2pq_empty(e2e));
+    ringk_p2pq_destroy(h2e);
+    ringk_p2pq_destroy(e2e);
+    ringk_p2pq_destroy(e2h);
+}
+END_TEST
+
 void test_runtime_p2pq_tests(TCase *tc)
 {
+    tcase_add_test(tc, test_p2pq_emulated);
     tcase_add_test(tc, test_p2pq_semantics);
     tcase_add_test(tc, test_p2pq_bad_params);
     tcase_add_test(tc, test_p2pq_threads);

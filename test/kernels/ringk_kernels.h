@@ -21,6 +21,23 @@ int ringk_kernels_device_count(char *why, size_t why_len);
 int ringk_kernels_selftest(uint32_t nmsgs, uint32_t ncells, uint32_t cell_size,
                            unsigned *verified_p, char *why, size_t why_len);
 
+/** An element of the P2P queue tests. */
+typedef struct ringk_kernels_p2pq_elem {
+    uint64_t n, check;
+} ringk_kernels_p2pq_elem_t;
+
+struct ringk_p2pq_dev;
+
+/**
+ * Launches, on CUDA device @a dev and stream @a stream (a cudaStream_t of that device), one
+ * thread that receives @a n elements { i, i * 0x9e3779b97f4a7c15 } from @a in (NULL: makes
+ * them) and sends each to @a out (NULL: drops it). *@a status (mapped or device memory) is then
+ * 0, 1 for a wrong element, 2 when it waited 20 s for an element or for room.
+ * @return 0 once launched, or -ENODEV / -EIO.
+ */
+int ringk_kernels_p2pq_echo(int dev, struct ringk_p2pq_dev *in, struct ringk_p2pq_dev *out,
+                            uint64_t n, int *status, void *stream);
+
 #ifdef __cplusplus
 }
 #endif
