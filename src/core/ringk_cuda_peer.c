@@ -164,6 +164,25 @@ static ringk_stage_pool_t stage_pool;
 static pthread_mutex_t    stage_mu = PTHREAD_MUTEX_INITIALIZER;
 static int                stage_pinned[RINGK_STAGE_BUFS];
 static cudaEvent_t        stage_ev[RINGK_CUDA_DEVICES_MAX][RINGK_STAGE_BUFS];
+/* the streams the chunks are copied out on, one per destination device: the source's copy
+ * stream copies them in, so that the two overlap also when both ends are on one device */
+static cudaStream_t       stage_out[RINGK_CUDA_DEVICES_MAX];
+
+static cudaError_t stage_out_stream(int dev, cudaStream_t *s)
+{
+    cudaError_t err = cudaSuccess;
+    int cur;
+    char why[128];
+
+    pthread_mutex_lock(&stage_mu);
+    if ((stage_out[dev] == NULL) && (peer_set_device(dev, &cur, why, sizeof(why)) == 0)) {
+        err = ringk_rt.cudaStreamCreateWithFlags(&stage_out[dev], cudaStreamNonBlocking);
+        ringk_rt.cudaSetDevice(cur);
+    }
+    *s = stage_out[dev];
+    pthread_mutex_unlock(&stage_mu);
+    return ((err == cudaSuccess) && (*s == NULL)) ? cudaErrorInvalidDevice : err;
+}
 
 static ringk_stage_pool_t *stage_pool_get(int src_dev, char *why, size_t why_len)
 {
@@ -272,7 +291,7 @@ static cudaError_t peer_copy_staged(void *dst, int dst_dev, const void *src, int
         return cudaErrorMemoryAllocation;
     }
     if (wait && (((st.err = ringk_cuda_copy_stream(src_dev, &st.s_in)) != cudaSuccess) ||
-                 ((st.err = ringk_cuda_copy_stream(dst_dev, &st.s_out)) != cudaSuccess))) {
+                 ((st.err = stage_out_stream(dst_dev, &st.s_out)) != cudaSuccess))) {
         return st.err;
     }
     ringk_stage_run(&ops, len);

@@ -273,27 +273,28 @@ static int peer_copy_plan(const char *fn, void *dst, const void *src, int *dst_d
         ringk_log_msg(NULL, RINGK_LOG_ERROR, "%s: %s", fn, why); /* names the pointer */
         return ret;
     }
-    if (*dst_dev == *src_dev) {
-        *path_p = RINGK_PEER_PATH_SAME_DEVICE;
-        return 0;
-    }
     if ((ringk_cuda_dev_busid(*src_dev, a, sizeof(a), why, sizeof(why)) != 0) ||
         (ringk_cuda_dev_busid(*dst_dev, b, sizeof(b), why, sizeof(why)) != 0)) {
         ringk_log_msg(NULL, RINGK_LOG_ERROR, "%s: %s", fn, why);
         return -ENODEV;
     }
     ret = ringk_peer_query(a, b, 0, &info);
-    if ((ret == 0) && info.can_access &&
-        ((ringk_cuda_peer_set(*dst_dev, *src_dev, 1, why, sizeof(why)) != 0) ||
-         (ringk_cuda_peer_set(*src_dev, *dst_dev, 1, why, sizeof(why)) != 0))) {
-        ringk_log_msg(NULL, RINGK_LOG_WARN, "%s: device %d -> %d staged through host memory: "
-                      "%s", fn, *src_dev, *dst_dev, why);
-        info.path = RINGK_PEER_PATH_HOST_STAGED;
-    }
-    if (ret != 0) {
+    if ((ret == -ENOENT) || (ret == -ENODEV)) {
+        /* no topology, or one without these GPUs (a VM): as the transport, no P2P then */
+        info.path = (*dst_dev == *src_dev) ? RINGK_PEER_PATH_SAME_DEVICE :
+                                             RINGK_PEER_PATH_HOST_STAGED;
+        ringk_log_msg(NULL, RINGK_LOG_WARN, "%s: device %d -> %d: %s: %s", fn, *src_dev,
+                      *dst_dev, info.reason, ringk_peer_path_name(info.path));
+    } else if (ret != 0) {
         ringk_log_msg(NULL, RINGK_LOG_ERROR, "%s: device %d -> %d: %s", fn, *src_dev,
                       *dst_dev, info.reason);
         return ret;
+    } else if (info.can_access && (*dst_dev != *src_dev) &&
+               ((ringk_cuda_peer_set(*dst_dev, *src_dev, 1, why, sizeof(why)) != 0) ||
+                (ringk_cuda_peer_set(*src_dev, *dst_dev, 1, why, sizeof(why)) != 0))) {
+        ringk_log_msg(NULL, RINGK_LOG_WARN, "%s: device %d -> %d staged through host memory: "
+                      "%s", fn, *src_dev, *dst_dev, why);
+        info.path = RINGK_PEER_PATH_HOST_STAGED;
     }
     *path_p = info.path;
     return 0;
