@@ -108,8 +108,8 @@ static int peer_decide(const ringk_topo_t *topo, int a, int b, ringk_peer_info_t
     }
     info->path       = (path < 0) ? RINGK_PEER_PATH_SAME_DEVICE : (ringk_peer_path_t)path;
     info->can_access = (path == RINGK_PATH_P2P_NVLINK) || (path == RINGK_PATH_P2P_PCIE);
-    snprintf(info->reason, sizeof(info->reason), "GPU%d-GPU%d of %s: %s", a, b, topo->source,
-             why);
+    snprintf(info->reason, sizeof(info->reason), "GPU%d-GPU%d of %.120s: %.370s", a, b,
+             topo->source, why);
     return 0;
 }
 
