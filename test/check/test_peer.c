@@ -594,6 +594,8 @@ START_TEST(test_peer_maprefs_threads)
 }
 END_TEST
 
+void test_peer_xstage_add(Suite *s);
+
 int main(void)
 {
     Suite *s = suite_create("peer");
@@ -615,5 +617,6 @@ int main(void)
     tcase_add_test(tc, test_peer_maprefs);
     tcase_add_test(tc, test_peer_maprefs_threads);
     suite_add_tcase(s, tc);
+    test_peer_xstage_add(s);
     return test_run_suite(s);
 }
