@@ -5,7 +5,8 @@
  *   staged       device -> pinned host -> device in one process (two cudaMemcpy)
  *   ipc_put/get  uct_ep_put_zcopy / get_zcopy to the peer's device memory on the endpoint's
  *                default path (CUDA_IPC: both processes on device 0)
- *   host_put/get the same forced through ringk's pinned staging buffer (RINGK_PATH=HOST_STAGED)
+ *   host_put/get the same forced through the endpoint's staging area, which the peer's progress
+ *                serves (RINGK_PATH=HOST_STAGED): copy out here, copy in there, overlapped
  * Each round runs every method at every size back to back (interleaved); the figures are the
  * medians over the rounds of the time per operation, with GB/s and the ratio to d2d and to
  * staged. The path of each endpoint is read back from the transport and checked, and an
@@ -16,6 +17,8 @@
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +69,8 @@ static void node_open(uct_node_t *n)
     }
 }
 
-/* The peer: device memory on device 0, registered; waits for the parent to finish. */
+/* The peer: device memory on device 0, registered; progresses until the parent is done (its
+ * progress serves the parent's staged puts and gets on the HOST_STAGED path). */
 static void peer(size_t bytes, int wfd, int rfd)
 {
     peer_info_t info;
@@ -88,7 +92,17 @@ static void peer(size_t bytes, int wfd, int rfd)
     if (write(wfd, &info, sizeof(info)) != sizeof(info)) {
         DIE("peer: write: %m");
     }
-    while ((read(rfd, &c, 1) == 1) && (c != 'q')) {
+    fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
+    for (;;) {
+        if (read(rfd, &c, 1) == 1) {
+            if (c == 'q') {
+                break;
+            }
+        } else if (errno != EAGAIN) {
+            break;
+        } else {
+            uct_worker_progress(n.worker);
+        }
     }
     uct_md_mem_dereg(n.md, memh);
     uct_node_close(&n);

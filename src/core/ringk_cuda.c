@@ -243,6 +243,34 @@ void ringk_cuda_host_free(void *ptr)
     }
 }
 
+int ringk_cuda_host_register(void *ptr, size_t len)
+{
+    enum cudaStreamCaptureMode mode;
+    int pinned = 0;
+
+    if (ringk_cudart(NULL, 0) && ringk_cuda_driver_initialized() &&
+        (ringk_cuda_resident(-1) == 0)) {
+        mode   = ringk_cuda_capture_relax();
+        pinned = (ringk_rt.cudaHostRegister(ptr, len, cudaHostRegisterDefault) == cudaSuccess);
+        if (!pinned) {
+            ringk_rt.cudaGetLastError();
+        }
+        ringk_cuda_capture_end(mode);
+    }
+    return pinned;
+}
+
+void ringk_cuda_host_unregister(void *ptr)
+{
+    enum cudaStreamCaptureMode mode;
+
+    if (ringk_cudart(NULL, 0)) {
+        mode = ringk_cuda_capture_relax();
+        ringk_rt.cudaHostUnregister(ptr);
+        ringk_cuda_capture_end(mode);
+    }
+}
+
 int ringk_cuda_device_count(char *why, size_t why_len)
 {
     cudaError_t err;
@@ -394,6 +422,15 @@ void *ringk_cuda_host_alloc(size_t len)
 }
 
 void ringk_cuda_host_free(void *ptr)
+{
+}
+
+int ringk_cuda_host_register(void *ptr, size_t len)
+{
+    return 0;
+}
+
+void ringk_cuda_host_unregister(void *ptr)
 {
 }
 

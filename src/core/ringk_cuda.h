@@ -145,6 +145,12 @@ int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t wh
 void *ringk_cuda_host_alloc(size_t len);
 void ringk_cuda_host_free(void *ptr);
 
+/** Pins mapped host memory for copies (cudaHostRegister) where CUDA is usable and no ringk
+ *  device kernel is resident (the call waits for the device); 1 pinned, 0 left pageable. */
+int ringk_cuda_host_register(void *ptr, size_t len);
+/** Undoes ringk_cuda_host_register() of @a ptr (when it returned 1). */
+void ringk_cuda_host_unregister(void *ptr);
+
 /** CUDA devices ringk_cuda_resident(-1) looks at. */
 #define RINGK_CUDA_DEVICES_MAX 8
 

@@ -19,7 +19,8 @@
     X(cudaMemcpyAsync) X(cudaMemcpyPeer) X(cudaStreamSynchronize) X(cudaStreamCreateWithFlags) \
     X(cudaThreadExchangeStreamCaptureMode) X(cudaDeviceDisablePeerAccess) \
     X(cudaDeviceGetP2PAttribute) X(cudaMemcpyPeerAsync) X(cudaLaunchHostFunc) \
-    X(cudaEventCreateWithFlags) X(cudaEventRecord) X(cudaStreamWaitEvent)
+    X(cudaEventCreateWithFlags) X(cudaEventRecord) X(cudaStreamWaitEvent) \
+    X(cudaHostRegister) X(cudaHostUnregister)
 
 typedef struct {
 #define RINGK_CUDART_MEMBER(f) __typeof__(&f) f;

@@ -8,6 +8,7 @@
 #include "test_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -109,7 +110,8 @@ static uint8_t gpu_pat(size_t i)
 }
 
 /* The peer: CUDA memory on device @a dev, registered; its rkey goes to the parent, and at 'c'
- * its content goes back for the parent to compare. */
+ * its content goes back for the parent to compare. It progresses while it waits: the parent's
+ * staged puts and gets (HOST_STAGED) are served by this process's progress. */
 static void gpu_peer(int dev, int wfd, int rfd)
 {
     static uint8_t back[GPU_BYTES];
@@ -138,7 +140,15 @@ static void gpu_peer(int dev, int wfd, int rfd)
     if (write(wfd, &info, sizeof(info)) != sizeof(info)) {
         _exit(4);
     }
-    while (read(rfd, &cmd, 1) == 1) {
+    fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
+    for (;;) {
+        if (read(rfd, &cmd, 1) != 1) {
+            if (errno != EAGAIN) {
+                break;
+            }
+            uct_worker_progress(n.worker);
+            continue;
+        }
         if (cmd == 'c') {
             cudaMemcpy(back, target, GPU_BYTES, cudaMemcpyDeviceToHost);
             if (write(wfd, back, sizeof(back)) != sizeof(back)) {
@@ -213,6 +223,8 @@ START_TEST(test_kernels_gpu_rma)
 {
     static uint8_t host[GPU_BYTES], back[GPU_BYTES], check[GPU_BYTES];
     ucs_status_t (*query)(uct_ep_h, const char**, const char**);
+    ucs_status_t (*stage_stats)(uct_iface_h, uint64_t*, uint64_t*, uint64_t*);
+    uint64_t served, failed, staged;
     int wfd, rfd, status, ndev = 0;
     const char *path, *reason;
     uct_rkey_bundle_t rkey, rkey2;
@@ -257,6 +269,8 @@ START_TEST(test_kernels_gpu_rma)
     *(void**)&query = dlsym(RTLD_DEFAULT, "uct_ringk_ep_path_query");
     ck_assert_ptr_nonnull(query);
     ck_assert_int_eq(query(ep, &path, &reason), UCS_OK);
+    *(void**)&stage_stats = dlsym(RTLD_DEFAULT, "uct_ringk_iface_stage_stats");
+    ck_assert_ptr_nonnull(stage_stats);
     printf("# devices %d -> %d: path %s: %s\n", gpu_rma_cases[_i].dev_a,
            gpu_rma_cases[_i].dev_b, path, reason);
     ck_assert_msg(strstr(reason, "no GPU pair") == NULL, "UCX_RINGK_GPU=auto found no GPU: %s",
@@ -310,6 +324,16 @@ START_TEST(test_kernels_gpu_rma)
     /* outside the region: refused */
     ck_assert_int_eq(uct_ep_put_short(ep, host, 16, info.target + GPU_BYTES - 8, rkey.rkey),
                      UCS_ERR_INVALID_PARAM);
+    /* the path the bytes took: HOST_STAGED through the staging area the peer served (every
+     * put and get of the case), the others through the mapping (none) */
+    ck_assert_int_eq(stage_stats(n.iface, &served, &failed, &staged), UCS_OK);
+    printf("# devices %d -> %d, %s: %" PRIu64 " staged transfers\n", gpu_rma_cases[_i].dev_a,
+           gpu_rma_cases[_i].dev_b, path, staged);
+    if (!strcmp(path, "HOST_STAGED")) {
+        ck_assert_uint_eq(staged, 2 * 6 + 2);
+    } else {
+        ck_assert_uint_eq(staged, 0);
+    }
 
     uct_rkey_release(n.component, &rkey);
     ck_assert_int_eq(ringk_ipc_cache_stats_query(&st), 0);

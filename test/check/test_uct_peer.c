@@ -126,6 +126,48 @@ END_TEST
  * at endpoint creation, naming both limits; one whose cells differ in size from the peer's packs
  * its largest messages in place over as many of the peer's cells as they take, across many
  * wrap-arounds of the peer's ring, and every one arrives intact. */
+/* UCX_RINGK_HOST_RMA=staged to an iface of this very process (UCX's loopback tests, one
+ * thread progressing both): the memory is copied in place, nothing is staged, nothing waits. */
+START_TEST(test_uct_ep_staged_self)
+{
+    static uint8_t target[1 << 20], src[1 << 20], dst[1 << 20];
+    ucs_status_t (*stats)(uct_iface_h, uint64_t*, uint64_t*, uint64_t*);
+    uint64_t served, failed, sent;
+    uint8_t packed[256];
+    uct_rkey_bundle_t rkey;
+    uct_mem_h memh;
+    uct_iov_t iov;
+    node_t a, b;
+    uct_ep_h ep;
+
+    *(void**)&stats = test_plugin_sym("uct_ringk_iface_stage_stats");
+    ck_assert_ptr_nonnull(stats);
+    node_open(&a, "HOST_RMA", "staged");
+    node_open(&b, NULL, NULL);
+    ck_assert_int_eq(node_try_connect(&a, &b, &ep), UCS_OK);
+    ck_assert_int_eq(uct_md_mem_reg(b.md, target, sizeof(target), UCT_MD_MEM_ACCESS_ALL, &memh),
+                     UCS_OK);
+    ck_assert_int_eq(uct_md_mkey_pack(b.md, memh, packed), UCS_OK);
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), packed, &rkey), UCS_OK);
+    fill_msg(src, 9, sizeof(src));
+    iov = (uct_iov_t){.buffer = src, .length = sizeof(src), .count = 1};
+    ck_assert_int_eq(uct_ep_put_zcopy(ep, &iov, 1, (uintptr_t)target, rkey.rkey, NULL), UCS_OK);
+    ck_assert_int_eq(memcmp(target, src, sizeof(src)), 0);
+    iov.buffer = dst;
+    ck_assert_int_eq(uct_ep_get_zcopy(ep, &iov, 1, (uintptr_t)target, rkey.rkey, NULL), UCS_OK);
+    ck_assert_int_eq(memcmp(dst, src, sizeof(src)), 0);
+    ck_assert_int_eq(stats(a.iface, &served, &failed, &sent), UCS_OK);
+    ck_assert_uint_eq(sent, 0);
+    ck_assert_int_eq(stats(b.iface, &served, &failed, &sent), UCS_OK);
+    ck_assert_uint_eq(served, 0);
+    uct_rkey_release(test_ringk_component(), &rkey);
+    uct_md_mem_dereg(b.md, memh);
+    uct_ep_destroy(ep);
+    node_close(&a);
+    node_close(&b);
+}
+END_TEST
+
 START_TEST(test_uct_ep_peer_limits)
 {
     node_t a, b;
@@ -326,6 +368,142 @@ START_TEST(test_uct_ep_two_process_am_rma)
     ck_assert_int_eq(write(p2c[1], "q", 1), 1);
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+    uct_ep_destroy(ep);
+    node_close(&a);
+}
+END_TEST
+
+/* Staged RMA's target: a child that registers a buffer, publishes it, and progresses (serving
+ * the parent's staging area) until told: 'd' deregisters the buffer, 'q' reports what its
+ * iface served and refused and the buffer's first bytes, and exits. */
+static void child_stage_target(int wfd, int rfd)
+{
+    static uint8_t target[4 << 20];
+    ucs_status_t (*stats)(uct_iface_h, uint64_t*, uint64_t*, uint64_t*);
+    peer_info_t info = {{0}};
+    uint64_t result[3];
+    uct_mem_h memh;
+    char cmd;
+    node_t n;
+
+    *(void**)&stats = test_plugin_sym("uct_ringk_iface_stage_stats");
+    node_open(&n, NULL, NULL);
+    memcpy(info.addr, n.addr, sizeof(info.addr));
+    memcpy(info.dev_addr, n.dev_addr, sizeof(info.dev_addr));
+    ck_assert_int_eq(uct_md_mem_reg(n.md, target, sizeof(target), UCT_MD_MEM_ACCESS_ALL, &memh),
+                     UCS_OK);
+    ck_assert_int_eq(uct_md_mkey_pack(n.md, memh, info.rkey), UCS_OK);
+    info.target = (uintptr_t)target;
+    ck_assert_int_eq(write(wfd, &info, sizeof(info)), sizeof(info));
+    fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
+    for (;;) {
+        uct_worker_progress(n.worker);
+        if (read(rfd, &cmd, 1) != 1) {
+            continue;
+        }
+        if (cmd == 'd') {
+            ck_assert_int_eq(uct_md_mem_dereg(n.md, memh), UCS_OK);
+            ck_assert_int_eq(write(wfd, "d", 1), 1);
+        } else if (cmd == 'q') {
+            break;
+        }
+    }
+    ck_assert_ptr_nonnull(stats);
+    ck_assert_int_eq(stats(n.iface, &result[0], &result[1], &result[2]), UCS_OK);
+    ck_assert_int_eq(write(wfd, result, sizeof(result)), sizeof(result));
+    ck_assert_int_eq(write(wfd, target, 4096), 4096);
+    node_close(&n);
+    _exit(0);
+}
+
+/* UCX_RINGK_HOST_RMA=staged: puts and gets into another process's host memory through the
+ * endpoint's staging area, served by the peer's progress (the data path the HOST_STAGED path
+ * takes for GPU memory, with memcpy for the CUDA copies): every size from a byte to 3 MiB and a
+ * part (laps of the four 1 MiB slots), an iov of two buffers, put_short and get_bcopy; the
+ * peer's count of served requests says the staging area carried them; once the peer has
+ * deregistered the buffer it refuses a put the old key still allows; once it is gone a put
+ * fails instead of waiting. */
+START_TEST(test_uct_ep_two_process_staged)
+{
+    static uint8_t src[4 << 20], dst[4 << 20], part[4096];
+    ucs_status_t (*stats)(uct_iface_h, uint64_t*, uint64_t*, uint64_t*);
+    const size_t lens[] = {1, 4095, 1 << 20, (3 << 20) + 12345};
+    uint64_t result[3], served, failed, sent, chunks = 0;
+    int p2c[2], c2p[2], status;
+    uct_rkey_bundle_t rkey;
+    uct_iov_t iov[2];
+    peer_info_t info;
+    unsigned i;
+    char ack;
+    node_t a;
+    uct_ep_h ep;
+    pid_t pid;
+
+    *(void**)&stats = test_plugin_sym("uct_ringk_iface_stage_stats");
+    ck_assert_ptr_nonnull(stats);
+    ck_assert_int_eq(pipe(p2c), 0);
+    ck_assert_int_eq(pipe(c2p), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        child_stage_target(c2p[1], p2c[0]);
+    }
+    ck_assert_int_eq(read(c2p[0], &info, sizeof(info)), sizeof(info));
+    node_open(&a, "HOST_RMA", "staged");
+    ep = node_connect(&a, info.addr, info.dev_addr);
+    ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), info.rkey, &rkey), UCS_OK);
+    for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+        fill_msg(src, i + 1, lens[i] < 8 ? 8 : lens[i]);
+        iov[0] = (uct_iov_t){.buffer = src, .length = lens[i], .count = 1};
+        ck_assert_int_eq(uct_ep_put_zcopy(ep, iov, 1, info.target + 64, rkey.rkey, NULL),
+                         UCS_OK);
+        memset(dst, 0, lens[i]);
+        iov[0].buffer = dst;
+        ck_assert_int_eq(uct_ep_get_zcopy(ep, iov, 1, info.target + 64, rkey.rkey, NULL),
+                         UCS_OK);
+        ck_assert_msg(memcmp(dst, src, lens[i]) == 0, "%zu bytes back differ", lens[i]);
+        chunks += 2 * ((lens[i] + (1 << 20) - 1) >> 20);
+    }
+    /* two buffers in one put: each lands after the other */
+    fill_msg(src, 50, 8192);
+    fill_msg(part, 51, sizeof(part));
+    iov[0] = (uct_iov_t){.buffer = src, .length = 8192, .count = 1};
+    iov[1] = (uct_iov_t){.buffer = part, .length = sizeof(part), .count = 1};
+    ck_assert_int_eq(uct_ep_put_zcopy(ep, iov, 2, info.target, rkey.rkey, NULL), UCS_OK);
+    memset(dst, 0, 8192 + sizeof(part));
+    iov[0] = (uct_iov_t){.buffer = dst, .length = 8192 + sizeof(part), .count = 1};
+    ck_assert_int_eq(uct_ep_get_zcopy(ep, iov, 1, info.target, rkey.rkey, NULL), UCS_OK);
+    ck_assert_int_eq(memcmp(dst, src, 8192), 0);
+    ck_assert_int_eq(memcmp(dst + 8192, part, sizeof(part)), 0);
+    fill_msg(part, 52, 64);
+    ck_assert_int_eq(uct_ep_put_short(ep, part, 64, info.target, rkey.rkey), UCS_OK);
+    chunks += 4;
+    ck_assert_int_eq(stats(a.iface, &served, &failed, &sent), UCS_OK);
+    ck_assert_uint_eq(sent, 2 * (sizeof(lens) / sizeof(lens[0])) + 3);
+
+    /* the peer no longer gives the range: refused there, an error here */
+    ck_assert_int_eq(write(p2c[1], "d", 1), 1);
+    ck_assert_int_eq(read(c2p[0], &ack, 1), 1);
+    test_capture_errors_begin();
+    ck_assert_int_eq(uct_ep_put_short(ep, part, 8, info.target, rkey.rkey), UCS_ERR_REJECTED);
+    test_capture_errors_end();
+    ck_assert_msg(strstr(test_captured, "refused a put") != NULL, "logged '%s'", test_captured);
+
+    ck_assert_int_eq(write(p2c[1], "q", 1), 1);
+    ck_assert_int_eq(read(c2p[0], result, sizeof(result)), sizeof(result));
+    ck_assert_int_eq(read(c2p[0], part, 4096), 4096);
+    ck_assert_uint_eq(result[0], chunks); /* every chunk went through the staging area */
+    ck_assert_uint_eq(result[1], 1);
+    fill_msg(src, 52, 64);
+    ck_assert_int_eq(memcmp(part, src, 64), 0); /* the put_short, seen by the peer itself */
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && (WEXITSTATUS(status) == 0));
+
+    /* the peer is gone: a staged put ends with an error */
+    test_capture_errors_begin();
+    ck_assert_int_ne(uct_ep_put_short(ep, part, 8, info.target, rkey.rkey), UCS_OK);
+    test_capture_errors_end();
+    uct_rkey_release(test_ringk_component(), &rkey);
     uct_ep_destroy(ep);
     node_close(&a);
 }
@@ -551,11 +729,13 @@ void test_uct_peer_tests(TCase *local, TCase *process)
 {
     tcase_add_test(local, test_uct_ep_cancelled_cells_passed);
     tcase_add_test(local, test_uct_ep_peer_limits);
+    tcase_add_test(local, test_uct_ep_staged_self);
     tcase_add_loop_test(local, test_uct_ep_malformed_cells, 0,
                         sizeof(bad_cells) / sizeof(bad_cells[0]));
     tcase_add_test(local, test_uct_ep_arm_busy_with_message);
     tcase_add_test(local, test_uct_ep_many_peers);
     tcase_add_test(process, test_uct_ep_two_process_am_rma);
+    tcase_add_test(process, test_uct_ep_two_process_staged);
     tcase_add_test(process, test_uct_ep_event_fd_wakeup);
     tcase_add_test(process, test_uct_ep_kill9_sender);
 }

@@ -41,7 +41,14 @@ typedef struct uct_ringk_iface_config {
     char              *p2p_level;   /**< UCX_RINGK_P2P_LEVEL; "": RINGK_P2P_LEVEL or default */
     char              *path;        /**< UCX_RINGK_PATH; "": RINGK_PATH or the topology's */
     char              *topo_file;   /**< UCX_RINGK_TOPO_FILE; "": RINGK_TOPO_FILE or probe */
+    int                host_rma;    /**< UCX_RINGK_HOST_RMA: UCT_RINGK_HOST_RMA_* */
 } uct_ringk_iface_config_t;
+
+/** How RMA reaches a peer's host memory (UCX_RINGK_HOST_RMA). */
+enum {
+    UCT_RINGK_HOST_RMA_CMA,    /**< cross-memory attach: one-sided */
+    UCT_RINGK_HOST_RMA_STAGED  /**< the staging area the peer's progress serves */
+};
 
 extern ucs_config_field_t uct_ringk_iface_config_table[];
 

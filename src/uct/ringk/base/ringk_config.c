@@ -18,6 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
+static const char *uct_ringk_host_rma_names[] = {"cma", "staged", NULL};
+
 ucs_config_field_t uct_ringk_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_ringk_iface_config_t, super),
      UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
@@ -78,6 +80,14 @@ ucs_config_field_t uct_ringk_iface_config_table[] = {
      "and containers that hide the PCI tree); see ringk_info. Empty: RINGK_TOPO_FILE from the\n"
      "environment, else this machine.",
      ucs_offsetof(uct_ringk_iface_config_t, topo_file), UCS_CONFIG_TYPE_STRING},
+
+    {"HOST_RMA", "cma",
+     "How put and get reach a peer's host memory: 'cma' (cross-memory attach, one-sided) or\n"
+     "'staged' (through a shared staging area the peer copies from and into in its progress,\n"
+     "as GPU memory on the HOST_STAGED path: for where cross-memory attach is not allowed;\n"
+     "the peer must call progress). Staging needs a lane of its own (UCX_RINGK_LANES).",
+     ucs_offsetof(uct_ringk_iface_config_t, host_rma),
+     UCS_CONFIG_TYPE_ENUM(uct_ringk_host_rma_names)},
 
     {NULL}
 };

@@ -43,7 +43,12 @@ typedef struct uct_ringk_memh {
     uint64_t alloc_base, alloc_size;              /**< its whole allocation (CUDA) */
     uint32_t ipc_valid;                           /**< the allocation could be exported */
     uint8_t  ipc[RINGK_CUDA_IPC_HANDLE_LEN];      /**< CUDA IPC handle of the allocation */
+    ucs_list_link_t list;                         /**< in the process's registered regions */
 } uct_ringk_memh_t;
+
+/** Whether [address, +length) lies inside one region this process registered on the ring
+ *  device's md: what a peer's staged put or get may reach here (ring/ringk_md.c). */
+int uct_ringk_md_reg_covers(uint64_t address, uint64_t length);
 
 extern uct_component_t uct_ringk_component;
 

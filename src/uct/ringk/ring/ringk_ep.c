@@ -168,6 +168,8 @@ static ucs_status_t uct_ringk_ep_lane_claim(uct_ringk_ep_t *ep)
         ep->prod.pos  = __atomic_load_n(&ep->ring.prod->pos, __ATOMIC_RELAXED);
         ep->prod.head = __atomic_load_n(&ep->ring.cons->pos, __ATOMIC_ACQUIRE);
         __atomic_store_n(&lane->pid, getpid(), __ATOMIC_RELAXED);
+        __atomic_store_n(&lane->stage_fd, 0, __ATOMIC_RELAXED); /* a dead owner's area */
+        __atomic_store_n(&lane->stage_ack, 0, __ATOMIC_RELAXED);
         /* L1: the lane is open; pairs with L2 in uct_ringk_iface_lanes_rescan(). */
         __atomic_store_n(&lane->state, UCT_RINGK_LANE_OPEN, __ATOMIC_RELEASE);
         __atomic_fetch_add(&ep->ctl->lane_gen, 1, __ATOMIC_RELEASE);
@@ -290,6 +292,8 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_ep_t, const uct_ep_params_t *params)
         return status;
     }
     self->peer_id    = addr->iface_id;
+    self->stage      = NULL;
+    self->stage_pinned = 0;
     self->token      = ucs_generate_uuid((uintptr_t)self) | 1;
     self->need_cells = 1;
     self->dispatching = 0;
@@ -345,6 +349,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_ringk_ep_t)
 
     uct_ringk_ep_pending_purge(&self->super.super, NULL, NULL);
     uct_ringk_peer_cleanup(&self->peer);
+    uct_ringk_ep_xstage_close(self);
     if (self->lane != UCT_RINGK_SHARED_LANE) {
         lane = uct_ringk_seg_lane(self->seg, self->lane);
         /* L1: hand the lane back; the receiver drains it and frees it (F1). */

@@ -52,6 +52,8 @@ struct uct_ringk_ep {
     ringk_path_t             path;        /**< the path chosen at creation */
     const uct_ringk_gpu_ops_t *gpu_ops;   /**< how GPU memory moves on that path */
     char                     path_reason[1024];
+    struct ringk_xstage     *stage;       /**< staging area of staged RMA, made at first use */
+    int                      stage_pinned;
 };
 
 UCS_CLASS_DECLARE_NEW_FUNC(uct_ringk_ep_t, uct_ep_t, const uct_ep_params_t*);
@@ -83,6 +85,14 @@ ucs_status_t uct_ringk_ep_check(uct_ep_h tl_ep, unsigned flags, uct_completion_t
  */
 ucs_status_t uct_ringk_ep_path_query(uct_ep_h tl_ep, const char **path_p,
                                      const char **reason_p);
+
+/** Staged RMA (ringk_xstage.c): moves the local buffers to (@a write) or from the peer's
+ *  [remote_addr, +length), already bounds-checked, through the endpoint's staging area, which
+ *  the peer's progress serves; the area is made at the first call. */
+ucs_status_t uct_ringk_ep_xstage_move(uct_ringk_ep_t *ep, const struct iovec *local,
+                                      size_t nlocal, uint64_t remote_addr, int write);
+/** Takes the endpoint's staging area down (before its lane is given back). */
+void uct_ringk_ep_xstage_close(uct_ringk_ep_t *ep);
 
 /** Wakes the receiver of @a ep if it sleeps (ringk_ep_am.c). */
 void uct_ringk_ep_signal_slow(uct_ringk_ep_t *ep);

@@ -86,6 +86,13 @@ static ucs_status_t uct_ringk_ep_cma(uct_ringk_ep_t *ep, struct iovec *local, si
     return UCS_OK;
 }
 
+/* Whether host memory of the peer is reached through the staging area (UCX_RINGK_HOST_RMA). */
+static UCS_F_ALWAYS_INLINE int uct_ringk_ep_host_staged(uct_ringk_ep_t *ep)
+{
+    return ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t)->config.host_rma ==
+           UCT_RINGK_HOST_RMA_STAGED;
+}
+
 /* ---- GPU memory: one copy routine per path ------------------------------------------------ */
 
 /* Where remote_addr of a peer's CUDA region is mapped in this process. */
@@ -126,42 +133,14 @@ static ucs_status_t uct_ringk_gpu_move_ipc(uct_ringk_ep_t *ep, const uct_ringk_r
     return status;
 }
 
-/* HOST_STAGED: every byte goes through the iface's pinned host buffer, so no peer access
- * between the GPUs is needed. */
+/* HOST_STAGED: every byte goes through host memory both processes map (the endpoint's staging
+ * area), copied out of and into GPU memory by each process on its own side: no peer access and
+ * no CUDA IPC between the GPUs (ringk_xstage.c). */
 static ucs_status_t uct_ringk_gpu_move_staged(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
                                               const struct iovec *local, size_t nlocal,
                                               uint64_t remote_addr, int write)
 {
-    uct_ringk_iface_t *iface = ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t);
-    void *bounce             = uct_ringk_iface_gpu_bounce(iface);
-    ucs_status_t status      = UCS_OK;
-    size_t i, off, chunk;
-    char *buf, *remote;
-
-    if (bounce == NULL) {
-        ucs_error("ringk ep %p: no pinned host buffer to stage GPU memory through", ep);
-        return UCS_ERR_NO_MEMORY;
-    }
-    for (i = 0; (i < nlocal) && (status == UCS_OK); i++) {
-        buf = local[i].iov_base;
-        for (off = 0; (off < local[i].iov_len) && (status == UCS_OK); off += chunk) {
-            chunk  = ucs_min(local[i].iov_len - off, UCT_RINGK_GPU_BOUNCE_SIZE);
-            remote = uct_ringk_gpu_remote(key, remote_addr);
-            if (write) {
-                status = uct_ringk_gpu_copy(ep, bounce, buf + off, chunk);
-                if (status == UCS_OK) {
-                    status = uct_ringk_gpu_copy(ep, remote, bounce, chunk);
-                }
-            } else {
-                status = uct_ringk_gpu_copy(ep, bounce, remote, chunk);
-                if (status == UCS_OK) {
-                    status = uct_ringk_gpu_copy(ep, buf + off, bounce, chunk);
-                }
-            }
-            remote_addr += chunk;
-        }
-    }
-    return status;
+    return uct_ringk_ep_xstage_move(ep, local, nlocal, remote_addr, write);
 }
 
 const uct_ringk_gpu_ops_t uct_ringk_gpu_ops[RINGK_PATH_COUNT] = {
@@ -212,7 +191,13 @@ static ucs_status_t uct_ringk_ep_move(uct_ringk_ep_t *ep, uct_rkey_t rkey, struc
     const uct_ringk_rkey_t *key = (const uct_ringk_rkey_t*)rkey;
 
     if (ucs_unlikely(key->mem_type == UCS_MEMORY_TYPE_CUDA)) {
-        return ep->gpu_ops->move(ep, key, local, nlocal, remote_addr, write);
+        /* a key this process could not map (no CUDA IPC to it) is staged on any path */
+        return (key->mapped != NULL) ?
+               ep->gpu_ops->move(ep, key, local, nlocal, remote_addr, write) :
+               uct_ringk_ep_xstage_move(ep, local, nlocal, remote_addr, write);
+    }
+    if (ucs_unlikely(uct_ringk_ep_host_staged(ep))) {
+        return uct_ringk_ep_xstage_move(ep, local, nlocal, remote_addr, write);
     }
     return uct_ringk_ep_cma(ep, local, nlocal, remote_addr, length, write);
 }
@@ -247,7 +232,8 @@ static ucs_status_t uct_ringk_ep_rma_iov(uct_ep_h tl_ep, const uct_iov_t *iov, s
     if (status != UCS_OK) {
         return status;
     }
-    if (ucs_unlikely(local_gpu && (key->mem_type == UCS_MEMORY_TYPE_HOST))) {
+    if (ucs_unlikely(local_gpu && (key->mem_type == UCS_MEMORY_TYPE_HOST) &&
+                     !uct_ringk_ep_host_staged(ep))) {
         /* CMA cannot reach device memory: stage each GPU buffer, in order */
         for (i = 0; (i < n) && (status == UCS_OK); remote_addr += local[i].iov_len, i++) {
             status = uct_ringk_local_is_gpu(local[i].iov_base) ?

@@ -162,7 +162,9 @@ static void uct_ringk_iface_lanes_rescan(uct_ringk_iface_t *iface)
         state = __atomic_load_n(&lane->state, __ATOMIC_ACQUIRE);
         if (state == UCT_RINGK_LANE_OPEN) {
             iface->active[iface->nactive++] = i;
+            uct_ringk_xstage_lane_sync(iface, i, 1);
         } else if (state == UCT_RINGK_LANE_CLOSING) {
+            uct_ringk_xstage_lane_sync(iface, i, 0);
             if (ringk_ring_peek(&rx->ring, &rx->head) != NULL) {
                 iface->active[iface->nactive++] = i; /* drain first */
                 again = 1;
@@ -291,6 +293,9 @@ static unsigned uct_ringk_iface_progress(uct_iface_h tl_iface)
     }
     for (i = 0; i < iface->nactive; i++) {
         count += uct_ringk_iface_poll_lane(iface, &iface->lanes[iface->active[i]]);
+    }
+    if (ucs_unlikely(iface->nstaged > 0)) {
+        count += uct_ringk_xstage_serve(iface);
     }
     if (!ucs_arbiter_is_empty(&iface->arbiter)) {
         ucs_arbiter_dispatch(&iface->arbiter, 1, uct_ringk_ep_process_pending, &count);
@@ -643,6 +648,10 @@ static UCS_CLASS_INIT_FUNC(uct_ringk_iface_t, uct_md_h md, uct_worker_h worker,
     ucs_arbiter_init(&self->arbiter);
     ucs_list_head_init(&self->eps);
     self->progress_count = 0;
+    self->nstaged        = 0;
+    self->stage_served   = 0;
+    self->stage_failed   = 0;
+    self->stage_sent     = 0;
     self->next_liveness  = ucs_get_time() + ucs_time_from_sec(config->liveness);
     ucs_debug("ringk iface %p: id 0x%" PRIx64 " segment %" PRIu64 " bytes, %u lanes of %u x %zu"
               " B cells, max_short %zu max_bcopy %zu", self, self->id, self->seg_bytes,
@@ -662,10 +671,15 @@ err_free_topo_file:
 
 static UCS_CLASS_CLEANUP_FUNC(uct_ringk_iface_t)
 {
+    unsigned i;
+
     uct_base_iface_progress_disable(&self->super.super.super,
                                     UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
     /* C3: peers' endpoints see the iface gone (uct_ringk_peer_closed). */
     __atomic_store_n(&self->ctl->closed, 1, __ATOMIC_RELEASE);
+    for (i = 1; i < self->config.lanes; i++) {
+        uct_ringk_xstage_lane_sync(self, i, 0);
+    }
     ucs_arbiter_cleanup(&self->arbiter);
     close(self->signal_fd);
     close(self->wake_fd);

@@ -34,6 +34,9 @@ typedef struct uct_ringk_rx_lane {
     ringk_ring_t ring;     /**< local view of the lane's ring */
     uint64_t     head;     /**< next position to consume */
     unsigned     index;    /**< lane number */
+    struct ringk_xstage *stage;    /**< the sender's staging area, attached; NULL none */
+    uint64_t     stage_fd; /**< the lane's stage_fd it was attached for */
+    int          stage_pinned;
 } uct_ringk_rx_lane_t;
 
 /** ringk interface. */
@@ -74,6 +77,10 @@ typedef struct uct_ringk_iface {
     ucs_list_link_t          eps;         /**< the endpoints, for the liveness check */
     unsigned                 progress_count; /**< progress calls, to pace the liveness check */
     ucs_time_t               next_liveness;  /**< when peers are checked next */
+    unsigned                 nstaged;     /**< lanes with a staging area attached */
+    uint64_t                 stage_served; /**< staged requests served (ringk_xstage.c) */
+    uint64_t                 stage_failed; /**< staged requests refused */
+    uint64_t                 stage_sent;   /**< staged transfers of this iface's endpoints */
 } uct_ringk_iface_t;
 
 /** Bytes of the pinned buffer that stages GPU memory through the host. */
@@ -90,6 +97,19 @@ void uct_ringk_iface_sweep(uct_ringk_iface_t *iface);
 
 /** Reports endpoints whose peer died and reclaims dead senders' lanes (paced by progress). */
 void uct_ringk_iface_liveness_check(uct_ringk_iface_t *iface);
+
+/** Staged RMA (ringk_xstage.c), the target's side: attaches or detaches the staging area of
+ *  lane @a i's sender as its lane line says (rescans); serves posted requests (progress). */
+void uct_ringk_xstage_lane_sync(uct_ringk_iface_t *iface, unsigned i, int open);
+unsigned uct_ringk_xstage_serve(uct_ringk_iface_t *iface);
+
+/**
+ * Staged requests this iface served and refused, and staged transfers its endpoints made
+ * (exported: tests look it up with dlsym, as the data path's evidence).
+ * @return UCS_OK, or UCS_ERR_INVALID_PARAM when @a tl_iface is not a ring iface.
+ */
+ucs_status_t uct_ringk_iface_stage_stats(uct_iface_h tl_iface, uint64_t *served_p,
+                                         uint64_t *failed_p, uint64_t *sent_p);
 
 /** Fills the abstract socket address of the wakeup socket of iface @a id in process @a pid. */
 socklen_t uct_ringk_wakeup_addr(uint32_t pid, uint64_t id, struct sockaddr_un *sun);

@@ -16,6 +16,7 @@
 #include <ucs/sys/string.h>
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -119,6 +120,28 @@ static ucs_status_t uct_ringk_mem_query(uct_md_h tl_md, const void *address, siz
     return UCS_OK;
 }
 
+/* The regions this process registered (any md of the ring device), so that a peer's staged
+ * request is served only inside memory this process gave out a key for. */
+static pthread_mutex_t uct_ringk_regs_lock = PTHREAD_MUTEX_INITIALIZER;
+static UCS_LIST_HEAD(uct_ringk_regs);
+
+int uct_ringk_md_reg_covers(uint64_t address, uint64_t length)
+{
+    uct_ringk_memh_t *memh;
+    int found = 0;
+
+    pthread_mutex_lock(&uct_ringk_regs_lock);
+    ucs_list_for_each(memh, &uct_ringk_regs, list) {
+        if ((address >= memh->address) && (length <= memh->length) &&
+            (address - memh->address <= memh->length - length)) {
+            found = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&uct_ringk_regs_lock);
+    return found;
+}
+
 static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t length,
                                       UCT_RINGK_MEM_REG_ARG, uct_mem_h *memh_p)
 {
@@ -154,14 +177,23 @@ static ucs_status_t uct_ringk_mem_reg(uct_md_h tl_md, void *address, size_t leng
         uct_ringk_memtype_cache_update((void*)(uintptr_t)memh->alloc_base, memh->alloc_size,
                                  UCS_MEMORY_TYPE_CUDA, uct_ringk_sys_dev(busid));
     }
+    pthread_mutex_lock(&uct_ringk_regs_lock);
+    ucs_list_add_tail(&uct_ringk_regs, &memh->list);
+    pthread_mutex_unlock(&uct_ringk_regs_lock);
     *memh_p = memh;
     return UCS_OK;
 }
 
 static ucs_status_t uct_ringk_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params)
 {
+    uct_ringk_memh_t *memh;
+
     UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
-    ucs_free(params->memh);
+    memh = params->memh;
+    pthread_mutex_lock(&uct_ringk_regs_lock);
+    ucs_list_del(&memh->list);
+    pthread_mutex_unlock(&uct_ringk_regs_lock);
+    ucs_free(memh);
     return UCS_OK;
 }
 
@@ -232,11 +264,11 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
                                        &rkey->mapped, &rkey->shared, why, sizeof(why));
         }
         if (rkey->mapped == NULL) {
-            /* an expected outcome for UCP, which then takes another transport */
+            /* puts and gets with this key go through the endpoint's staging area, which the
+             * owner's progress serves (ringk_xstage.c) */
             ucs_debug("ringk: cannot map the CUDA memory of pid %u (0x%" PRIx64 "+%" PRIu64
-                      "): %s", packed.hdr.pid, packed.hdr.address, packed.hdr.length, why);
-            ucs_free(rkey);
-            return UCS_ERR_UNREACHABLE;
+                      "): %s; it is reached by staging", packed.hdr.pid, packed.hdr.address,
+                      packed.hdr.length, why);
         }
     }
     *rkey_p = (uintptr_t)rkey;

@@ -22,7 +22,8 @@
  *           | lane_gen, closed                                 |  lane bookkeeping
  *   128     +--------------------------------------------------+
  *           | lane[0] ... lane[nlanes-1]: uct_ringk_lane_shm_t |  one line per lane: owner
- *           |                                                  |  token, state, sender pid
+ *           |                                                  |  token, state, sender pid,
+ *           |                                                  |  its staging area
  *   rings   +--------------------------------------------------+
  *           | ring of lane 0 (shared, multi-producer)          |  each a ringk_ring_shm_t
  *           | ring of lane 1 (single producer)                 |  header + cells, lane_stride
@@ -35,7 +36,7 @@
 
 #define UCT_RINGK_SEG_MAGIC    0x4745534b474e4952ull /* "RINGKSEG" */
 #define UCT_RINGK_SEG_NAME     "ringk-rx"            /* the memfd's name, checked on attach */
-#define UCT_RINGK_SEG_VERSION  2u
+#define UCT_RINGK_SEG_VERSION  3u
 #define UCT_RINGK_SHARED_LANE  0u
 
 /** Segment header (line 0). */
@@ -74,7 +75,11 @@ typedef struct uct_ringk_lane_shm {
     uint64_t owner;         /**< 0 when free, else the owning sender's token */
     uint64_t state;         /**< UCT_RINGK_LANE_* */
     uint64_t pid;           /**< owning sender's pid, for failure detection */
-    uint8_t  pad[RINGK_RING_LINE - 24];
+    uint64_t stage_fd;      /**< the sender's staging area (ringk_xstage.h): its memfd in the
+                                 sender + 1; 0 none. Set after the claim, read on rescans */
+    uint64_t stage_ack;     /**< the receiver: the stage_fd it attached, or that value with
+                                 bit 63 set when it could not */
+    uint8_t  pad[RINGK_RING_LINE - 40];
 } uct_ringk_lane_shm_t;
 
 static_assert(sizeof(uct_ringk_seg_shm_t) <= RINGK_RING_LINE, "segment header fits a line");
