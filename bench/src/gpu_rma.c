@@ -5,8 +5,10 @@
  *   staged       device -> pinned host -> device in one process (two cudaMemcpy)
  *   ipc_put/get  uct_ep_put_zcopy / get_zcopy to the peer's device memory on the endpoint's
  *                default path (CUDA_IPC: both processes on device 0)
- *   host_put/get the same forced through the endpoint's staging area, which the peer's progress
- *                serves (RINGK_PATH=HOST_STAGED): copy out here, copy in there, overlapped
+ *   host_put/get the same forced to HOST_STAGED (RINGK_PATH): through this process's pinned
+ *                buffers into the peer's IPC mapping, chunks overlapped (one-sided)
+ *   peer_put/get HOST_STAGED with UCX_RINGK_GPU_STAGING=peer: through the endpoint's staging
+ *                area, which the peer's progress serves: copy out here, copy in there, no IPC
  * Each round runs every method at every size back to back (interleaved); the figures are the
  * medians over the rounds of the time per operation, with GB/s and the ratio to d2d and to
  * staged. The path of each endpoint is read back from the transport and checked, and an
@@ -35,9 +37,10 @@
 static const size_t sizes[] = {8, 64 << 10, 1 << 20, 64 << 20};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
-enum { M_D2D, M_STAGED, M_IPC_PUT, M_IPC_GET, M_HOST_PUT, M_HOST_GET, NMETHODS };
+enum { M_D2D, M_STAGED, M_IPC_PUT, M_IPC_GET, M_HOST_PUT, M_HOST_GET, M_PEER_PUT, M_PEER_GET,
+       NMETHODS };
 static const char *method_names[NMETHODS] = {"d2d", "staged", "ipc_put", "ipc_get", "host_put",
-                                             "host_get"};
+                                             "host_get", "peer_put", "peer_get"};
 
 typedef struct {
     uint8_t  addr[64], dev_addr[64], rkey[256];
@@ -117,8 +120,8 @@ typedef struct {
     uct_mem_h         src_memh, dst_memh;
 } path_t;
 
-static void path_open(path_t *p, const peer_info_t *info, const char *force, void *src, void *dst,
-                      size_t bytes)
+static void path_open(path_t *p, const peer_info_t *info, const char *force,
+                      const char *staging, void *src, void *dst, size_t bytes)
 {
     ucs_status_t (*query)(uct_ep_h, const char**, const char**);
     const char *path, *reason;
@@ -127,8 +130,12 @@ static void path_open(path_t *p, const peer_info_t *info, const char *force, voi
     if (force != NULL) {
         setenv("RINGK_PATH", force, 1);
     }
+    if (staging != NULL) {
+        setenv("UCX_RINGK_GPU_STAGING", staging, 1);
+    }
     node_open(&p->node);
     unsetenv("RINGK_PATH");
+    unsetenv("UCX_RINGK_GPU_STAGING");
     params = (uct_ep_params_t){
         .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
                       UCT_EP_PARAM_FIELD_IFACE_ADDR,
@@ -184,10 +191,11 @@ static void rma(path_t *p, int get, void *buf, size_t len, uint64_t target)
 
 /* Puts a pattern to the peer and gets it back along each path, at each size: the figures are
  * of copies that move the right bytes. */
-static void verify(path_t *ipc, path_t *host, void *src, void *dst, size_t max_bytes,
-                   uint64_t target)
+static void verify(path_t *ipc, path_t *host, path_t *peer, void *src, void *dst,
+                   size_t max_bytes, uint64_t target)
 {
-    path_t *paths[2] = {ipc, host};
+    static const char *names[3] = {"CUDA IPC", "host staged", "staged by the peer"};
+    path_t *paths[3] = {ipc, host, peer};
     uint8_t *want, *got;
     size_t s, i, len;
     int p;
@@ -201,7 +209,7 @@ static void verify(path_t *ipc, path_t *host, void *src, void *dst, size_t max_b
         want[i] = (uint8_t)(i * 131 + 7);
     }
     CUDA(cudaMemcpy(src, want, max_bytes, cudaMemcpyHostToDevice));
-    for (p = 0; p < 2; p++) {
+    for (p = 0; p < 3; p++) {
         for (s = 0; s < NSIZES; s++) {
             len = sizes[s];
             if (len > max_bytes) {
@@ -212,8 +220,7 @@ static void verify(path_t *ipc, path_t *host, void *src, void *dst, size_t max_b
             rma(paths[p], 1, dst, len, target);
             CUDA(cudaMemcpy(got, dst, len, cudaMemcpyDeviceToHost));
             if (memcmp(got, want, len) != 0) {
-                DIE("%s: %zu bytes put and got back differ", p ? "host staged" : "CUDA IPC",
-                    len);
+                DIE("%s: %zu bytes put and got back differ", names[p], len);
             }
         }
     }
@@ -233,7 +240,7 @@ int main(int argc, char **argv)
     static double t[NMETHODS][NSIZES][MAX_ROUNDS];
     size_t max_bytes = sizes[NSIZES - 1], len, s, it, iters;
     int rounds = 9, opt, p2c[2], c2p[2], ndev = 0, m, r, status = 0;
-    path_t ipc, host;
+    path_t ipc, host, served;
     void *src, *dst, *pinned;
     peer_info_t info;
     struct cudaDeviceProp prop;
@@ -288,12 +295,13 @@ int main(int argc, char **argv)
     CUDA(cudaMalloc(&dst, max_bytes));
     CUDA(cudaMallocHost(&pinned, max_bytes));
     CUDA(cudaMemset(src, 0x5a, max_bytes));
-    path_open(&ipc, &info, NULL, src, dst, max_bytes);
-    path_open(&host, &info, "HOST_STAGED", src, dst, max_bytes);
+    path_open(&ipc, &info, NULL, NULL, src, dst, max_bytes);
+    path_open(&host, &info, "HOST_STAGED", NULL, src, dst, max_bytes);
+    path_open(&served, &info, "HOST_STAGED", "peer", src, dst, max_bytes);
 
     /* an untimed round first (the staging buffer and the IPC mapping are set up lazily), in
      * which every size is put and got back along both paths and checked */
-    verify(&ipc, &host, src, dst, max_bytes, info.target);
+    verify(&ipc, &host, &served, src, dst, max_bytes, info.target);
     for (r = 0; r < rounds; r++) {
         for (s = 0; s < NSIZES; s++) {
             len = sizes[s];
@@ -317,7 +325,9 @@ int main(int argc, char **argv)
                     case M_IPC_PUT:  rma(&ipc, 0, src, len, info.target); break;
                     case M_IPC_GET:  rma(&ipc, 1, dst, len, info.target); break;
                     case M_HOST_PUT: rma(&host, 0, src, len, info.target); break;
-                    default:         rma(&host, 1, dst, len, info.target); break;
+                    case M_HOST_GET: rma(&host, 1, dst, len, info.target); break;
+                    case M_PEER_PUT: rma(&served, 0, src, len, info.target); break;
+                    default:         rma(&served, 1, dst, len, info.target); break;
                     }
                 }
                 t[m][s][r] = (now() - t0) / (double)iters * 1e6;
@@ -347,6 +357,7 @@ int main(int argc, char **argv)
     }
     path_close(&ipc);
     path_close(&host);
+    path_close(&served);
     if (write(p2c[1], &c, 1) != 1 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0) {
         DIE("the peer failed (status 0x%x)", status);

@@ -208,15 +208,18 @@ static void gpu_peer_content(int wfd, int rfd, uint8_t *buf)
     }
 }
 
-/* Case: the two processes' devices, and a forced path (NULL: the topology's choice). */
+/* Case: the two processes' devices, a forced path (NULL: the topology's choice), and
+ * UCX_RINGK_GPU_STAGING (NULL: auto). */
 static const struct {
     int         dev_a, dev_b;
-    const char *force;
+    const char *force, *staging;
 } gpu_rma_cases[] = {
-    {0, 0, NULL},           /* one GPU: CUDA_IPC */
-    {0, 1, NULL},           /* two GPUs: whatever the topology and canary say */
-    {0, 1, "HOST_STAGED"},  /* through the pinned buffer */
-    {0, 0, "HOST_STAGED"},
+    {0, 0, NULL, NULL},           /* one GPU: CUDA_IPC */
+    {0, 1, NULL, NULL},           /* two GPUs: whatever the topology and canary say */
+    {0, 1, "HOST_STAGED", NULL},  /* through pinned buffers here and the IPC mapping */
+    {0, 0, "HOST_STAGED", NULL},
+    {0, 0, "HOST_STAGED", "peer"}, /* through the staging area the peer serves: no IPC */
+    {0, 1, "HOST_STAGED", "peer"},
 };
 
 START_TEST(test_kernels_gpu_rma)
@@ -254,9 +257,13 @@ START_TEST(test_kernels_gpu_rma)
     if (gpu_rma_cases[_i].force != NULL) {
         setenv("RINGK_PATH", gpu_rma_cases[_i].force, 1);
     }
+    if (gpu_rma_cases[_i].staging != NULL) {
+        setenv("UCX_RINGK_GPU_STAGING", gpu_rma_cases[_i].staging, 1);
+    }
     ck_assert_int_eq(cudaSetDevice(gpu_rma_cases[_i].dev_a), cudaSuccess);
     gpu_node_open(&n);
     unsetenv("RINGK_PATH");
+    unsetenv("UCX_RINGK_GPU_STAGING");
     ck_assert_int_eq(read(rfd, &info, sizeof(info)), sizeof(info));
     params = (uct_ep_params_t){
         .field_mask = UCT_EP_PARAM_FIELD_IFACE | UCT_EP_PARAM_FIELD_DEV_ADDR |
@@ -324,12 +331,13 @@ START_TEST(test_kernels_gpu_rma)
     /* outside the region: refused */
     ck_assert_int_eq(uct_ep_put_short(ep, host, 16, info.target + GPU_BYTES - 8, rkey.rkey),
                      UCS_ERR_INVALID_PARAM);
-    /* the path the bytes took: HOST_STAGED through the staging area the peer served (every
-     * put and get of the case), the others through the mapping (none) */
+    /* the path the bytes took: with GPU_STAGING=peer through the staging area the peer served
+     * (every put and get of the case), else through the mapping (none) */
     ck_assert_int_eq(stage_stats(n.iface, &served, &failed, &staged), UCS_OK);
-    printf("# devices %d -> %d, %s: %" PRIu64 " staged transfers\n", gpu_rma_cases[_i].dev_a,
-           gpu_rma_cases[_i].dev_b, path, staged);
-    if (!strcmp(path, "HOST_STAGED")) {
+    printf("# devices %d -> %d, %s, staging %s: %" PRIu64 " staged transfers\n",
+           gpu_rma_cases[_i].dev_a, gpu_rma_cases[_i].dev_b, path,
+           gpu_rma_cases[_i].staging ? gpu_rma_cases[_i].staging : "auto", staged);
+    if (gpu_rma_cases[_i].staging != NULL) {
         ck_assert_uint_eq(staged, 2 * 6 + 2);
     } else {
         ck_assert_uint_eq(staged, 0);

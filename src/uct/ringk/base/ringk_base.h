@@ -42,7 +42,15 @@ typedef struct uct_ringk_iface_config {
     char              *path;        /**< UCX_RINGK_PATH; "": RINGK_PATH or the topology's */
     char              *topo_file;   /**< UCX_RINGK_TOPO_FILE; "": RINGK_TOPO_FILE or probe */
     int                host_rma;    /**< UCX_RINGK_HOST_RMA: UCT_RINGK_HOST_RMA_* */
+    int                gpu_staging; /**< UCX_RINGK_GPU_STAGING: UCT_RINGK_GPU_STAGING_* */
 } uct_ringk_iface_config_t;
+
+/** How HOST_STAGED moves a peer's GPU memory (UCX_RINGK_GPU_STAGING). */
+enum {
+    UCT_RINGK_GPU_STAGING_AUTO, /**< this process's pinned buffers and the IPC mapping
+                                     (one-sided); the peer's service where the key is unmapped */
+    UCT_RINGK_GPU_STAGING_PEER  /**< always the staging area the peer serves: no CUDA IPC */
+};
 
 /** How RMA reaches a peer's host memory (UCX_RINGK_HOST_RMA). */
 enum {

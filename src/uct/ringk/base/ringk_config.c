@@ -19,6 +19,7 @@
 #include <strings.h>
 
 static const char *uct_ringk_host_rma_names[] = {"cma", "staged", NULL};
+static const char *uct_ringk_gpu_staging_names[] = {"auto", "peer", NULL};
 
 ucs_config_field_t uct_ringk_iface_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_ringk_iface_config_t, super),
@@ -88,6 +89,14 @@ ucs_config_field_t uct_ringk_iface_config_table[] = {
      "the peer must call progress). Staging needs a lane of its own (UCX_RINGK_LANES).",
      ucs_offsetof(uct_ringk_iface_config_t, host_rma),
      UCS_CONFIG_TYPE_ENUM(uct_ringk_host_rma_names)},
+
+    {"GPU_STAGING", "auto",
+     "How the HOST_STAGED path moves a peer's GPU memory: 'auto' (through this process's\n"
+     "pinned buffers into the peer's allocation mapped by CUDA IPC, one-sided; through the\n"
+     "staging area the peer serves where its key cannot be mapped) or 'peer' (always the\n"
+     "staging area: no CUDA IPC at all; the peer must call progress).",
+     ucs_offsetof(uct_ringk_iface_config_t, gpu_staging),
+     UCS_CONFIG_TYPE_ENUM(uct_ringk_gpu_staging_names)},
 
     {NULL}
 };

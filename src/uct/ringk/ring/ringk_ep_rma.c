@@ -133,14 +133,47 @@ static ucs_status_t uct_ringk_gpu_move_ipc(uct_ringk_ep_t *ep, const uct_ringk_r
     return status;
 }
 
-/* HOST_STAGED: every byte goes through host memory both processes map (the endpoint's staging
- * area), copied out of and into GPU memory by each process on its own side: no peer access and
- * no CUDA IPC between the GPUs (ringk_xstage.c). */
+/* HOST_STAGED, one-sided: every byte goes through pinned host memory of this process, never
+ * from GPU to GPU: a GPU buffer in 1 MiB chunks through the process's bounce buffers, the copy
+ * out of one chunk overlapping the copy into the peer's allocation (mapped by CUDA IPC) of the
+ * one before (ringk_cuda_peer_copy); a host buffer in one copy. With UCX_RINGK_GPU_STAGING=peer
+ * (and for keys this process could not map) the endpoint's staging area, which the peer
+ * serves, carries the bytes instead: no CUDA IPC at all (ringk_xstage.c). */
 static ucs_status_t uct_ringk_gpu_move_staged(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
                                               const struct iovec *local, size_t nlocal,
                                               uint64_t remote_addr, int write)
 {
-    return uct_ringk_ep_xstage_move(ep, local, nlocal, remote_addr, write);
+    ucs_status_t status = UCS_OK;
+    int ldev, rdev, err;
+    char why[256];
+    void *remote;
+    size_t i;
+
+    if (ucs_derived_of(ep->super.super.iface, uct_ringk_iface_t)->config.gpu_staging ==
+        UCT_RINGK_GPU_STAGING_PEER) {
+        return uct_ringk_ep_xstage_move(ep, local, nlocal, remote_addr, write);
+    }
+    for (i = 0; (i < nlocal) && (status == UCS_OK); remote_addr += local[i].iov_len, i++) {
+        remote = uct_ringk_gpu_remote(key, remote_addr);
+        if (!uct_ringk_local_is_gpu(local[i].iov_base)) {
+            status = write ? uct_ringk_gpu_copy(ep, remote, local[i].iov_base, local[i].iov_len) :
+                             uct_ringk_gpu_copy(ep, local[i].iov_base, remote, local[i].iov_len);
+            continue;
+        }
+        err = ringk_cuda_ptr_ordinal(local[i].iov_base, &ldev, why, sizeof(why)) ?:
+              ringk_cuda_ptr_ordinal(remote, &rdev, why, sizeof(why)) ?:
+              (write ? ringk_cuda_peer_copy(remote, rdev, local[i].iov_base, ldev,
+                                            local[i].iov_len, RINGK_CUDA_MOVE_STAGED, 0, NULL,
+                                            why, sizeof(why)) :
+                       ringk_cuda_peer_copy(local[i].iov_base, ldev, remote, rdev,
+                                            local[i].iov_len, RINGK_CUDA_MOVE_STAGED, 0, NULL,
+                                            why, sizeof(why)));
+        if (err != 0) {
+            ucs_error("ringk ep %p (HOST_STAGED): %s", ep, why);
+            status = UCS_ERR_IO_ERROR;
+        }
+    }
+    return status;
 }
 
 const uct_ringk_gpu_ops_t uct_ringk_gpu_ops[RINGK_PATH_COUNT] = {
