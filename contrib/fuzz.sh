@@ -36,13 +36,15 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 build=${RINGK_BUILDDIR:-$top/_build}
 ucx_src=$(sed -n 's/^UCX_SRC_DIR = //p' "$build/Makefile" 2>/dev/null)
 targets="fuzz_ring fuzz_topo fuzz_strings fuzz_wire fuzz_ipc fuzz_uct"
-# the core as the host-only (no CUDA) objects fuzz_uct links with the plugin's sources
+# the core as the host-only (no CUDA) objects fuzz_uct links with the plugin's sources: every
+# file of src/core, as the plugin links all of libringk_core
 core_objs() {
     local f
     mkdir -p "$out/core"
-    for f in ringk_topo ringk_policy ringk_ucxver ringk_cuda ringk_cuda_ipc ringk_cuda_vmm ringk_node; do
+    for f in "$top"/src/core/*.c; do
+        f=${f##*/}
         clang ${flags/fuzzer,/fuzzer-no-link,} $(pkg-config --cflags hwloc) -c \
-            "$top/src/core/$f.c" -o "$out/core/$f.o" || return 1
+            "$top/src/core/$f" -o "$out/core/${f%.c}.o" || return 1
     done
 }
 # run_target T: runs fuzzer T; its status goes to _fuzz/T.rc (written last)

@@ -83,10 +83,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(rkey->kind == UCT_RINGK_KEY_REG);
             check((rkey->pid != 0) && (rkey->pid <= INT32_MAX));
             check(rkey->address + rkey->length >= rkey->address); /* no wrap */
-            /* a CUDA key is accepted only once its allocation is mapped, inside it */
+            /* a CUDA key lies inside its allocation; mapped here, or not (this process
+             * cannot map it: puts and gets go through the staging area the owner serves) */
             check((rkey->mem_type == UCS_MEMORY_TYPE_HOST) ||
-                  ((rkey->mem_type == UCS_MEMORY_TYPE_CUDA) && (rkey->mapped != NULL) &&
-                   (rkey->address >= rkey->alloc_base)));
+                  ((rkey->mem_type == UCS_MEMORY_TYPE_CUDA) &&
+                   (rkey->address >= rkey->alloc_base) &&
+                   ((rkey->mapped == NULL) || !rkey->own ||
+                    (rkey->mapped == (void*)(uintptr_t)rkey->alloc_base))));
             uct_rkey_release(ringk_component, &bundle);
         }
         break;
