@@ -189,6 +189,12 @@ void ringk_cuda_capture_end(enum cudaStreamCaptureMode mode)
 
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)
 {
+    return ringk_cuda_copy_on(-1, dst, src, len, why, why_len);
+}
+
+int ringk_cuda_copy_on(int dev, void *dst, const void *src, size_t len, char *why,
+                       size_t why_len)
+{
     enum cudaStreamCaptureMode mode;
     cudaStream_t s = NULL;
     cudaError_t err;
@@ -199,7 +205,7 @@ int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t wh
     /* cudaMemcpy may return before a device-to-device or pageable host-to-device copy has
      * landed: the copy goes on the device's copy stream, which is then waited for. */
     mode = ringk_cuda_capture_relax();
-    err  = ringk_cuda_copy_stream(-1, &s);
+    err  = ringk_cuda_copy_stream(dev, &s);
     if (err == cudaSuccess) {
         err = ringk_rt.cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, s);
     }
@@ -411,6 +417,13 @@ int ringk_cuda_ptr_is_device(const void *ptr, char *busid, size_t len)
 }
 
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)
+{
+    snprintf(why, why_len, RINGK_NO_CUDA);
+    return -EIO;
+}
+
+int ringk_cuda_copy_on(int dev, void *dst, const void *src, size_t len, char *why,
+                       size_t why_len)
 {
     snprintf(why, why_len, RINGK_NO_CUDA);
     return -EIO;

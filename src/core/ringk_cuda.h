@@ -136,9 +136,14 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
 /** Unmaps what ringk_cuda_vmm_import() mapped (a legacy mapping as ringk_cuda_ipc_close()). */
 void ringk_cuda_vmm_close(int type, void *base, uint64_t size);
 
-/** Copies @a len bytes between any two of host and device memory (on the calling thread's
- *  stream) and returns once the data has landed. */
+/** Copies @a len bytes between any two of host and device memory (on the copy stream of the
+ *  calling thread's current device) and returns once the data has landed. */
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len);
+
+/** ringk_cuda_copy() on the copy stream of device @a dev (an ordinal of this process; -1: the
+ *  calling thread's current device), whatever device the calling thread has current. */
+int ringk_cuda_copy_on(int dev, void *dst, const void *src, size_t len, char *why,
+                       size_t why_len);
 
 /** Pinned host memory; NULL on failure. Waits for every kernel on the device: see
  *  ringk_cuda_stage_get() for staging. */

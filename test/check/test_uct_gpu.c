@@ -249,6 +249,7 @@ START_TEST(test_uct_ep_cuda_rkey_without_gpu)
         ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &rkey), UCS_OK);
         ck_assert_ptr_null(((uct_ringk_rkey_t*)rkey.rkey)->mapped);
         ck_assert_int_eq(((uct_ringk_rkey_t*)rkey.rkey)->own, 0);
+        ck_assert_int_eq(((uct_ringk_rkey_t*)rkey.rkey)->dev, -1); /* no stream to copy on */
         ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &rkey), UCS_OK);
     }
     /* a key of this very process is not mapped but used in place */
@@ -256,6 +257,17 @@ START_TEST(test_uct_ep_cuda_rkey_without_gpu)
     ck_assert_int_eq(uct_rkey_unpack(test_ringk_component(), &packed, &rkey), UCS_OK);
     ck_assert_ptr_eq(((uct_ringk_rkey_t*)rkey.rkey)->mapped, (void*)(uintptr_t)packed.alloc_base);
     ck_assert_int_eq(((uct_ringk_rkey_t*)rkey.rkey)->own, 1);
+    /* its GPU's ordinal here, when this process sees a GPU at that bus id (none here: the
+     * copies then go on the calling thread's device's stream) */
+    {
+        int dev = -1;
+        char why[128];
+
+        if (ringk_cuda_busid_dev("0000:14:00.0", &dev, why, sizeof(why)) != 0) {
+            dev = -1;
+        }
+        ck_assert_int_eq(((uct_ringk_rkey_t*)rkey.rkey)->dev, dev);
+    }
     ck_assert_int_eq(uct_rkey_release(test_ringk_component(), &rkey), UCS_OK);
     rkey.rkey   = 0; /* never unpacked, as UCX's perftest releases keys on its error path */
     rkey.handle = NULL;

@@ -70,6 +70,9 @@ typedef struct uct_ringk_rkey {
     void    *mapped;       /**< ...and where it is mapped here */
     int      own;          /**< CUDA memory of this very process: not mapped, not unmapped */
     int      shared;       /**< mapped through libringk's import cache */
+    int      dev;          /**< CUDA: the ordinal here of the GPU the memory is on (-1: not
+                                visible to this process); copies with the key go on its copy
+                                stream */
 } uct_ringk_rkey_t;
 
 #endif

@@ -101,12 +101,14 @@ static void *uct_ringk_gpu_remote(const uct_ringk_rkey_t *key, uint64_t remote_a
     return (char*)key->mapped + (remote_addr - key->alloc_base);
 }
 
-static ucs_status_t uct_ringk_gpu_copy(uct_ringk_ep_t *ep, void *dst, const void *src,
+/* A copy through CUDA on the copy stream of device @a dev (-1: the calling thread's current
+ * device), waited for. */
+static ucs_status_t uct_ringk_gpu_copy(uct_ringk_ep_t *ep, int dev, void *dst, const void *src,
                                        size_t len)
 {
     char why[256];
 
-    if (ringk_cuda_copy(dst, src, len, why, sizeof(why)) != 0) {
+    if (ringk_cuda_copy_on(dev, dst, src, len, why, sizeof(why)) != 0) {
         ucs_error("ringk ep %p (%s): %s", ep, ringk_path_name(ep->path), why);
         return UCS_ERR_IO_ERROR;
     }
@@ -115,7 +117,9 @@ static ucs_status_t uct_ringk_gpu_copy(uct_ringk_ep_t *ep, void *dst, const void
 
 /* P2P_NVLINK, P2P_PCIE and CUDA_IPC: one copy through the peer's allocation, mapped by CUDA
  * IPC with peer access enabled on demand (cudaIpcMemLazyEnablePeerAccess), so the copy goes
- * over the link the path names; the driver routes a CUDA_IPC copy between GPUs without P2P. */
+ * over the link the path names; the driver routes a CUDA_IPC copy between GPUs without P2P.
+ * The copy goes on the copy stream of the GPU the peer's memory is on (one of the pair), not
+ * on one of whatever device the calling thread has current. */
 static ucs_status_t uct_ringk_gpu_move_ipc(uct_ringk_ep_t *ep, const uct_ringk_rkey_t *key,
                                            const struct iovec *local, size_t nlocal,
                                            uint64_t remote_addr, int write)
@@ -126,8 +130,10 @@ static ucs_status_t uct_ringk_gpu_move_ipc(uct_ringk_ep_t *ep, const uct_ringk_r
 
     for (i = 0; (i < nlocal) && (status == UCS_OK); i++) {
         remote = uct_ringk_gpu_remote(key, remote_addr);
-        status = write ? uct_ringk_gpu_copy(ep, remote, local[i].iov_base, local[i].iov_len) :
-                         uct_ringk_gpu_copy(ep, local[i].iov_base, remote, local[i].iov_len);
+        status = write ? uct_ringk_gpu_copy(ep, key->dev, remote, local[i].iov_base,
+                                            local[i].iov_len) :
+                         uct_ringk_gpu_copy(ep, key->dev, local[i].iov_base, remote,
+                                            local[i].iov_len);
         remote_addr += local[i].iov_len;
     }
     return status;
@@ -156,8 +162,10 @@ static ucs_status_t uct_ringk_gpu_move_staged(uct_ringk_ep_t *ep, const uct_ring
     for (i = 0; (i < nlocal) && (status == UCS_OK); remote_addr += local[i].iov_len, i++) {
         remote = uct_ringk_gpu_remote(key, remote_addr);
         if (!uct_ringk_local_is_gpu(local[i].iov_base)) {
-            status = write ? uct_ringk_gpu_copy(ep, remote, local[i].iov_base, local[i].iov_len) :
-                             uct_ringk_gpu_copy(ep, local[i].iov_base, remote, local[i].iov_len);
+            status = write ? uct_ringk_gpu_copy(ep, key->dev, remote, local[i].iov_base,
+                                                local[i].iov_len) :
+                             uct_ringk_gpu_copy(ep, key->dev, local[i].iov_base, remote,
+                                                local[i].iov_len);
             continue;
         }
         err = ringk_cuda_ptr_ordinal(local[i].iov_base, &ldev, why, sizeof(why)) ?:
@@ -201,14 +209,14 @@ static ucs_status_t uct_ringk_ep_cma_from_gpu(uct_ringk_ep_t *ep, void *gpu_buf,
         chunk  = ucs_min(length - off, UCT_RINGK_GPU_BOUNCE_SIZE);
         staged = (struct iovec){bounce, chunk};
         if (write) {
-            status = uct_ringk_gpu_copy(ep, bounce, (char*)gpu_buf + off, chunk);
+            status = uct_ringk_gpu_copy(ep, -1, bounce, (char*)gpu_buf + off, chunk);
             if (status == UCS_OK) {
                 status = uct_ringk_ep_cma(ep, &staged, 1, remote_addr + off, chunk, 1);
             }
         } else {
             status = uct_ringk_ep_cma(ep, &staged, 1, remote_addr + off, chunk, 0);
             if (status == UCS_OK) {
-                status = uct_ringk_gpu_copy(ep, (char*)gpu_buf + off, bounce, chunk);
+                status = uct_ringk_gpu_copy(ep, -1, (char*)gpu_buf + off, bounce, chunk);
             }
         }
     }

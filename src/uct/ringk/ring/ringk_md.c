@@ -251,7 +251,9 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
     rkey->mem_type   = packed.mem_type;
     rkey->gpu        = packed.gpu;
     rkey->alloc_base = packed.alloc_base;
+    rkey->dev        = -1;
     if (packed.mem_type == UCS_MEMORY_TYPE_CUDA) {
+        ringk_busid_unpack(packed.gpu, busid, sizeof(busid));
         if (packed.hdr.pid == (uint32_t)getpid()) {
             /* a process cannot open its own IPC handles, and needs not */
             rkey->own    = 1;
@@ -259,9 +261,12 @@ ucs_status_t uct_ringk_reg_rkey_unpack(const void *buffer, uct_rkey_t *rkey_p)
         } else if (!packed.ipc_valid) {
             snprintf(why, sizeof(why), "it could not be exported for CUDA IPC");
         } else {
-            ringk_busid_unpack(packed.gpu, busid, sizeof(busid));
             ringk_cuda_ipc_open_shared(packed.ipc, packed.alloc_size, packed.hdr.pid, busid,
                                        &rkey->mapped, &rkey->shared, why, sizeof(why));
+        }
+        if ((rkey->mapped != NULL) &&
+            (ringk_cuda_busid_dev(busid, &rkey->dev, why, sizeof(why)) != 0)) {
+            rkey->dev = -1; /* the GPU is hidden from this process (CUDA_VISIBLE_DEVICES) */
         }
         if (rkey->mapped == NULL) {
             /* puts and gets with this key go through the endpoint's staging area, which the
