@@ -8,6 +8,9 @@
  *   k2k_lat_raw    two blocks of one launch bouncing a counter in device memory
  *   k2k_tput_ringk messages of BENCH_PAYLOAD bytes per second, ring kernel to ring kernel
  *   k2k_tput_raw   an SPSC ring between two blocks of one launch: the limit
+ *   (with -p DEV the K2K ringk methods run across two GPUs: kernels "b" and "sink" on CUDA
+ *   device DEV, "a" on device 0: device to device by peer access where the pair allows it,
+ *   else through the host proxy; the line says which, the raw references stay on device 0)
  *   work_*_T<n>    handler work (WORK_ITERS dependent multiply-adds per thread and message,
  *                  then a barrier of the kernel) on a kernel of one block of n threads (1, 32,
  *                  256, 1024), and of 4 blocks of 256 (_T256x4: the cost of a grid-wide
@@ -22,7 +25,7 @@
  * Built with BENCH_EMULATED (device_bench_emu), the ring-kernel half runs on the emulated
  * device and the raw references are left out: a check of the benchmark where there is no GPU,
  * its figures those of host threads, not of a GPU.
- *   device_bench [-r ROUNDS]                 (run through contrib/ringk-run) */
+ *   device_bench [-r ROUNDS] [-p DEV]        (run through contrib/ringk-run) */
 #define _GNU_SOURCE
 #include "bench/src/device_bench.h"
 
@@ -118,6 +121,11 @@ static int ping(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
                             RINGK_WAIT_FOREVER);
 }
 
+/* -p: the CUDA device of kernels "b" and "sink" (-1: device 0, with "a") */
+static int peer_dev = -1;
+/* of kernel "a"'s sends in the last round, those that went device to device */
+static unsigned long long k2k_direct, k2k_sent;
+
 typedef struct {
     uint64_t     *a_done, *a_done_d;     /* mapped: "a" stores the ball's last value */
     uint64_t     *sink_done, *sink_done_d;
@@ -148,6 +156,10 @@ static ringk_kernel_t *dev_kernel_of(ringk_ctx_t *ctx, const char *name,
     p.inbox_size   = 1024;
     p.processing   = RINGK_PROCESSING_ADAPTIVE;
     p.arg          = arg;
+    if ((peer_dev >= 0) && ((strcmp(name, "b") == 0) || (strcmp(name, "sink") == 0))) {
+        p.field_mask |= RINGK_KERNEL_PARAM_FIELD_PLACEMENT;
+        p.placement   = peer_dev;
+    }
     ret = ringk_kernel_create(ctx, &p, &k);
     if (ret != 0) {
         DIE("kernel '%s': %s", name, strerror(-ret));
@@ -294,7 +306,10 @@ static void round_ringk(int r, ringk_bufs_t *b)
            (now() - t0 < 10)) {
         usleep(1000);
     }
-    if ((st.msgs_out < N_K2K_TPUT) || (st.sent_direct != st.msgs_out)) {
+    k2k_direct = (unsigned long long)st.sent_direct;
+    k2k_sent   = (unsigned long long)st.msgs_out;
+    /* across two GPUs a pair without peer access goes through the host: said, not refused */
+    if ((st.msgs_out < N_K2K_TPUT) || ((peer_dev < 0) && (st.sent_direct != st.msgs_out))) {
         DIE("K2K: %llu of kernel a's %llu sends went device to device, not all",
             (unsigned long long)st.sent_direct, (unsigned long long)st.msgs_out);
     }
@@ -424,6 +439,11 @@ void *bench_device_alloc(size_t bytes)
     return calloc(1, bytes);
 }
 
+void *bench_device_alloc_on(int dev, size_t bytes)
+{
+    return (dev == 0) ? calloc(1, bytes) : NULL; /* one emulated device */
+}
+
 int bench_copy_to_device(void *dst, const void *src, size_t bytes)
 {
     memcpy(dst, src, bytes);
@@ -509,21 +529,29 @@ int main(int argc, char **argv)
     char gpu[256] = "";
     int opt, rounds = 5, ndev = 0, r, m;
 
-    while ((opt = getopt(argc, argv, "r:")) != -1) {
-        if ((opt != 'r') || ((rounds = atoi(optarg)) < 1) || (rounds > MAX_ROUNDS)) {
-            fprintf(stderr, "usage: device_bench [-r ROUNDS (1..%d)]\n", MAX_ROUNDS);
-            return 2;
+    while ((opt = getopt(argc, argv, "r:p:")) != -1) {
+        if (((opt == 'r') && ((rounds = atoi(optarg)) >= 1) && (rounds <= MAX_ROUNDS)) ||
+            ((opt == 'p') && ((peer_dev = atoi(optarg)) >= 1))) {
+            continue;
         }
+        fprintf(stderr, "usage: device_bench [-r ROUNDS (1..%d)] [-p DEV (a CUDA device "
+                "other than 0)]\n", MAX_ROUNDS);
+        return 2;
     }
     if ((bench_cuda_init(&ndev, gpu, sizeof(gpu)) != 0) || (ndev == 0)) {
         printf("device_bench: no CUDA device: skipped\n");
+        return 77;
+    }
+    if (peer_dev >= ndev) {
+        printf("device_bench: -p %d: this process sees %d CUDA device(s): skipped\n", peer_dev,
+               ndev);
         return 77;
     }
     /* every buffer before any kernel runs */
     memset(&xb, 0, sizeof(xb));
     rb.a_done    = bench_mapped_alloc(sizeof(uint64_t), (void**)&rb.a_done_d);
     rb.sink_done = bench_mapped_alloc(sizeof(uint64_t), (void**)&rb.sink_done_d);
-    rb.sink_d    = bench_device_alloc(sizeof(bench_sink_t));
+    rb.sink_d    = bench_device_alloc_on((peer_dev >= 0) ? peer_dev : 0, sizeof(bench_sink_t));
     xb.flags     = bench_mapped_alloc(4 * sizeof(uint64_t), (void**)&xb.flags_d);
     xb.words_d   = bench_device_alloc(2 * sizeof(uint64_t));
     xb.ring_d    = bench_device_alloc((RAW_CELLS + 1) * 64);
@@ -560,11 +588,17 @@ int main(int argc, char **argv)
            "  raw mapped-flag ping-pong (the limit):           %.2f us: ringk %.2fx of it\n",
            med[RT_RINGK], med[RT_LAUNCH], med[RT_LAUNCH] / med[RT_RINGK], med[RT_FLAG],
            med[RT_RINGK] / med[RT_FLAG]);
-    printf("same-GPU K2K one-way latency: ringk %.2f us, raw block ping-pong %.2f us (%.2fx)\n",
-           med[K2K_LAT_RINGK], med[K2K_LAT_RAW], med[K2K_LAT_RINGK] / med[K2K_LAT_RAW]);
-    printf("same-GPU K2K throughput: ringk %.2f Mmsg/s, raw SPSC ring %.2f Mmsg/s: %.2fx "
-           "(target >= 0.5)\n", med[K2K_TPUT_RINGK], med[K2K_TPUT_RAW],
-           med[K2K_TPUT_RINGK] / med[K2K_TPUT_RAW]);
+    if (peer_dev >= 0) {
+        printf("K2K GPU0 <-> GPU%d: %llu of the last round's %llu sends device to device "
+               "(the rest through the host proxy); the raw references on GPU0\n", peer_dev,
+               k2k_direct, k2k_sent);
+    }
+    printf("%s K2K one-way latency: ringk %.2f us, raw block ping-pong %.2f us (%.2fx)\n",
+           (peer_dev >= 0) ? "cross-GPU" : "same-GPU", med[K2K_LAT_RINGK], med[K2K_LAT_RAW],
+           med[K2K_LAT_RINGK] / med[K2K_LAT_RAW]);
+    printf("%s K2K throughput: ringk %.2f Mmsg/s, raw SPSC ring %.2f Mmsg/s: %.2fx "
+           "(target >= 0.5 on one GPU)\n", (peer_dev >= 0) ? "cross-GPU" : "same-GPU",
+           med[K2K_TPUT_RINGK], med[K2K_TPUT_RAW], med[K2K_TPUT_RINGK] / med[K2K_TPUT_RAW]);
 #endif
     work_print(med);
     for (m = 0; m < NMETHODS; m++) {

@@ -58,6 +58,8 @@ extern const ringk_device_entry_t bench_work_entry;  /* handler work (bench_work
 int bench_cuda_init(int *ndev, char *name, size_t name_len);
 void *bench_mapped_alloc(size_t bytes, void **dev_p);
 void *bench_device_alloc(size_t bytes);
+/* device memory of CUDA device @a dev (the calling thread's device is kept) */
+void *bench_device_alloc_on(int dev, size_t bytes);
 int bench_copy_to_device(void *dst, const void *src, size_t bytes);
 int bench_copy_from_device(void *dst, const void *src, size_t bytes);
 /* a resident kernel answering host_flag's values in dev_flag (both mapped) until BENCH_STOP */

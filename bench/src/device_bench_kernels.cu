@@ -142,7 +142,8 @@ extern "C" void *bench_mapped_alloc(size_t bytes, void **dev_p)
 {
     void *host = NULL;
 
-    if ((cudaHostAlloc(&host, bytes, cudaHostAllocMapped) != cudaSuccess) ||
+    /* portable: kernels of another GPU (device_bench -p) use it too */
+    if ((cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) ||
         (cudaHostGetDevicePointer(dev_p, host, 0) != cudaSuccess)) {
         return NULL;
     }
@@ -158,6 +159,19 @@ extern "C" void *bench_device_alloc(size_t bytes)
         (cudaDeviceSynchronize() != cudaSuccess)) {
         return NULL;
     }
+    return p;
+}
+
+extern "C" void *bench_device_alloc_on(int dev, size_t bytes)
+{
+    void *p;
+    int cur = 0;
+
+    if ((cudaGetDevice(&cur) != cudaSuccess) || (cudaSetDevice(dev) != cudaSuccess)) {
+        return NULL;
+    }
+    p = bench_device_alloc(bytes);
+    cudaSetDevice(cur);
     return p;
 }
 

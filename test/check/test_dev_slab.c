@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of the regions device kernels hold in their device's slabs
  * (src/ringk/dev/ringk_dev_slab.c): first fit between the regions held, alignment, both slabs
- * at once, holds, and a full slab; and of the device executor's lock order (dev/dev.h), which
- * aborts a thread that breaks it. */
+ * at once, holds, and a full slab; of the device executor's lock order (dev/dev.h), which
+ * aborts a thread that breaks it; and of its rule for device kernels sending into another GPU's
+ * inboxes (ringk_dev_peer_usable()). */
 #include "test_util.h"
 
 #include <ringk/dev/dev.h>
@@ -152,6 +153,56 @@ START_TEST(test_dev_lock_order_broken)
 }
 END_TEST
 
+/* A pair of GPUs as ringk_peer_can_access() would describe it. */
+static ringk_peer_info_t pair_of(ringk_peer_path_t path, int native_atomics)
+{
+    ringk_peer_info_t info;
+
+    memset(&info, 0, sizeof(info));
+    info.path           = path;
+    info.can_access     = (path == RINGK_PEER_PATH_P2P_NVLINK) ||
+                          (path == RINGK_PEER_PATH_P2P_PCIE);
+    info.native_atomics = native_atomics;
+    snprintf(info.link, sizeof(info.link), "%s", info.can_access ? "NV4" : "SYS");
+    snprintf(info.reason, sizeof(info.reason), "the policy's reason");
+    return info;
+}
+
+/* Device kernels of one GPU write another's inboxes only over peer access with native atomics
+ * (their claims are compare-and-swaps beside the target GPU's own); each refusal says why. */
+START_TEST(test_dev_peer_rule)
+{
+    const struct {
+        ringk_peer_path_t path;
+        int               ret, atomics, usable;
+        const char       *why;
+    } cases[] = {
+        {RINGK_PEER_PATH_P2P_NVLINK, 0, 1, 1, "P2P_NVLINK, link NV4, native atomics"},
+        {RINGK_PEER_PATH_P2P_PCIE, 0, 1, 1, "P2P_PCIE, link NV4, native atomics"},
+        {RINGK_PEER_PATH_P2P_PCIE, 0, 0, 0, "CUDA reports no native atomics across the pair"},
+        {RINGK_PEER_PATH_P2P_NVLINK, 0, -1, 0, "could not say whether it has native atomics"},
+        {RINGK_PEER_PATH_HOST_STAGED, 0, 1, 0, "its path is HOST_STAGED, not peer access"},
+        {RINGK_PEER_PATH_CUDA_IPC, 0, 1, 0, "its path is CUDA_IPC, not peer access"},
+        {RINGK_PEER_PATH_P2P_NVLINK, -ENODEV, 1, 0, "the pair's path is not known (-19"},
+    };
+    char why[RINGK_PEER_REASON_LEN + 160];
+    ringk_peer_info_t info;
+    size_t i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        info = pair_of(cases[i].path, cases[i].atomics);
+        why[0] = '\0';
+        ck_assert_int_eq(ringk_dev_peer_usable(cases[i].ret, &info, why, sizeof(why)),
+                         cases[i].usable);
+        ck_assert_msg(strstr(why, cases[i].why) != NULL, "case %zu: '%s' lacks '%s'", i, why,
+                      cases[i].why);
+        if (!cases[i].usable && (cases[i].atomics == 1)) {
+            ck_assert_msg(strstr(why, "the policy's reason") != NULL, "case %zu: '%s'", i, why);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("dev_slab");
@@ -160,6 +211,9 @@ int main(void)
     tcase_add_test(tc, test_dev_slab_first_fit);
     tcase_add_test(tc, test_dev_slab_holds);
     tcase_add_test(tc, test_dev_slab_unordered);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("peer");
+    tcase_add_test(tc, test_dev_peer_rule);
     suite_add_tcase(s, tc);
     tc = tcase_create("lock_order");
     tcase_add_test(tc, test_dev_lock_order);

@@ -56,6 +56,7 @@ static int gpus_listed(char *list, size_t len)
 #ifdef HAVE_CUDA
 #define TEST_DEVICE_LOG_LEVEL RINGK_LOG_INFO
 #include "core/ringk_cuda.h"
+#include <ringk/api/ringk_peer.h>
 #include "test_device_util.h"
 #include "test_device.h"
 
@@ -153,6 +154,24 @@ static void assert_log_clean(void)
 enum { SEND_WAIT_MS = 10000 };
 
 
+/* The scope of the atomics of device inboxes on CUDA device @a dev: system where a device
+ * kernel of another GPU may write them (peer access with native atomics, unless
+ * RINGK_DEVICE_PEER=0), else device. */
+static uint32_t inbox_scope(int dev)
+{
+    const char *env = getenv("RINGK_DEVICE_PEER");
+    ringk_peer_info_t info;
+    int j;
+
+    for (j = 0; (j < ndevices) && ((env == NULL) || (strcmp(env, "0") != 0)); j++) {
+        if ((j != dev) && (ringk_peer_can_access(j, dev, &info) == 0) && info.can_access &&
+            (info.native_atomics == 1)) {
+            return RINGK_RING_SCOPE_SYSTEM;
+        }
+    }
+    return RINGK_RING_SCOPE_DEVICE;
+}
+
 /* A result block in mapped memory: the host's address, and the device's in *dev_p. Pinned
  * allocations can wait for resident kernels: every test makes its blocks before its first
  * kernel. */
@@ -160,7 +179,8 @@ static ringk_dev_test_t *test_block(ringk_dev_test_t **dev_p)
 {
     void *host, *dev;
 
-    ck_assert_int_eq(cudaHostAlloc(&host, sizeof(ringk_dev_test_t), cudaHostAllocMapped), 0);
+    ck_assert_int_eq(cudaHostAlloc(&host, sizeof(ringk_dev_test_t),
+                                   cudaHostAllocMapped | cudaHostAllocPortable), 0);
     ck_assert_int_eq(cudaHostGetDevicePointer(&dev, host, 0), 0);
     memset(host, 0, sizeof(ringk_dev_test_t));
     *dev_p = dev;
@@ -328,7 +348,7 @@ START_TEST(test_device_gpu_scenarios)
     }
     test_wait_u64(&ts->count, N, 60);
     ck_assert_uint_eq(ts->out_of_order, 0);
-    ck_assert_uint_eq(ts->ring_scopes, RINGK_RING_SCOPE_DEVICE | (RINGK_RING_SCOPE_SYSTEM << 8) |
+    ck_assert_uint_eq(ts->ring_scopes, inbox_scope(0) | (RINGK_RING_SCOPE_SYSTEM << 8) |
                                        (RINGK_RING_SCOPE_SYSTEM << 16));
     /* the host's messages came as the staged copy in device memory, the forwarded ones not */
     ck_assert_uint_eq(ts->staged, N / 2);
@@ -600,6 +620,75 @@ START_TEST(test_device_gpu_pingpong)
     assert_no_errors(k, 2);
     ringk_ctx_destroy(ctx);
     assert_log_clean();
+}
+END_TEST
+
+/* Device kernels on two GPUs (SKIP below two), in each direction: "fwd" on one GPU forwards
+ * bursts the host sends it into "sink" on the other, which is event-driven and parks between
+ * bursts (so the sender's wake crosses too). Where the pair has peer access with native
+ * atomics, every forwarded message went device to device (sent_direct) into an inbox of system
+ * scope; else all through the host proxy. Every message arrives once, in order. */
+START_TEST(test_device_gpu_peer)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    enum { BURSTS = 120, BURST = 16 };
+    ringk_dev_test_t *t_d[4], *t[4];
+    ringk_kernel_params_t p;
+    ringk_peer_info_t info;
+    ringk_kernel_t *k[2];
+    ringk_ctx_t *ctx;
+    uint32_t b, burst[3];
+    int i, dst, direct;
+
+    for (i = 0; i < 4; i++) {
+        t[i] = test_block(&t_d[i]);
+    }
+    for (dst = 0; dst < 2; dst++) { /* the sink's device; the forwarder is on the other */
+        ringk_dev_test_t *sink = t[2 * dst], *fwd = t[2 * dst + 1];
+
+        direct = (ringk_peer_can_access(1 - dst, dst, &info) == 0) && info.can_access &&
+                 (info.native_atomics == 1) && (inbox_scope(dst) == RINGK_RING_SCOPE_SYSTEM);
+        printf("# GPU%d -> GPU%d: %s (path %s, native atomics %d: %s)\n", 1 - dst, dst,
+               direct ? "device to device" : "through the host",
+               ringk_peer_path_name(info.path), info.native_atomics, info.reason);
+        ctx = gpu_ctx_new();
+        p = dev_params("sink", &ringk_dev_test_count, t_d[2 * dst]);
+        p.field_mask    |= RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_PLACEMENT |
+                           RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS;
+        p.mode           = RINGK_MODE_EVENT_DRIVEN;
+        p.max_iterations = 50;
+        p.placement      = dst;
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[0]), 0);
+        p = dev_params("fwd", &ringk_dev_test_forward, t_d[2 * dst + 1]);
+        p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_PLACEMENT;
+        p.publishes_to = to_sink;
+        p.placement    = 1 - dst;
+        ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[1]), 0);
+        for (b = 0; b < BURSTS; b++) {
+            if (b % 10 == 9) {
+                usleep(20000); /* "sink" parks: the next burst's first send wakes it */
+            }
+            burst[0] = 1;
+            burst[1] = b * BURST;
+            burst[2] = BURST;
+            ck_assert_int_eq(ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, burst, sizeof(burst),
+                                        SEND_WAIT_MS), 0);
+        }
+        test_wait_u64(&sink->count, BURSTS * BURST, 60);
+        test_wait_u64(&fwd->count, BURSTS, 10);
+        ck_assert_int_eq(fwd->last_error, 0);
+        ck_assert_uint_eq(sink->out_of_order, 0);
+        ck_assert_uint_eq(sink->bad, 0);
+        ck_assert_uint_eq(sink->next[1], BURSTS * BURST);
+        ck_assert_uint_eq(sink->ring_scopes & 0xff, inbox_scope(dst));
+        ck_assert_uint_eq(STATS_AT(k[1], msgs_out, BURSTS * BURST).msgs_out, BURSTS * BURST);
+        ck_assert_uint_eq(stats_of(k[1]).sent_direct, direct ? BURSTS * BURST : 0);
+        ck_assert_int_eq(stats_of(k[0]).device, dst);
+        ck_assert_int_eq(stats_of(k[1]).device, 1 - dst);
+        assert_no_errors(k, 2);
+        ringk_ctx_destroy(ctx);
+        assert_log_clean();
+    }
 }
 END_TEST
 
@@ -973,6 +1062,7 @@ int main(void)
         {"pingpong", test_device_gpu_pingpong},
         {"no_deadlock", test_device_gpu_no_deadlock},
         {"arg", test_device_gpu_arg},
+        {"peer", test_device_gpu_peer},
     };
     const size_t ntests = sizeof(gpu_tests) / sizeof(gpu_tests[0]);
     /* RINGK_DEVICE_GPU_ONLY=name[,name...]: those GPU tests alone (compute-sanitizer
@@ -995,7 +1085,7 @@ int main(void)
         if (known < items) {
             printf("Bail out! RINGK_DEVICE_GPU_ONLY='%s' names a test that does not exist "
                    "(scenarios, event_wake, publish, barrier, recv, terminate_message, "
-                   "lifecycle, pingpong, no_deadlock, arg, block)\n", only);
+                   "lifecycle, pingpong, no_deadlock, arg, peer, block)\n", only);
             return EXIT_FAILURE;
         }
     }
@@ -1015,7 +1105,10 @@ int main(void)
     }
     if (ndevices > 0) {
         for (i = 0; i < ntests; i++) {
-            if ((only == NULL) || in_list(only, gpu_tests[i].name)) {
+            if ((gpu_tests[i].test == test_device_gpu_peer) && (ndevices < 2)) {
+                printf("# %d CUDA device(s): peer (device kernels on two GPUs) is not run\n",
+                       ndevices);
+            } else if ((only == NULL) || in_list(only, gpu_tests[i].name)) {
                 tcase_add_test(gpu, gpu_tests[i].test);
                 nadded++;
             }

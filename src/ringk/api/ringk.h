@@ -439,7 +439,8 @@ typedef struct ringk_kernel_stats {
     uint64_t send_failed;      /**< device kernels: sends and publishes of its outbox that the
                                     host proxy could not make (each one logged) */
     uint64_t sent_direct;      /**< device kernels: of msgs_out, those written straight into
-                                    the device inbox of a kernel of the same device (no host) */
+                                    the device inbox of a kernel of the same device, or of
+                                    another GPU by peer access (no host) */
     int      parked;           /**< device kernels: 1 while an event-driven one's loop has
                                     returned and the next message relaunches it */
     unsigned threads;          /**< threads of a block that run each handler call: the

@@ -330,13 +330,13 @@ RINGK_DEV_FN int ringk_dev_outbox_put(ringk_dev_kernel_t *k, uint32_t op, uint32
     return ret;
 }
 
-/* Claims cells in the device inbox of a kernel of the same device (route @a rt, resolved by
- * the host) and fills the message header: claim with a compare-and-swap on the target's tail;
- * the publish (ringk_dev_commit()) is one release store of the cell header, then wakes the
- * target if it returned (event-driven). A target that is finishing has closed its inbox:
- * -EPIPE. While the inbox is full it also reads the route's @a direct word (across the bus): a
- * target destroyed without closing (its launch faulted) has its route dropped, and the send
- * gets -EPIPE. */
+/* Claims cells in the device inbox of a kernel of the same device, or of another GPU reached by
+ * peer access (route @a rt, resolved by the host), and fills the message header: claim with a
+ * compare-and-swap on the target's tail; the publish (ringk_dev_commit()) is one release store
+ * of the cell header, then wakes the target if it returned (event-driven). A target that is
+ * finishing has closed its inbox: -EPIPE. While the inbox is full it also reads the route's
+ * @a direct word (across the bus): a target destroyed without closing (its launch faulted) has
+ * its route dropped, and the send gets -EPIPE. */
 RINGK_DEV_FN int ringk_dev_direct_claim(ringk_dev_kernel_t *k, int route,
                                         const ringk_dev_target_t *rt, const int32_t *direct,
                                         uint32_t type, uint32_t len, int timeout_ms,
@@ -352,7 +352,9 @@ RINGK_DEV_FN int ringk_dev_direct_claim(ringk_dev_kernel_t *k, int route,
         return -EMSGSIZE;
     }
     ringk_ring_view(r, rt->inbox, rt->log2_ncells, rt->cell_size);
-    r->scope = RINGK_RING_SCOPE_DEVICE; /* a device inbox: only kernels of this GPU use it */
+    /* device scope where only kernels of the target's GPU write its inbox; system scope where
+     * kernels of other GPUs may too (the claim is then a native atomic across the link) */
+    r->scope = rt->scope;
     /* T1 (device): the claim is a compare-and-swap on the target inbox's tail, and the
      * target's close (T2 in ringk_dev_try_finish()) an atomic OR on the same word, so one of
      * them comes first without a fence: a claim before the close is among the cells the
@@ -394,8 +396,9 @@ RINGK_DEV_FN int ringk_dev_send_check(const ringk_dev_kernel_t *k, int route, ui
 }
 
 /* Claims the cells of a send on route @a route (checked; the kernel's lock held, or one
- * thread): in the device inbox of a kernel of the same device, else in the outbox. Counted as
- * sent once claimed (nothing fails after the claim). */
+ * thread): in the device inbox of a kernel the host made the route direct to (the same device,
+ * or another GPU with peer access), else in the outbox. Counted as sent once claimed (nothing
+ * fails after the claim). */
 RINGK_DEV_FN int ringk_dev_send_claim(ringk_dev_kernel_t *k, int route, uint32_t type,
                                       uint32_t len, int timeout_ms, ringk_dev_claim_t *cl)
 {
@@ -434,12 +437,14 @@ RINGK_DEV_FN int ringk_dev_send_claim(ringk_dev_kernel_t *k, int route, uint32_t
 
 /**
  * Per thread: sends a message on route @a route (an index into the kernel's publishes_to):
- * straight into the device inbox of a kernel on the same device, else through the outbox to
- * the host proxy, which delivers it as ringk_send_route() would (a CPU kernel of this process, a
- * kernel of another process). Each thread that calls it sends its own message; the kernel's
- * threads take turns at the claim (a lock of the kernel's), so messages of one thread keep
- * their order, and those of different threads are in the order of their claims. For one
- * message written by a whole block, ringk_dev_send_route_block(). @a timeout_ms:
+ * straight into the device inbox of a kernel on the same device or on another GPU of the
+ * process that this one reaches by peer access with native atomics (docs/gpu.md, "Device
+ * kernels on several GPUs"), else through the outbox to the host proxy, which delivers it as
+ * ringk_send_route() would (a CPU kernel of this process, a kernel of another process). Each
+ * thread that calls it sends its own message; the kernel's threads take turns at the claim (a
+ * lock of the kernel's), so messages of one thread keep their order, and those of different
+ * threads are in the order of their claims. For one message written by a whole block,
+ * ringk_dev_send_route_block(). @a timeout_ms:
  * RINGK_WAIT_NONE, RINGK_WAIT_FOREVER or milliseconds to wait for room in the inbox or the
  * outbox.
  * @return 0; -EINVAL no such route or a bad type; -EMSGSIZE above max_out, or above the max_in

@@ -42,8 +42,9 @@ extern "C" {
  * System scope ("sys") orders against the host and other GPUs: the control block, the host
  * ingress ring and the outbox live in pinned host memory mapped into the device. The ring
  * operations of core/ringk_ring.h take their scope from the ring's view: system scope for those
- * two, device scope for the device inbox (RINGK_RING_SCOPE_DEVICE: only kernels of one GPU use
- * it). On the host (the emulated device) these are C11 atomics. */
+ * two; for the device inbox device scope where only kernels of its GPU write it
+ * (RINGK_RING_SCOPE_DEVICE), system scope where kernels of other GPUs may too. On the host (the
+ * emulated device) these are C11 atomics. */
 #if defined(__CUDA_ARCH__)
 #  define RINGK_DEV_ATOMIC(T, s, p) cuda::atomic_ref<T, cuda::thread_scope_##s>(*(T*)(p))
 RINGK_DEV_FN int32_t ringk_dev_load_acq_sys_i32(const int32_t *p)
@@ -211,7 +212,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        15u
+#define RINGK_DEV_ABI        16u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -244,8 +245,10 @@ RINGK_DEV_FN int ringk_dev_leader(void)
                                       block (barrier_done, barrier_result) */
 
 /* A route of a device kernel (its name is in ringk_dev_kernel_t.route_names): where the host
- * resolved it to a kernel of the same device, that kernel's device inbox and control block. */
-/* A same-device target of a route: set by the host before it makes the route direct, never
+ * resolved it to a device kernel of the process that this one can write into (the same device,
+ * or another GPU with peer access and native atomics), that kernel's device inbox and control
+ * block. */
+/* A direct target of a route: set by the host before it makes the route direct, never
  * changed after, so a sender copies it into its launch once (ringk_dev_kernel_t.targets) and
  * reads only 'direct' across the bus on each send. */
 typedef struct ringk_dev_target {
@@ -254,12 +257,16 @@ typedef struct ringk_dev_target {
     uint32_t log2_ncells;  /**< target inbox geometry */
     uint32_t cell_size;
     uint32_t event_driven; /**< the target returns when idle: a sender may have to wake it */
-    void    *inbox;        /**< target's device inbox (device address) */
+    uint32_t scope;        /**< RINGK_RING_SCOPE_* of the target inbox's atomics: DEVICE where
+                                only kernels of its GPU write it, SYSTEM where kernels of
+                                other GPUs may too (peer access) */
+    void    *inbox;        /**< target's device inbox (device address; on another GPU, valid
+                                here through peer access) */
     struct ringk_dev_ctl *ctl; /**< target's control block (device address) */
 } ringk_dev_target_t;
 
 typedef struct ringk_dev_route {
-    int32_t  direct;       /**< 1: 'target' holds a same-device target; 0: through the host
+    int32_t  direct;       /**< 1: 'target' holds a direct target; 0: through the host
                                 proxy. Written last by the host (release), read first
                                 (acquire) */
     ringk_dev_target_t target;
@@ -314,10 +321,11 @@ typedef struct ringk_dev_own {
 typedef struct ringk_dev_kernel {
     ringk_dev_ctl_t   *ctl;
     ringk_ring_t       ingress;   /**< from the host: pinned mapped memory */
-    ringk_ring_t       inbox;     /**< from kernels of the same device: device memory. Its
+    ringk_ring_t       inbox;     /**< from device kernels (of this GPU, or of others by peer
+                                       access): device memory. Its
                                        tail gets RINGK_RING_CLOSED when the loop, terminating,
-                                       is about to look for the last messages (T2): senders of
-                                       the same device find it there, not in ctl->state, which
+                                       is about to look for the last messages (T2): device
+                                       senders find it there, not in ctl->state, which
                                        is across the bus */
     ringk_ring_t       outbox;    /**< to the host proxy: pinned mapped memory */
     ringk_dev_route_t *routes;    /**< ctl->nroutes of them */

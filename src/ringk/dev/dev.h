@@ -13,9 +13,11 @@
 #include "ringk/ringk_exec.h"
 
 #include <ringk/api/ringk_device.h>
+#include <ringk/api/ringk_peer.h>
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdio.h>
 
 #define RINGK_DEV_DEVICES        9       /* the emulated device and CUDA devices 0..7 */
 #define RINGK_DEV_OUTBOX_CELLS 256u    /* outbox cells of RINGK_CELL bytes, at least (more for
@@ -81,6 +83,11 @@ typedef struct {
                                                     slabs are never freed then, nor their
                                                     regions */
     int                            kept;         /* the slabs were kept for them (logged) */
+    uint32_t                       peer_in;      /* bit j: device kernels of CUDA device j send
+                                                    straight into its device inboxes (peer
+                                                    access from j on, native atomics); set at
+                                                    its setup. Not 0: its inboxes take system
+                                                    scope atomics */
 } ringk_dev_device_t;
 
 /* The devices of the process (ringk_dev_device.c). Its lock (mu) comes after a device kernel's
@@ -168,6 +175,8 @@ typedef struct ringk_dev_host {
     ringk_dev_region_t *region;       /* its memory in the slabs */
     ringk_dev_region_t *held[RINGK_DEV_ROUTES_MAX]; /* per route made direct: the target's
                                          memory, held until this kernel is freed */
+    ringk_dev_device_t *held_on[RINGK_DEV_ROUTES_MAX]; /* and the device it is on (another
+                                         GPU's for a route by peer access) */
     uint64_t           out_head;
     uint64_t           send_failed;   /* the proxy's failed sends and publishes */
     uint64_t           published;     /* subscribers the proxy's publishes reached (atomic) */
@@ -256,6 +265,35 @@ static inline ringk_dev_life_t ringk_dev_life(const ringk_dev_host_t *d)
 int ringk_exec_dev_launch(ringk_kernel_t *k);
 
 /* ---- ringk_dev_device.c ---- */
+
+/* Whether device kernels of one GPU may send straight into the device inboxes of another GPU
+ * of the process, from what ringk_peer_can_access() said of the pair (its return @a ret and
+ * @a info): 1; or 0 with the reason in @a why. A sender claims cells with a compare-and-swap on
+ * the target inbox's tail, while kernels of the target's GPU may claim too: the pair needs a
+ * P2P path (peer access) and atomics that are native across it. */
+static inline int ringk_dev_peer_usable(int ret, const ringk_peer_info_t *info, char *why,
+                                        size_t why_len)
+{
+    if (ret != 0) {
+        snprintf(why, why_len, "the pair's path is not known (%d: %s)", ret, info->reason);
+        return 0;
+    }
+    if (!info->can_access) {
+        snprintf(why, why_len, "its path is %s, not peer access (%s)",
+                 ringk_peer_path_name(info->path), info->reason);
+        return 0;
+    }
+    if (info->native_atomics != 1) {
+        snprintf(why, why_len, "CUDA %s native atomics across the pair (%s, link %s), which a "
+                 "claim in another GPU's inbox needs", (info->native_atomics == 0) ?
+                 "reports no" : "could not say whether it has", ringk_peer_path_name(info->path),
+                 info->link);
+        return 0;
+    }
+    snprintf(why, why_len, "%s, link %s, native atomics", ringk_peer_path_name(info->path),
+             info->link);
+    return 1;
+}
 
 /** Under ringk_dev_proc.mu: the device for @a entry with placement @a placement, set up on
  *  first use (slabs and streams) and counted as used by @a ctx: 0 with it in *@a device_p, or a

@@ -7,6 +7,7 @@
 
 #define _GNU_SOURCE
 #include "dev.h"
+#include "core/ringk_cuda.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -172,6 +173,47 @@ static int device_init(ringk_ctx_t *ctx, ringk_dev_device_t *device)
     return 0;
 }
 
+/* Under ringk_dev_proc.mu, at @a device's setup (before a kernel of it runs): the other CUDA
+ * devices of the process (@a n in all) whose device kernels send straight into its device
+ * inboxes (device->peer_in): a pair ringk_dev_peer_usable() accepts, with peer access from the
+ * other device to this one turned on here. RINGK_DEVICE_PEER=0 leaves every pair to the host
+ * proxy. Each pair's answer is logged at INFO. */
+static void device_peers(ringk_ctx_t *ctx, ringk_dev_device_t *device, int n)
+{
+    const char *env = getenv("RINGK_DEVICE_PEER");
+    char why[RINGK_PEER_REASON_LEN + 160];
+    ringk_peer_info_t info;
+    int j, ret;
+
+    device->peer_in = 0;
+    if ((env != NULL) && (env[0] != '\0') && (strcmp(env, "1") != 0)) {
+        if (strcmp(env, "0") == 0) {
+            return;
+        }
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "RINGK_DEVICE_PEER='%.32s' is neither 0 nor 1: 1 "
+                      "assumed (device kernels send into other GPUs' inboxes where they can)",
+                      env);
+    }
+    for (j = 0; (j < n) && (j < RINGK_DEV_DEVICES - 1); j++) {
+        if (j == device->cuda_index) {
+            continue;
+        }
+        ret = ringk_peer_can_access(j, device->cuda_index, &info);
+        if (ringk_dev_peer_usable(ret, &info, why, sizeof(why))) {
+            char path[RINGK_PEER_REASON_LEN + 160];
+
+            snprintf(path, sizeof(path), "%s", why);
+            if (ringk_cuda_peer_set(j, device->cuda_index, 1, why, sizeof(why)) == 0) {
+                device->peer_in |= 1u << j;
+                snprintf(why, sizeof(why), "%s", path);
+            }
+        }
+        ringk_log_msg(ctx, RINGK_LOG_INFO, "CUDA device %d: device kernels of CUDA device %d "
+                      "send into its inboxes %s: %s", device->cuda_index, j,
+                      (device->peer_in & (1u << j)) ? "directly" : "through the host", why);
+    }
+}
+
 /* Under ringk_dev_proc.mu: the device for @a entry with placement @a placement, set up on first
  * use and counted as used by @a ctx: 0 with it in *device_p, or a negative errno; -ENODEV with
  * the reason in @a why. */
@@ -179,7 +221,7 @@ int ringk_dev_device_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, in
                          ringk_dev_device_t **device_p, char *why, size_t why_len)
 {
     ringk_dev_device_t *device;
-    int n, idx = (placement < 0) ? 0 : placement, ret = 0;
+    int n = 0, idx = (placement < 0) ? 0 : placement, ret = 0;
 
     if (entry->kind == RINGK_DEVICE_ENTRY_EMULATED) {
         device = &ringk_dev_proc.device[0];
@@ -215,6 +257,9 @@ int ringk_dev_device_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, in
     if (!device->used) {
         ret = device_init(ctx, device);
         device->used = (ret == 0);
+        if ((ret == 0) && (device->cuda_index >= 0)) {
+            device_peers(ctx, device, n);
+        }
     }
     if ((ret == 0) && !ctx->devs->holds[device - ringk_dev_proc.device]) {
         ctx->devs->holds[device - ringk_dev_proc.device] = 1;

@@ -102,7 +102,10 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     ringk_ring_view(&d->view.outbox, dv + head + in_bytes, ringk_ring_log2(out_cells),
                     RINGK_CELL);
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
-    d->view.inbox.scope = RINGK_RING_SCOPE_DEVICE; /* only kernels of this device use it */
+    /* device scope while only kernels of this device write it; system scope where kernels of
+     * other GPUs may (peer access, device->peer_in) */
+    d->view.inbox.scope = (device->peer_in != 0) ? RINGK_RING_SCOPE_SYSTEM :
+                                                   RINGK_RING_SCOPE_DEVICE;
     d->view.stage       = md + in_bytes;
     if (mh != NULL) {
         return (ringk_ring_init(&tmp, mh, in_bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
@@ -624,6 +627,17 @@ const ringk_exec_ops_t ringk_exec_dev = {
     .state = dev_state
 };
 
+/* Whether device kernel @a s may write device kernel @a t's inbox: the same device, or another
+ * GPU whose inboxes take sends of s's (peer access, native atomics: ringk_dev_device_t.peer_in,
+ * decided at the target device's setup). */
+static int dev_reaches(const ringk_dev_host_t *s, const ringk_dev_host_t *t)
+{
+    int from = s->device->cuda_index;
+
+    return (t->device == s->device) ||
+           ((from >= 0) && (t->device->cuda_index >= 0) && (t->device->peer_in & (1u << from)));
+}
+
 void ringk_exec_dev_routes(ringk_ctx_t *ctx)
 {
     ringk_kernel_t *s, *t;
@@ -637,7 +651,7 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
             t  = ringk_kernel_find(ctx, s->publishes_to.names[j]);
             /* an entry once made direct is never rewritten: a send in flight may read it */
             if ((s->dev->route_ever & (1u << j)) || (t == NULL) || (t->dev == NULL) ||
-                (t->dev->device != s->dev->device) || !ringk_kernel_accepts(t, s)) {
+                !dev_reaches(s->dev, t->dev) || !ringk_kernel_accepts(t, s)) {
                 continue;
             }
             rt->target.receiver     = t->id;
@@ -647,10 +661,12 @@ void ringk_exec_dev_routes(ringk_ctx_t *ctx)
             rt->target.inbox        = t->dev->view.inbox.shm;
             rt->target.ctl          = t->dev->view.ctl;
             rt->target.event_driven = (t->mode == RINGK_MODE_EVENT_DRIVEN);
+            rt->target.scope        = t->dev->view.inbox.scope;
             s->dev->route_ever |= 1u << j;
             /* t holds its region while it is found: a hold taken here cannot be the last */
             __atomic_add_fetch(&t->dev->region->holds, 1, __ATOMIC_RELAXED);
-            s->dev->held[j] = t->dev->region;
+            s->dev->held[j]    = t->dev->region;
+            s->dev->held_on[j] = t->dev->device;
             __atomic_store_n(&rt->direct, 1, __ATOMIC_RELEASE);
         }
     }
@@ -726,7 +742,7 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
             k->dev->device->share   -= (k->dev->stream != NULL) ? k->dev->share : 0;
             for (j = 0; j < RINGK_DEV_ROUTES_MAX; j++) {
                 if (k->dev->held[j] != NULL) {
-                    ringk_dev_region_put(k->dev->device, k->dev->held[j]);
+                    ringk_dev_region_put(k->dev->held_on[j], k->dev->held[j]);
                 }
             }
             if (k->dev->region != NULL) {
