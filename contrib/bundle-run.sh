@@ -199,7 +199,7 @@ find_cuda() {
 # The report, plain text and JSON, from what has run so far: every test case the test drivers'
 # logs name (PASS/FAIL/SKIP per case), the steps, the benchmarks' figures.
 write_report() {
-    local s n st t d g i gcases stage_st stage_sts=()
+    local s n st t d g i gcases stage_st bench title stage_sts=()
     tests=()
     gcases=$(gpu_cases)
     # a stage's status: fail if a step of it failed, else pass if one passed, else skip
@@ -246,21 +246,20 @@ write_report() {
              "$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)') failed," \
              "$(printf '%s\n' "${tests[@]}" | grep -c '^SKIP') skipped"
         printf '%s\n' "${tests[@]}" | grep -v '^PASS' | sed 's/^/  /'
-        if [ -s "$report/device_bench.txt" ]; then
-            echo
-            echo "device-kernel benchmark (bench/device_bench):"
-            grep -v '^RESULT' "$report/device_bench.txt" | sed 's/^/  /'
-        fi
-        if [ -s "$report/gpu_rma.txt" ]; then
-            echo
-            echo "GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower):"
-            grep -v '^RESULT' "$report/gpu_rma.txt" | sed 's/^/  /'
-        fi
-        if [ -s "$report/peer_copy.txt" ]; then
-            echo
-            echo "peer-copy benchmark (bench/peer_copy; x d2d, x staged_raw: time ratios):"
-            grep -v '^RESULT' "$report/peer_copy.txt" | sed 's/^/  /'
-        fi
+        # each benchmark's lines but its RESULT ones, under its title
+        while IFS='|' read -r bench title; do
+            if [ -s "$report/$bench.txt" ]; then
+                echo
+                echo "$title:"
+                grep -v '^RESULT' "$report/$bench.txt" | sed 's/^/  /'
+            fi
+        done <<'BENCHES'
+device_bench|device-kernel benchmark (bench/device_bench)
+device_bench_peer|cross-GPU K2K (bench/device_bench -p 1)
+p2pq_bench|P2P queue (bench/p2pq_bench)
+gpu_rma|GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower)
+peer_copy|peer-copy benchmark (bench/peer_copy; x d2d, x staged_raw: time ratios)
+BENCHES
     } > "$report/report.txt"
     {
         echo "{"
@@ -306,6 +305,14 @@ write_report() {
             [ -s "$report/device_bench.txt" ] &&
                 grep '^RESULT device_bench ' "$report/device_bench.txt" |
                 awk '{printf "    {\"bench\": \"device_bench\", \"method\": \"%s\", " \
+                             "\"value\": %s, \"unit\": \"%s\"}\n", $3, $4, $5}'
+            [ -s "$report/device_bench_peer.txt" ] &&
+                grep '^RESULT device_bench ' "$report/device_bench_peer.txt" |
+                awk '{printf "    {\"bench\": \"device_bench -p 1\", \"method\": \"%s\", " \
+                             "\"value\": %s, \"unit\": \"%s\"}\n", $3, $4, $5}'
+            [ -s "$report/p2pq_bench.txt" ] &&
+                grep '^RESULT p2pq_bench ' "$report/p2pq_bench.txt" |
+                awk '{printf "    {\"bench\": \"p2pq_bench\", \"method\": \"%s\", " \
                              "\"value\": %s, \"unit\": \"%s\"}\n", $3, $4, $5}'
         } | sed '$!s/$/,/'
         echo "  ]"
@@ -447,6 +454,23 @@ if [ $built = 1 ] && stage bench; then
     else
         skipped "device-kernel benchmark (bench/device_bench)" "built without CUDA"
     fi
+    # the same K2K methods between kernels on GPU 0 and GPU 1 (peer access where the pair has it)
+    if [ -x "$build/bench/device_bench" ] && [ "$(gpus_listed | grep -c .)" -ge 2 ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "cross-GPU K2K benchmark (bench/device_bench -p 1)" 240 bash -c \
+            '"$1" "$2" -r 3 -p 1 > "$3"' _ "$build/contrib/ringk-run" \
+            "$build/bench/device_bench" "$report/device_bench_peer.txt"
+    else
+        skipped "cross-GPU K2K benchmark (bench/device_bench -p 1)" "fewer than two GPUs"
+    fi
+    # the P2P queue with host and GPU ends against a bare ring
+    if [ -x "$build/bench/p2pq_bench" ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "P2P queue benchmark (bench/p2pq_bench)" 180 bash -c '"$1" "$2" -r 3 > "$3"' _ \
+            "$build/contrib/ringk-run" "$build/bench/p2pq_bench" "$report/p2pq_bench.txt"
+    else
+        skipped "P2P queue benchmark (bench/p2pq_bench)" "not built"
+    fi
     # GPU memory through ringk between two processes against cudaMemcpy
     if [ -x "$build/bench/gpu_rma" ]; then
         # shellcheck disable=SC2016 # expanded by the inner shell
@@ -508,11 +532,14 @@ if [ $built = 1 ] && stage check; then
 fi
 trap - EXIT
 write_report
-# A lent GPU machine returns a handful of files: the logs go back as one archive, with each
-# failed test program's own log
+# A lent GPU machine returns at most 8 files: the logs go back as one archive, with each
+# failed test program's own log and the benchmarks' outputs (report.txt and report.json carry
+# their figures)
 pack_logs() {
     local loose fails
-    loose=$(cd "$report" && ls test-suite*.log sanitizer-*.txt ringk_info.json 2>/dev/null)
+    loose=$(cd "$report" && ls test-suite*.log sanitizer-*.txt ringk_info.json \
+                               device_bench*.txt gpu_rma.txt peer_copy.txt p2pq_bench.txt \
+                               2>/dev/null)
     fails=$(printf '%s\n' "${tests[@]}" | awk -F'\t' '$1 ~ /^(FAIL|ERROR|XPASS)$/ {
                 split($2, w, " "); print w[1] ".log" }' | sort -u |
             while read -r f; do [ -f "$build/$f" ] && echo "$f"; done)
