@@ -20,7 +20,8 @@
 #                          scenarios again without CUDA_DEVICE_MAX_CONNECTIONS, and
 #                          test_examples.sh with the nvcc-built examples), one at a time, and
 #                          the count of GPU test cases executed; bench: bench/device_bench,
-#                          bench/gpu_rma and bench/peer_copy; sanitizer: compute-sanitizer on
+#                          bench/p2pq_bench, bench/gpu_rma, bench/peer_copy and
+#                          bench/small_copy; sanitizer: compute-sanitizer on
 #                          the GPU ping-pong;
 #                          check: the other tests of 'make check' (last: they need no GPU)
 #   RINGK_BUNDLE_DEADLINE  seconds this run may take in all (default 570)
@@ -259,6 +260,7 @@ device_bench_peer|cross-GPU K2K (bench/device_bench -p 1)
 p2pq_bench|P2P queue (bench/p2pq_bench)
 gpu_rma|GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower)
 peer_copy|peer-copy benchmark (bench/peer_copy; x d2d, x staged_raw: time ratios)
+small_copy|small copies (bench/small_copy; x copy: SM stores' time over the copy engine's)
 BENCHES
     } > "$report/report.txt"
     {
@@ -302,6 +304,10 @@ BENCHES
                 awk '{printf "    {\"bench\": \"peer_copy\", \"method\": \"%s\", \"bytes\": %s, " \
                              "\"usec\": %s, \"GBps\": %s, \"x_d2d\": %s, \"x_staged\": %s, " \
                              "\"path\": \"%s\"}\n", $3, $4, $5, $6, $7, $8, $9}'
+            [ -s "$report/small_copy.txt" ] &&
+                grep '^RESULT small_copy ' "$report/small_copy.txt" |
+                awk '{printf "    {\"bench\": \"small_copy\", \"method\": \"%s\", " \
+                             "\"bytes\": %s, \"usec\": %s, \"x_copy\": %s}\n", $3, $4, $5, $6}'
             [ -s "$report/device_bench.txt" ] &&
                 grep '^RESULT device_bench ' "$report/device_bench.txt" |
                 awk '{printf "    {\"bench\": \"device_bench\", \"method\": \"%s\", " \
@@ -487,6 +493,14 @@ if [ $built = 1 ] && stage bench; then
     else
         skipped "peer-copy benchmark (bench/peer_copy)" "built without CUDA"
     fi
+    # small copies into GPU memory: the copy engine against SM stores
+    if [ -x "$build/bench/small_copy" ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "small-copy benchmark (bench/small_copy)" 120 bash -c '"$1" > "$2"' _ \
+            "$build/bench/small_copy" "$report/small_copy.txt"
+    else
+        skipped "small-copy benchmark (bench/small_copy)" "built without CUDA"
+    fi
 fi
 if [ $built = 1 ] && stage sanitizer; then
     cur_stage=sanitizer
@@ -539,6 +553,7 @@ pack_logs() {
     local loose fails
     loose=$(cd "$report" && ls test-suite*.log sanitizer-*.txt ringk_info.json \
                                device_bench*.txt gpu_rma.txt peer_copy.txt p2pq_bench.txt \
+                               small_copy.txt \
                                2>/dev/null)
     fails=$(printf '%s\n' "${tests[@]}" | awk -F'\t' '$1 ~ /^(FAIL|ERROR|XPASS)$/ {
                 split($2, w, " "); print w[1] ".log" }' | sort -u |
