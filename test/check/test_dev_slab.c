@@ -203,6 +203,59 @@ START_TEST(test_dev_peer_rule)
 }
 END_TEST
 
+/* RINGK_DEVICE_PEER: which GPUs a device's setup pairs with. By default only those the
+ * process uses (a CUDA context, or ringk device kernels set up there), so that a process on one
+ * GPU gives the others no context and its inboxes keep device-scope atomics; 1: every GPU; 0:
+ * none. Anything else is the default, said as such. */
+START_TEST(test_dev_peer_candidates)
+{
+    const struct {
+        const char *env;
+        int         mode, bad;
+    } modes[] = {
+        {NULL, RINGK_DEV_PEER_USED, 0}, {"", RINGK_DEV_PEER_USED, 0},
+        {"auto", RINGK_DEV_PEER_USED, 0}, {"0", RINGK_DEV_PEER_OFF, 0},
+        {"1", RINGK_DEV_PEER_ALL, 0}, {"yes", RINGK_DEV_PEER_USED, 1},
+        {"01", RINGK_DEV_PEER_USED, 1},
+    };
+    size_t i;
+    int bad, active, set_up;
+
+    for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        ck_assert_int_eq(ringk_dev_peer_mode(modes[i].env, &bad), modes[i].mode);
+        ck_assert_int_eq(bad, modes[i].bad);
+    }
+    for (active = 0; active < 2; active++) {
+        for (set_up = 0; set_up < 2; set_up++) {
+            ck_assert_int_eq(ringk_dev_peer_candidate(RINGK_DEV_PEER_OFF, active, set_up), 0);
+            ck_assert_int_eq(ringk_dev_peer_candidate(RINGK_DEV_PEER_ALL, active, set_up), 1);
+            ck_assert_int_eq(ringk_dev_peer_candidate(RINGK_DEV_PEER_USED, active, set_up),
+                             active || set_up);
+        }
+    }
+}
+END_TEST
+
+/* Peer access from a GPU is turned on only while none of its ringk device kernels has a
+ * launch (a call on its context could wait behind a resident one), or where it is on already;
+ * a refusal names the GPU, its kernels and what to do. */
+START_TEST(test_dev_peer_enable_rule)
+{
+    char why[256];
+
+    why[0] = '\0';
+    ck_assert_int_eq(ringk_dev_peer_enable_ok(0, 0, 0, 1, why, sizeof(why)), 1);
+    ck_assert_int_eq(ringk_dev_peer_enable_ok(1, 3, 1, 1, why, sizeof(why)), 1);
+    ck_assert_str_eq(why, "");
+    ck_assert_int_eq(ringk_dev_peer_enable_ok(0, 2, 0, 3, why, sizeof(why)), 0);
+    ck_assert_msg(strstr(why, "CUDA device 3 already runs 2 device kernels") != NULL, "%s", why);
+    ck_assert_msg(strstr(why, "RINGK_DEVICE_PEER=1") != NULL, "%s", why);
+    ck_assert_int_eq(ringk_dev_peer_enable_ok(0, 0, 1, 0, why, sizeof(why)), 0);
+    ck_assert_msg(strstr(why, "CUDA device 0 already runs 1 device kernels") != NULL, "%s",
+                  why);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("dev_slab");
@@ -214,6 +267,8 @@ int main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("peer");
     tcase_add_test(tc, test_dev_peer_rule);
+    tcase_add_test(tc, test_dev_peer_candidates);
+    tcase_add_test(tc, test_dev_peer_enable_rule);
     suite_add_tcase(s, tc);
     tc = tcase_create("lock_order");
     tcase_add_test(tc, test_dev_lock_order);

@@ -154,18 +154,26 @@ static void assert_log_clean(void)
 enum { SEND_WAIT_MS = 10000 };
 
 
-/* The scope of the atomics of device inboxes on CUDA device @a dev: system where a device
- * kernel of another GPU may write them (peer access with native atomics, unless
- * RINGK_DEVICE_PEER=0), else device. */
+/* Whether libringk said, in this context's log, that device kernels of CUDA device @a from
+ * send straight into the inboxes of CUDA device @a to (at the setup of either device). */
+static int peer_said_direct(int from, int to)
+{
+    char line[128];
+
+    snprintf(line, sizeof(line), "CUDA device %d: device kernels of CUDA device %d send into "
+             "its inboxes directly", to, from);
+    return strstr(logbuf, line) != NULL;
+}
+
+/* The scope of the atomics of device inboxes made now on CUDA device @a dev: system once a
+ * device kernel of another GPU may write them (libringk says so at a device's setup), else
+ * device. */
 static uint32_t inbox_scope(int dev)
 {
-    const char *env = getenv("RINGK_DEVICE_PEER");
-    ringk_peer_info_t info;
     int j;
 
-    for (j = 0; (j < ndevices) && ((env == NULL) || (strcmp(env, "0") != 0)); j++) {
-        if ((j != dev) && (ringk_peer_can_access(j, dev, &info) == 0) && info.can_access &&
-            (info.native_atomics == 1)) {
+    for (j = 0; j < ndevices; j++) {
+        if ((j != dev) && peer_said_direct(j, dev)) {
             return RINGK_RING_SCOPE_SYSTEM;
         }
     }
@@ -625,32 +633,40 @@ END_TEST
 
 /* Device kernels on two GPUs (SKIP below two), in each direction: "fwd" on one GPU forwards
  * bursts the host sends it into "sink" on the other, which is event-driven and parks between
- * bursts (so the sender's wake crosses too). Where the pair has peer access with native
- * atomics, every forwarded message went device to device (sent_direct) into an inbox of system
- * scope; else all through the host proxy. Every message arrives once, in order. */
+ * bursts (so the sender's wake crosses too). The test uses both GPUs before its first kernel
+ * (as a program that pairs them does), so where the pair has peer access (CUDA and the
+ * topology agree) with native atomics, libringk must say at the sink's setup that the
+ * forwarder's GPU sends directly, and every forwarded message goes device to device
+ * (sent_direct) into an inbox of system scope; else all through the host proxy
+ * (RINGK_DEVICE_PEER=0 too). Every message arrives once, in order. */
 START_TEST(test_device_gpu_peer)
 {
     static const char *const to_sink[] = {"sink", NULL};
     enum { BURSTS = 120, BURST = 16 };
     ringk_dev_test_t *t_d[4], *t[4];
     ringk_kernel_params_t p;
+    const char *env = getenv("RINGK_DEVICE_PEER");
     ringk_peer_info_t info;
     ringk_kernel_t *k[2];
     ringk_ctx_t *ctx;
     uint32_t b, burst[3];
-    int i, dst, direct;
+    int i, dst, can, usable, direct;
 
+    for (i = 1; i >= 0; i--) { /* a context on each GPU, device 0 current after */
+        ck_assert_int_eq(cudaSetDevice(i), 0);
+        ck_assert_int_eq(cudaFree(NULL), 0);
+    }
     for (i = 0; i < 4; i++) {
         t[i] = test_block(&t_d[i]);
     }
     for (dst = 0; dst < 2; dst++) { /* the sink's device; the forwarder is on the other */
         ringk_dev_test_t *sink = t[2 * dst], *fwd = t[2 * dst + 1];
 
-        direct = (ringk_peer_can_access(1 - dst, dst, &info) == 0) && info.can_access &&
-                 (info.native_atomics == 1) && (inbox_scope(dst) == RINGK_RING_SCOPE_SYSTEM);
-        printf("# GPU%d -> GPU%d: %s (path %s, native atomics %d: %s)\n", 1 - dst, dst,
-               direct ? "device to device" : "through the host",
-               ringk_peer_path_name(info.path), info.native_atomics, info.reason);
+        can    = 0;
+        usable = (ringk_peer_can_access(1 - dst, dst, &info) == 0) && info.can_access &&
+                 (info.native_atomics == 1) &&
+                 (cudaDeviceCanAccessPeer(&can, 1 - dst, dst) == 0) && can &&
+                 ((env == NULL) || (strcmp(env, "0") != 0));
         ctx = gpu_ctx_new();
         p = dev_params("sink", &ringk_dev_test_count, t_d[2 * dst]);
         p.field_mask    |= RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_PLACEMENT |
@@ -659,6 +675,15 @@ START_TEST(test_device_gpu_peer)
         p.max_iterations = 50;
         p.placement      = dst;
         ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k[0]), 0);
+        /* said at the sink's setup, before any kernel of the forwarder's GPU ran */
+        direct = peer_said_direct(1 - dst, dst);
+        ck_assert_msg(direct == usable, "GPU%d -> GPU%d: peer access %d, native atomics %d, "
+                      "path %s (%s): libringk %s; log: %s", 1 - dst, dst, can,
+                      info.native_atomics, ringk_peer_path_name(info.path), info.reason,
+                      direct ? "sends directly" : "does not send directly", logbuf);
+        printf("# GPU%d -> GPU%d: %s (path %s, native atomics %d: %s)\n", 1 - dst, dst,
+               direct ? "device to device" : "through the host",
+               ringk_peer_path_name(info.path), info.native_atomics, info.reason);
         p = dev_params("fwd", &ringk_dev_test_forward, t_d[2 * dst + 1]);
         p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO | RINGK_KERNEL_PARAM_FIELD_PLACEMENT;
         p.publishes_to = to_sink;
@@ -680,7 +705,8 @@ START_TEST(test_device_gpu_peer)
         ck_assert_uint_eq(sink->out_of_order, 0);
         ck_assert_uint_eq(sink->bad, 0);
         ck_assert_uint_eq(sink->next[1], BURSTS * BURST);
-        ck_assert_uint_eq(sink->ring_scopes & 0xff, inbox_scope(dst));
+        ck_assert_uint_eq(sink->ring_scopes & 0xff,
+                          direct ? RINGK_RING_SCOPE_SYSTEM : inbox_scope(dst));
         ck_assert_uint_eq(STATS_AT(k[1], msgs_out, BURSTS * BURST).msgs_out, BURSTS * BURST);
         ck_assert_uint_eq(stats_of(k[1]).sent_direct, direct ? BURSTS * BURST : 0);
         ck_assert_int_eq(stats_of(k[0]).device, dst);

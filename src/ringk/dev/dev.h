@@ -18,6 +18,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #define RINGK_DEV_DEVICES        9       /* the emulated device and CUDA devices 0..7 */
 #define RINGK_DEV_OUTBOX_CELLS 256u    /* outbox cells of RINGK_CELL bytes, at least (more for
@@ -83,11 +84,13 @@ typedef struct {
                                                     slabs are never freed then, nor their
                                                     regions */
     int                            kept;         /* the slabs were kept for them (logged) */
-    uint32_t                       peer_in;      /* bit j: device kernels of CUDA device j send
-                                                    straight into its device inboxes (peer
-                                                    access from j on, native atomics); set at
-                                                    its setup. Not 0: its inboxes take system
-                                                    scope atomics */
+    uint32_t                       peer_in;      /* bit j: device kernels of CUDA device j may
+                                                    send straight into its device inboxes
+                                                    (peer access from j on, native atomics);
+                                                    set at its setup or at j's, atomic. Not 0:
+                                                    inboxes made from then on take system
+                                                    scope atomics (a route checks the target
+                                                    inbox's own scope) */
 } ringk_dev_device_t;
 
 /* The devices of the process (ringk_dev_device.c). Its lock (mu) comes after a device kernel's
@@ -99,6 +102,9 @@ typedef struct {
     pthread_mutex_t  mu;
     ringk_dev_device_t device[RINGK_DEV_DEVICES];
     unsigned         running;  /* emulated launches that have not returned, atomic */
+    uint32_t         peer_on[RINGK_DEV_DEVICES]; /* by CUDA ordinal j: bit k, peer access from
+                                                    j to k turned on by a device's setup (it
+                                                    stays on) */
 } ringk_dev_proc_t;
 
 extern ringk_dev_proc_t ringk_dev_proc;
@@ -293,6 +299,56 @@ static inline int ringk_dev_peer_usable(int ret, const ringk_peer_info_t *info, 
     snprintf(why, why_len, "%s, link %s, native atomics", ringk_peer_path_name(info->path),
              info->link);
     return 1;
+}
+
+/* Which other GPUs a device's setup pairs with (RINGK_DEVICE_PEER): none (0); those the
+ * process already uses (unset, "auto"): a CUDA context on them, or ringk device kernels set up
+ * there; every GPU it sees (1), which gives each a CUDA context. */
+enum { RINGK_DEV_PEER_OFF, RINGK_DEV_PEER_USED, RINGK_DEV_PEER_ALL };
+
+/* The RINGK_DEVICE_PEER value @a env (may be NULL) as RINGK_DEV_PEER_*; *@a bad_p 1 when it is
+ * none of "0", "1", "auto" (then the default). */
+static inline int ringk_dev_peer_mode(const char *env, int *bad_p)
+{
+    *bad_p = 0;
+    if ((env == NULL) || (env[0] == '\0') || (strcmp(env, "auto") == 0)) {
+        return RINGK_DEV_PEER_USED;
+    }
+    if (strcmp(env, "0") == 0) {
+        return RINGK_DEV_PEER_OFF;
+    }
+    if (strcmp(env, "1") == 0) {
+        return RINGK_DEV_PEER_ALL;
+    }
+    *bad_p = 1;
+    return RINGK_DEV_PEER_USED;
+}
+
+/* Whether a device's setup in @a mode pairs with another GPU that has a CUDA context in the
+ * process (@a ctx_active) or ringk device kernels set up (@a set_up). Only GPUs in use by
+ * default: asking a pair, or turning peer access on, gives both GPUs a context (hundreds of
+ * MiB each), and a device whose inboxes no other GPU writes keeps device-scope atomics. */
+static inline int ringk_dev_peer_candidate(int mode, int ctx_active, int set_up)
+{
+    return (mode == RINGK_DEV_PEER_ALL) || ((mode == RINGK_DEV_PEER_USED) &&
+                                            (ctx_active || set_up));
+}
+
+/* Whether peer access from CUDA device @a j to another may be turned on now: yes when it is on
+ * already (@a on) or no ringk device kernel of j has a launch (@a kernels with a stream,
+ * @a stuck launches that did not return): a call on j's context under a resident kernel may
+ * wait for it. 1; or 0 with the reason in @a why. */
+static inline int ringk_dev_peer_enable_ok(int on, unsigned kernels, unsigned stuck, int j,
+                                           char *why, size_t why_len)
+{
+    if (on || ((kernels == 0) && (stuck == 0))) {
+        return 1;
+    }
+    snprintf(why, why_len, "CUDA device %d already runs %u device kernels, under which peer "
+             "access from it is not turned on (create the first device kernel once the "
+             "program uses every GPU it pairs, or set RINGK_DEVICE_PEER=1)", j,
+             kernels + stuck);
+    return 0;
 }
 
 /** Under ringk_dev_proc.mu: the device for @a entry with placement @a placement, set up on

@@ -173,45 +173,79 @@ static int device_init(ringk_ctx_t *ctx, ringk_dev_device_t *device)
     return 0;
 }
 
-/* Under ringk_dev_proc.mu, at @a device's setup (before a kernel of it runs): the other CUDA
- * devices of the process (@a n in all) whose device kernels send straight into its device
- * inboxes (device->peer_in): a pair ringk_dev_peer_usable() accepts, with peer access from the
- * other device to this one turned on here. RINGK_DEVICE_PEER=0 leaves every pair to the host
- * proxy. Each pair's answer is logged at INFO. */
+/* Under ringk_dev_proc.mu: turns peer access from CUDA device @a from to @a to on, once (it
+ * stays on): 1, or 0 with the reason in @a why. */
+static int peer_turn_on(int from, int to, char *why, size_t why_len)
+{
+    if (ringk_dev_proc.peer_on[from] & (1u << to)) {
+        return 1;
+    }
+    if (ringk_cuda_peer_set(from, to, 1, why, why_len) != 0) {
+        return 0;
+    }
+    ringk_dev_proc.peer_on[from] |= 1u << to;
+    return 1;
+}
+
+/* Under ringk_dev_proc.mu, at @a device's (CUDA device d's) setup, before a kernel of it runs:
+ * the GPUs of the process (@a n in all) that RINGK_DEVICE_PEER pairs it with
+ * (ringk_dev_peer_candidate). For each pair ringk_dev_peer_usable() accepts, in each direction,
+ * peer access is turned on: from d always (none of its kernels runs yet), from the other GPU
+ * while none of its device kernels runs (ringk_dev_peer_enable_ok). Then d's inboxes take sends
+ * of the other GPU's kernels (device->peer_in), and the other GPU's inboxes made from then on
+ * take d's. Each direction's answer is logged at INFO. */
 static void device_peers(ringk_ctx_t *ctx, ringk_dev_device_t *device, int n)
 {
-    const char *env = getenv("RINGK_DEVICE_PEER");
-    char why[RINGK_PEER_REASON_LEN + 160];
+    const int d = device->cuda_index;
+    char why[RINGK_PEER_REASON_LEN + 200];
+    ringk_dev_device_t *other;
     ringk_peer_info_t info;
-    int j, ret;
+    int j, way, from, to, mode, bad, ok, relax;
 
     device->peer_in = 0;
-    if ((env != NULL) && (env[0] != '\0') && (strcmp(env, "1") != 0)) {
-        if (strcmp(env, "0") == 0) {
-            return;
-        }
-        ringk_log_msg(ctx, RINGK_LOG_WARN, "RINGK_DEVICE_PEER='%.32s' is neither 0 nor 1: 1 "
-                      "assumed (device kernels send into other GPUs' inboxes where they can)",
-                      env);
+    mode = ringk_dev_peer_mode(getenv("RINGK_DEVICE_PEER"), &bad);
+    if (bad) {
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "RINGK_DEVICE_PEER='%.32s' is none of 0, 1, auto: "
+                      "auto assumed (device kernels send into the inboxes of the GPUs the "
+                      "process uses where they can)", getenv("RINGK_DEVICE_PEER"));
     }
+    relax = ringk_dev_relax_begin(device->ops); /* CUDA calls: relaxed stream capture */
     for (j = 0; (j < n) && (j < RINGK_DEV_DEVICES - 1); j++) {
-        if (j == device->cuda_index) {
+        other = &ringk_dev_proc.device[1 + j];
+        if ((j == d) ||
+            !ringk_dev_peer_candidate(mode, ringk_cuda_ctx_exists(j) == 1, other->used)) {
             continue;
         }
-        ret = ringk_peer_can_access(j, device->cuda_index, &info);
-        if (ringk_dev_peer_usable(ret, &info, why, sizeof(why))) {
-            char path[RINGK_PEER_REASON_LEN + 160];
-
-            snprintf(path, sizeof(path), "%s", why);
-            if (ringk_cuda_peer_set(j, device->cuda_index, 1, why, sizeof(why)) == 0) {
-                device->peer_in |= 1u << j;
-                snprintf(why, sizeof(why), "%s", path);
+        for (way = 0; way < 2; way++) { /* j's kernels into d's inboxes, then d's into j's */
+            from = way ? d : j;
+            to   = way ? j : d;
+            ok   = ringk_dev_peer_usable(ringk_peer_can_access(from, to, &info), &info, why,
+                                         sizeof(why));
+            if (ok && (from == j)) {
+                ok = ringk_dev_peer_enable_ok(
+                    (ringk_dev_proc.peer_on[j] >> d) & 1u, other->used ? other->kernels : 0,
+                    other->used ? other->stuck : 0, j, why, sizeof(why));
             }
+            if (ok) {
+                char path[sizeof(why)];
+
+                snprintf(path, sizeof(path), "%s", why);
+                ok = peer_turn_on(from, to, why, sizeof(why));
+                if (ok) {
+                    snprintf(why, sizeof(why), "%s", path);
+                }
+            }
+            if (ok && (to == d)) {
+                __atomic_or_fetch(&device->peer_in, 1u << j, __ATOMIC_RELAXED);
+            } else if (ok && other->used) {
+                __atomic_or_fetch(&other->peer_in, 1u << d, __ATOMIC_RELAXED);
+            }
+            ringk_log_msg(ctx, RINGK_LOG_INFO, "CUDA device %d: device kernels of CUDA device "
+                          "%d send into its inboxes %s: %s", to, from,
+                          ok ? "directly" : "through the host", why);
         }
-        ringk_log_msg(ctx, RINGK_LOG_INFO, "CUDA device %d: device kernels of CUDA device %d "
-                      "send into its inboxes %s: %s", device->cuda_index, j,
-                      (device->peer_in & (1u << j)) ? "directly" : "through the host", why);
     }
+    ringk_dev_relax_end(device->ops, relax);
 }
 
 /* Under ringk_dev_proc.mu: the device for @a entry with placement @a placement, set up on first
@@ -316,8 +350,10 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
             /* kept for the next context (an allocation would wait for the stuck launch),
              * which takes all but the stuck kernels' regions again */
             if (!device->kept) {
-                ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches still run: "
-                              "its %zu + %zu bytes of memory are not freed", device->cuda_index,
+                ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %u launches that may "
+                              "write its memory (its own, or other GPUs' with direct routes "
+                              "to it) still run: its %zu + %zu bytes of memory are not freed",
+                              device->cuda_index,
                               device->stuck, device->mapped.size, device->mem.size);
             }
             device->kept = 1;

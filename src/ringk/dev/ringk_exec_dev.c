@@ -104,8 +104,8 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
     /* device scope while only kernels of this device write it; system scope where kernels of
      * other GPUs may (peer access, device->peer_in) */
-    d->view.inbox.scope = (device->peer_in != 0) ? RINGK_RING_SCOPE_SYSTEM :
-                                                   RINGK_RING_SCOPE_DEVICE;
+    d->view.inbox.scope = (__atomic_load_n(&device->peer_in, __ATOMIC_RELAXED) != 0) ?
+                          RINGK_RING_SCOPE_SYSTEM : RINGK_RING_SCOPE_DEVICE;
     d->view.stage       = md + in_bytes;
     if (mh != NULL) {
         return (ringk_ring_init(&tmp, mh, in_bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
@@ -577,6 +577,27 @@ static void dev_state(ringk_kernel_t *k)
 /* How long a join waits for a CUDA launch whose loop finished to return. */
 #define RINGK_DEV_JOIN_NS 10000000000ull
 
+/* Under ringk_dev_proc.mu, for a kernel whose launch did not return: the other GPUs whose
+ * inboxes its direct routes write count it as stuck too, so that their memory, which it may go
+ * on writing through peer access, is never freed either (ringk_exec_dev_release). */
+static void dev_stuck_targets(ringk_dev_host_t *d)
+{
+    ringk_dev_device_t *done[RINGK_DEV_ROUTES_MAX];
+    unsigned j, i, ndone = 0;
+
+    for (j = 0; j < RINGK_DEV_ROUTES_MAX; j++) {
+        if ((d->held[j] == NULL) || (d->held_on[j] == d->device)) {
+            continue;
+        }
+        for (i = 0; (i < ndone) && (done[i] != d->held_on[j]); i++) {
+        }
+        if (i == ndone) {
+            done[ndone++] = d->held_on[j];
+            d->held_on[j]->stuck++;
+        }
+    }
+}
+
 static void dev_join(ringk_kernel_t *k)
 {
     ringk_dev_host_t *d = k->dev;
@@ -611,6 +632,7 @@ static void dev_join(ringk_kernel_t *k)
          * waits for the whole device), so both are left to the process's exit */
         ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
         d->device->stuck++;
+        dev_stuck_targets(d);
         ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
                       "runs 10 s after it finished: its stream and the device's memory are not "
@@ -629,13 +651,16 @@ const ringk_exec_ops_t ringk_exec_dev = {
 
 /* Whether device kernel @a s may write device kernel @a t's inbox: the same device, or another
  * GPU whose inboxes take sends of s's (peer access, native atomics: ringk_dev_device_t.peer_in,
- * decided at the target device's setup). */
+ * decided at a device's setup) where t's inbox was made with system-scope atomics (one made
+ * before the pair was turned on keeps device scope, and sends to it go through the host). */
 static int dev_reaches(const ringk_dev_host_t *s, const ringk_dev_host_t *t)
 {
     int from = s->device->cuda_index;
 
     return (t->device == s->device) ||
-           ((from >= 0) && (t->device->cuda_index >= 0) && (t->device->peer_in & (1u << from)));
+           ((from >= 0) && (t->device->cuda_index >= 0) &&
+            (__atomic_load_n(&t->device->peer_in, __ATOMIC_RELAXED) & (1u << from)) &&
+            (t->view.inbox.scope == RINGK_RING_SCOPE_SYSTEM));
 }
 
 void ringk_exec_dev_routes(ringk_ctx_t *ctx)
