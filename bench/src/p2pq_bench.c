@@ -232,12 +232,29 @@ static void gpu_go(int dev, int which, ringk_p2pq_t *in, ringk_p2pq_t *out, uint
     }
 }
 
+/* The host's side of a GPU method spins on its queue; every 2^20 polls it checks that the GPU
+ * thread (status[0]) has not given up and that @a what has not taken 60 s. */
+static void host_spin(unsigned *polls, double t0, const char *what)
+{
+    if ((++*polls & 0xfffffu) != 0) {
+        return;
+    }
+    if (__atomic_load_n(&status[0], __ATOMIC_ACQUIRE) > 0) {
+        DIE("%s: the GPU thread gave up (status %d: 1 a bad element, 2 it waited 20 s)", what,
+            status[0]);
+    }
+    if (now() - t0 > 60) {
+        DIE("%s: no progress for 60 s", what);
+    }
+}
+
 /* host -> GPU 0 (to_gpu) or GPU 0 -> host: elements a second */
 static double gpu_stream(int to_gpu)
 {
     ringk_p2pq_t *q = to_gpu ? queue_new(RINGK_P2PQ_HOST, 0) : queue_new(0, RINGK_P2PQ_HOST);
+    const char *what = to_gpu ? "host -> GPU" : "GPU -> host";
     bench_p2pq_elem_t x = {0};
-    unsigned i;
+    unsigned i, polls = 0;
     double t0 = now(), t;
 
     gpu_go(0, 0, to_gpu ? q : NULL, to_gpu ? NULL : q, N_GPU);
@@ -246,16 +263,18 @@ static double gpu_stream(int to_gpu)
             x.n     = i;
             x.check = BENCH_P2PQ_CHECK(i);
             while (ringk_p2pq_send(q, &x) != 0) {
+                host_spin(&polls, t0, what);
             }
         } else {
             while (ringk_p2pq_receive(q, &x) != 0) {
+                host_spin(&polls, t0, what);
             }
             if ((x.n != i) || (x.check != BENCH_P2PQ_CHECK(i))) {
                 DIE("GPU -> host: element %u arrived wrong", i);
             }
         }
     }
-    gpu_wait(0, to_gpu ? "host -> GPU" : "GPU -> host");
+    gpu_wait(0, what);
     t = now() - t0;
     ringk_p2pq_destroy(q);
     return N_GPU / t / 1e6;
@@ -266,7 +285,7 @@ static double gpu_round_trip(void)
 {
     ringk_p2pq_t *in = queue_new(RINGK_P2PQ_HOST, 0), *out = queue_new(0, RINGK_P2PQ_HOST);
     bench_p2pq_elem_t x = {0};
-    unsigned i;
+    unsigned i, polls = 0;
     double t0, t;
 
     gpu_go(0, 0, in, out, N_GPU_RT);
@@ -275,8 +294,10 @@ static double gpu_round_trip(void)
         x.n     = i;
         x.check = BENCH_P2PQ_CHECK(i);
         while (ringk_p2pq_send(in, &x) != 0) {
+            host_spin(&polls, t0, "round trip");
         }
         while (ringk_p2pq_receive(out, &x) != 0) {
+            host_spin(&polls, t0, "round trip");
         }
         if (x.n != i) {
             DIE("round trip: element %u came back as %llu", i, (unsigned long long)x.n);

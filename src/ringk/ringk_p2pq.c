@@ -106,6 +106,10 @@ static int p2pq_place(ringk_p2pq_t *q)
     } else if (s == d) {
         q->mode = RINGK_P2PQ_MODE_DEVICE_MEMORY;
         snprintf(q->reason, sizeof(q->reason), "one GPU: its memory");
+    } else if (ringk_cuda_resident(-1) > 0) {
+        /* turning peer access on, as allocating, may wait for a resident kernel: refused in
+         * p2pq_alloc() before any such call */
+        snprintf(q->reason, sizeof(q->reason), "GPU %d -> GPU %d", s, d);
     } else if (((ret = ringk_peer_can_access(s, d, &info)) == 0) && info.can_access &&
                ((ret = ringk_peer_enable(s, d)) == 0)) {
         q->mode       = RINGK_P2PQ_MODE_DEVICE_MEMORY;
@@ -158,7 +162,9 @@ static int p2pq_alloc(ringk_p2pq_t *q, uint32_t cell)
     img->magic     = RINGK_P2PQ_DEV_MAGIC;
     img->elem_size = (uint32_t)q->elem_size;
     if (img != q->mem) {
-        if (ringk_cuda_copy(q->mem, img, bytes, why, sizeof(why)) != 0) {
+        /* on the copy stream of the queue's GPU, made here (not while kernels run, when a new
+         * stream could share a resident kernel's hardware queue): its snapshots use it too */
+        if (ringk_cuda_copy_on(q->dst_device, q->mem, img, bytes, why, sizeof(why)) != 0) {
             ringk_log_msg(NULL, RINGK_LOG_ERROR, "ringk_p2pq_create: %s", why);
             ret = -EIO;
         }
@@ -239,9 +245,10 @@ static int p2pq_snapshot(const ringk_p2pq_t *q, ringk_p2pq_dev_t *snap, uint64_t
 {
     char why[256];
 
-    if ((ringk_cuda_copy(snap, q->dev, sizeof(*snap), why, sizeof(why)) != 0) ||
-        (ringk_cuda_copy(cons_p, &snap->ring.cons->pos, sizeof(*cons_p), why,
-                         sizeof(why)) != 0)) {
+    if ((ringk_cuda_copy_on(q->dst_device, snap, q->dev, sizeof(*snap), why,
+                            sizeof(why)) != 0) ||
+        (ringk_cuda_copy_on(q->dst_device, cons_p, &snap->ring.cons->pos, sizeof(*cons_p), why,
+                            sizeof(why)) != 0)) {
         ringk_log_msg(NULL, RINGK_LOG_ERROR, "ringk_p2pq: reading the queue in GPU %d's "
                       "memory: %s", q->dst_device, why);
         return -EIO;

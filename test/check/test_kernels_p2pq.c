@@ -37,8 +37,26 @@ static ringk_p2pq_t *p2pq_gpu(int src, int dst, ringk_p2pq_mode_t mode)
            info.direct_p2p, info.reason);
     if ((int)mode >= 0) {
         ck_assert_int_eq(info.mode, mode);
+        ck_assert_int_eq(info.direct_p2p, (src >= 0) && (dst >= 0) && (src != dst) &&
+                                          (mode == RINGK_P2PQ_MODE_DEVICE_MEMORY));
     }
     return q;
+}
+
+/* The mode of a queue from GPU @a a to GPU @a b (a != b): the receiver's memory, written by
+ * the sender over peer access, where the topology's path is P2P and CUDA gives peer access;
+ * else pinned host memory. */
+static ringk_p2pq_mode_t p2pq_mode_between(int a, int b)
+{
+    ringk_peer_info_t info;
+    int can = 0;
+
+    if ((ringk_peer_can_access(a, b, &info) == 0) && info.can_access &&
+        (cudaDeviceCanAccessPeer(&can, a, b) == cudaSuccess) && can) {
+        return RINGK_P2PQ_MODE_DEVICE_MEMORY;
+    }
+    printf("# GPU %d -> GPU %d: no peer access (CUDA %d; %s)\n", a, b, can, info.reason);
+    return RINGK_P2PQ_MODE_PINNED_HOST;
 }
 
 static struct ringk_p2pq_dev *view(ringk_p2pq_t *q)
@@ -100,7 +118,7 @@ START_TEST(test_kernels_p2pq)
         ck_assert_int_eq(ringk_kernels_p2pq_echo(a, view(in), view(out), P2PQ_ELEMS, &status[0],
                                                  sa), 0);
     } else {
-        mid = p2pq_gpu(a, b, (a == b) ? RINGK_P2PQ_MODE_DEVICE_MEMORY : (ringk_p2pq_mode_t)-1);
+        mid = p2pq_gpu(a, b, (a == b) ? RINGK_P2PQ_MODE_DEVICE_MEMORY : p2pq_mode_between(a, b));
         ck_assert_int_eq(cudaSetDevice(b), cudaSuccess);
         ck_assert_int_eq(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking), cudaSuccess);
         ck_assert_int_eq(ringk_kernels_p2pq_echo(b, view(mid), view(out), P2PQ_ELEMS,

@@ -63,7 +63,9 @@ typedef struct ringk_p2pq_stats {
  *  resident (the allocation would wait for them); -ENOMEM; -EIO. */
 int ringk_p2pq_create(const ringk_p2pq_params_t *params, ringk_p2pq_t **queue_p);
 /** Frees the queue and what it holds; neither end may use it any more. @return 0, -EINVAL;
- *  -EBUSY for GPU or pinned memory while ringk device kernels are resident (kept). */
+ *  -EBUSY for GPU or pinned memory while ringk device kernels are resident (kept). Kernels the
+ *  program launched itself are not counted: freeing GPU or pinned memory waits for every
+ *  kernel of the device, so the program lets those that use the queue return first. */
 int ringk_p2pq_destroy(ringk_p2pq_t *queue);
 /** Elements the queue holds at most. */
 unsigned ringk_p2pq_capacity(const ringk_p2pq_t *queue);

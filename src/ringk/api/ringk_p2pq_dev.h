@@ -9,6 +9,7 @@
 
 #include <core/ringk_ring.h>
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -43,6 +44,18 @@ typedef struct ringk_p2pq_dev {
     ringk_p2pq_tx_t tx;
     ringk_p2pq_rx_t rx;
 } ringk_p2pq_dev_t;
+
+/* one layout for the host's C and the GPU's CUDA compilation, which read the same bytes */
+#ifdef __cplusplus
+static_assert(sizeof(ringk_p2pq_dev_t) == 3 * RINGK_RING_LINE, "p2pq state: three lines");
+static_assert(offsetof(ringk_p2pq_dev_t, tx) == RINGK_RING_LINE, "p2pq tx: the second line");
+static_assert(offsetof(ringk_p2pq_dev_t, rx) == 2 * RINGK_RING_LINE, "p2pq rx: the third line");
+#else
+_Static_assert(sizeof(ringk_p2pq_dev_t) == 3 * RINGK_RING_LINE, "p2pq state: three lines");
+_Static_assert(offsetof(ringk_p2pq_dev_t, tx) == RINGK_RING_LINE, "p2pq tx: the second line");
+_Static_assert(offsetof(ringk_p2pq_dev_t, rx) == 2 * RINGK_RING_LINE,
+               "p2pq rx: the third line");
+#endif
 
 /** Sends one element (elem_size bytes at @a elem): 0, or RINGK_P2PQ_AGAIN when full. From the
  *  sending endpoint only (one thread). */
