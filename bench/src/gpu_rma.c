@@ -97,12 +97,14 @@ static void peer(size_t bytes, int wfd, int rfd)
     }
     fcntl(rfd, F_SETFL, fcntl(rfd, F_GETFL) | O_NONBLOCK);
     for (;;) {
-        if (read(rfd, &c, 1) == 1) {
+        ssize_t got = read(rfd, &c, 1);
+
+        if (got == 1) {
             if (c == 'q') {
                 break;
             }
-        } else if (errno != EAGAIN) {
-            break;
+        } else if ((got == 0) || (errno != EAGAIN)) {
+            break; /* the benchmark is gone (0: end of file, errno not set) */
         } else {
             uct_worker_progress(n.worker);
         }
@@ -205,11 +207,13 @@ static void verify(path_t *ipc, path_t *host, path_t *peer, void *src, void *dst
     if ((want == NULL) || (got == NULL)) {
         DIE("cannot allocate %zu bytes to check the copies", max_bytes);
     }
-    for (i = 0; i < max_bytes; i++) {
-        want[i] = (uint8_t)(i * 131 + 7);
-    }
-    CUDA(cudaMemcpy(src, want, max_bytes, cudaMemcpyHostToDevice));
     for (p = 0; p < 3; p++) {
+        /* bytes of each path's own, so that a path that moved nothing cannot pass on what the
+         * one before it put into the target */
+        for (i = 0; i < max_bytes; i++) {
+            want[i] = (uint8_t)(i * 131 + 7 + 29 * (size_t)p);
+        }
+        CUDA(cudaMemcpy(src, want, max_bytes, cudaMemcpyHostToDevice));
         for (s = 0; s < NSIZES; s++) {
             len = sizes[s];
             if (len > max_bytes) {

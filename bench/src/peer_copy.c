@@ -69,15 +69,18 @@ static double run_copy(int m, size_t len)
     int ret = 0;
 
     switch (m) {
-    case M_D2D:
+    case M_D2D: /* cudaMemcpy may return before a device-to-device copy landed */
         CK(cudaMemcpy(dst, g.a0, len, cudaMemcpyDeviceToDevice));
+        CK(cudaDeviceSynchronize());
         break;
     case M_STAGED_RAW:
         CK(cudaMemcpy(g.host, g.a0, len, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(dst, g.host, len, cudaMemcpyHostToDevice));
+        CK(cudaDeviceSynchronize());
         break;
     case M_MEMCPY_PEER:
         CK(cudaMemcpyPeer(dst, 1, g.a0, 0, len));
+        CK(cudaDeviceSynchronize());
         break;
     default:
         setenv("RINGK_PATH", (m == M_PEER) ? "" : "HOST_STAGED", 1);

@@ -189,7 +189,17 @@ void ringk_cuda_capture_end(enum cudaStreamCaptureMode mode)
 
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len)
 {
-    return ringk_cuda_copy_on(-1, dst, src, len, why, why_len);
+    char ignored[64];
+    int dev = -1;
+
+    /* on the stream of the GPU the device memory is on (dst's, else src's): not a stream, or a
+     * context, of whatever GPU the calling thread has current */
+    if (ringk_cudart(NULL, 0) &&
+        (ringk_cuda_ptr_device(dst, &dev, ignored, sizeof(ignored)) != 0) &&
+        (ringk_cuda_ptr_device(src, &dev, ignored, sizeof(ignored)) != 0)) {
+        dev = -1;
+    }
+    return ringk_cuda_copy_on(dev, dst, src, len, why, why_len);
 }
 
 int ringk_cuda_copy_on(int dev, void *dst, const void *src, size_t len, char *why,

@@ -66,6 +66,13 @@ int ringk_cuda_ipc_export(const void *ptr, void *handle, uint64_t *base_p, uint6
 int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char *why,
                         size_t why_len);
 
+/** ringk_cuda_ipc_open() with the GPU of PCI bus id @a busid current (the GPU the memory is on,
+ *  where this process sees it; else the current one), so that the mapping is made in that GPU's
+ *  context: no peer access is needed between the caller's current GPU and the memory's, and
+ *  copies on that GPU's copy stream use it directly. The caller's current device is kept. */
+int ringk_cuda_ipc_open_on(const char *busid, const void *handle, uint64_t size,
+                           void **mapped_p, char *why, size_t why_len);
+
 /** Drops a reference to what ringk_cuda_ipc_open() mapped; at the last the mapping is unmapped,
  *  or, while the process has device kernels (which the unmapping would wait for), kept and
  *  unmapped by a later ringk_cuda_ipc_flush(), ringk_cuda_ipc_open() or ringk_cuda_ipc_close()
@@ -137,7 +144,8 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
 void ringk_cuda_vmm_close(int type, void *base, uint64_t size);
 
 /** Copies @a len bytes between any two of host and device memory (on the copy stream of the
- *  calling thread's current device) and returns once the data has landed. */
+ *  GPU the device memory is on: @a dst's, else @a src's, else the calling thread's current
+ *  device) and returns once the data has landed. */
 int ringk_cuda_copy(void *dst, const void *src, size_t len, char *why, size_t why_len);
 
 /** ringk_cuda_copy() on the copy stream of device @a dev (an ordinal of this process; -1: the
@@ -206,8 +214,10 @@ int ringk_cuda_busid_dev(const char *busid, int *dev_p, char *why, size_t why_le
  *  -ENODEV (no usable CUDA), with the reason. */
 int ringk_cuda_ptr_ordinal(const void *ptr, int *dev_p, char *why, size_t why_len);
 
-/** Peer access from device @a dev to @a peer's memory on (@a enable 1) or off; already so is 0.
- *  @return 0; -EPERM (CUDA says the pair cannot), -EIO, -ENODEV, with the reason. */
+/** Peer access from device @a dev to @a peer's memory on (@a enable 1) or off; already so is 0
+ *  (remembered: no CUDA call then). Not while ringk device kernels run on @a dev (the call on
+ *  its context may wait for them). @return 0; -EPERM (CUDA says the pair cannot), -EBUSY,
+ *  -EIO, -ENODEV, with the reason. */
 int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len);
 
 /** @a len bytes of device memory on device @a dev (the current device kept); NULL with the

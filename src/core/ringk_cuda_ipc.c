@@ -239,6 +239,28 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
     return ringk_maprefs_get(&ipc_maps, handle, size, ipc_open_raw, mapped_p, why, why_len);
 }
 
+int ringk_cuda_ipc_open_on(const char *busid, const void *handle, uint64_t size,
+                           void **mapped_p, char *why, size_t why_len)
+{
+    int dev, cur, ret;
+
+    if ((busid == NULL) || (busid[0] == '\0') || !ringk_cudart(NULL, 0) ||
+        (ringk_rt.cudaDeviceGetByPCIBusId(&dev, busid) != cudaSuccess) ||
+        (ringk_rt.cudaGetDevice(&cur) != cudaSuccess)) {
+        ringk_rt.cudaGetLastError(); /* a GPU this process does not see: the current one's */
+        return ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
+    }
+    if ((dev != cur) && (ringk_rt.cudaSetDevice(dev) != cudaSuccess)) {
+        ringk_rt.cudaGetLastError();
+        return ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
+    }
+    ret = ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
+    if (dev != cur) {
+        ringk_rt.cudaSetDevice(cur);
+    }
+    return ret;
+}
+
 void ringk_cuda_ipc_stats(uint64_t *opens_p, uint64_t *hits_p)
 {
     pthread_mutex_lock(&ipc_maps.mu);
@@ -309,7 +331,7 @@ int ringk_cuda_ipc_open_shared(const void *handle, uint64_t size, uint32_t pid,
 
     *shared_p = 0;
     if (!ipc_ringk_find(&fns)) {
-        return ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
+        return ringk_cuda_ipc_open_on(busid, handle, size, mapped_p, why, why_len);
     }
     memcpy(h.bytes, handle, RINGK_CUDA_IPC_HANDLE_LEN);
     h.id = ipc_handle_id(h.bytes);
@@ -375,6 +397,12 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
 {
     snprintf(why, why_len, RINGK_NO_CUDA ": CUDA memory of a peer cannot be mapped");
     return -ENODEV;
+}
+
+int ringk_cuda_ipc_open_on(const char *busid, const void *handle, uint64_t size,
+                           void **mapped_p, char *why, size_t why_len)
+{
+    return ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
 }
 
 void ringk_cuda_ipc_close(void *mapped)

@@ -113,11 +113,25 @@ void ringk_cuda_dev_free(void *ptr)
     }
 }
 
+/* by device: bit p, peer access from it to device p is on (turned on here, or found so) */
+static uint32_t peer_on[RINGK_CUDA_DEVICES_MAX];
+
 int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len)
 {
+    const int known = (dev >= 0) && (dev < RINGK_CUDA_DEVICES_MAX) && (peer >= 0) &&
+                      (peer < RINGK_CUDA_DEVICES_MAX);
     cudaError_t err;
     int can = 0, cur, ret;
 
+    if (enable && known && ((__atomic_load_n(&peer_on[dev], __ATOMIC_RELAXED) >> peer) & 1u)) {
+        return 0; /* on already: no call on the device's context */
+    }
+    if (ringk_cuda_resident(dev) > 0) {
+        snprintf(why, why_len, "device %d runs ringk device kernels, under which peer access "
+                 "from it is not turned %s (the call may wait for them)", dev,
+                 enable ? "on" : "off");
+        return -EBUSY;
+    }
     if (enable && ((ringk_rt.cudaDeviceCanAccessPeer(&can, dev, peer) != cudaSuccess) || !can)) {
         ringk_rt.cudaGetLastError();
         snprintf(why, why_len, "cudaDeviceCanAccessPeer(%d, %d) says no", dev, peer);
@@ -131,7 +145,14 @@ int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len
     ringk_rt.cudaSetDevice(cur);
     if ((err == cudaErrorPeerAccessAlreadyEnabled) || (err == cudaErrorPeerAccessNotEnabled)) {
         ringk_rt.cudaGetLastError(); /* already so: not left for the application */
-        return 0;
+        err = cudaSuccess;
+    }
+    if (known && (err == cudaSuccess)) {
+        if (enable) {
+            __atomic_or_fetch(&peer_on[dev], 1u << peer, __ATOMIC_RELAXED);
+        } else {
+            __atomic_and_fetch(&peer_on[dev], ~(1u << peer), __ATOMIC_RELAXED);
+        }
     }
     if (err != cudaSuccess) {
         ringk_rt.cudaGetLastError();
@@ -164,8 +185,9 @@ static ringk_stage_pool_t stage_pool;
 static pthread_mutex_t    stage_mu = PTHREAD_MUTEX_INITIALIZER;
 static int                stage_pinned[RINGK_STAGE_BUFS];
 static cudaEvent_t        stage_ev[RINGK_CUDA_DEVICES_MAX][RINGK_STAGE_BUFS];
-/* the streams the chunks are copied out on, one per destination device: the source's copy
- * stream copies them in, so that the two overlap also when both ends are on one device */
+/* for a copy within one device, the stream its chunks are copied out on (its copy stream
+ * copies them in), so that the two overlap; made and used only while no ringk device kernel
+ * runs there */
 static cudaStream_t       stage_out[RINGK_CUDA_DEVICES_MAX];
 
 static cudaError_t stage_out_stream(int dev, cudaStream_t *s)
@@ -247,6 +269,9 @@ static int peer_stage_in(void *arg, unsigned b, size_t off, size_t len)
                                        cudaMemcpyDefault, st->s_in);
     if ((st->err == cudaSuccess) && (st->s_in != st->s_out)) {
         st->err = ringk_rt.cudaEventRecord(stage_ev[st->src_dev][b], st->s_in);
+        if (st->err != cudaSuccess) {
+            ringk_rt.cudaStreamSynchronize(st->s_in); /* the copy in no longer writes it */
+        }
     }
     return (st->err == cudaSuccess) ? 0 : -EIO;
 }
@@ -266,7 +291,11 @@ static int peer_stage_out(void *arg, unsigned b, size_t off, size_t len)
         st->err = ringk_rt.cudaLaunchHostFunc(st->s_out, peer_stage_done, (void*)(uintptr_t)b);
     }
     if (st->err != cudaSuccess) {
-        ringk_rt.cudaStreamSynchronize(st->s_in); /* its copy in no longer writes it */
+        /* its copy in no longer writes it, nor a copy out already queued reads it */
+        ringk_rt.cudaStreamSynchronize(st->s_in);
+        if (st->s_out != st->s_in) {
+            ringk_rt.cudaStreamSynchronize(st->s_out);
+        }
         ringk_stage_release(&stage_pool, b);
         return -EIO;
     }
@@ -281,20 +310,48 @@ static cudaError_t peer_copy_staged(void *dst, int dst_dev, const void *src, int
 {
     peer_stage_t st = {.dst = dst, .src = src, .src_dev = src_dev, .s_in = s, .s_out = s};
     ringk_stage_ops_t ops = {.arg = &st, .copy_in = peer_stage_in, .copy_out = peer_stage_out};
+    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    int ret;
 
     if ((src_dev >= RINGK_CUDA_DEVICES_MAX) || (dst_dev >= RINGK_CUDA_DEVICES_MAX)) {
         snprintf(why, why_len, "a staged copy between devices %d and %d: ringk stages for "
                  "devices 0 to %d", src_dev, dst_dev, RINGK_CUDA_DEVICES_MAX - 1);
         return cudaErrorInvalidDevice;
     }
+    if (!wait && (ringk_rt.cudaStreamIsCapturing(s, &capture) == cudaSuccess) &&
+        (capture != cudaStreamCaptureStatusNone)) {
+        /* the buffers are given back by host functions of the stream: in a graph they would
+         * run at each of its launches, long after this call, or never */
+        snprintf(why, why_len, "a staged copy cannot be captured into a CUDA graph (its "
+                 "staging buffers are given back by host functions as the stream runs)");
+        return cudaErrorStreamCaptureUnsupported;
+    }
     if ((ops.pool = stage_pool_get(src_dev, why, why_len)) == NULL) {
         return cudaErrorMemoryAllocation;
     }
-    if (wait && (((st.err = ringk_cuda_copy_stream(src_dev, &st.s_in)) != cudaSuccess) ||
-                 ((st.err = stage_out_stream(dst_dev, &st.s_out)) != cudaSuccess))) {
-        return st.err;
+    /* waited for: copies in on the source's copy stream, out on the destination's; on one
+     * device out on a stream of its own, so that the two overlap, unless ringk device kernels
+     * run there (a stream made or used beside them could share a resident kernel's hardware
+     * queue: the copy stream alone then) */
+    if (wait) {
+        st.err = ringk_cuda_copy_stream(src_dev, &st.s_in);
+        st.s_out = st.s_in;
+        if ((st.err == cudaSuccess) && (dst_dev != src_dev)) {
+            st.err = ringk_cuda_copy_stream(dst_dev, &st.s_out);
+        } else if ((st.err == cudaSuccess) && (ringk_cuda_resident(dst_dev) == 0)) {
+            st.err = stage_out_stream(dst_dev, &st.s_out);
+        }
+        if (st.err != cudaSuccess) {
+            return st.err;
+        }
     }
-    ringk_stage_run(&ops, len);
+    ret = ringk_stage_run(&ops, len);
+    if ((ret == -ETIMEDOUT) && (st.err == cudaSuccess)) {
+        snprintf(why, why_len, "no staging buffer came free in %u ms: the copies queued before "
+                 "(on %s) did not run", RINGK_STAGE_WAIT_MS, wait ? "ringk's copy streams" :
+                 "the application's stream, which may wait for the application");
+        st.err = cudaErrorNotReady;
+    }
     if (wait) { /* both: after an error the copy stream of the source may still run */
         cudaError_t e1 = ringk_rt.cudaStreamSynchronize(st.s_out);
         cudaError_t e2 = ringk_rt.cudaStreamSynchronize(st.s_in);
@@ -336,7 +393,8 @@ int ringk_cuda_peer_copy(void *dst, int dst_dev, const void *src, int src_dev, s
     ringk_cuda_capture_end(mode);
     if (err != cudaSuccess) {
         ringk_rt.cudaGetLastError();
-        if (err != cudaErrorMemoryAllocation && err != cudaErrorInvalidDevice) {
+        if ((err != cudaErrorMemoryAllocation) && (err != cudaErrorInvalidDevice) &&
+            (err != cudaErrorNotReady) && (err != cudaErrorStreamCaptureUnsupported)) {
             snprintf(why, why_len, "copy of %zu bytes from device %d to device %d: %s", len,
                      src_dev, dst_dev, ringk_rt.cudaGetErrorString(err));
         }

@@ -20,7 +20,7 @@
     X(cudaThreadExchangeStreamCaptureMode) X(cudaDeviceDisablePeerAccess) \
     X(cudaDeviceGetP2PAttribute) X(cudaMemcpyPeerAsync) X(cudaLaunchHostFunc) \
     X(cudaEventCreateWithFlags) X(cudaEventRecord) X(cudaStreamWaitEvent) \
-    X(cudaHostRegister) X(cudaHostUnregister)
+    X(cudaHostRegister) X(cudaHostUnregister) X(cudaStreamIsCapturing)
 
 typedef struct {
 #define RINGK_CUDART_MEMBER(f) __typeof__(&f) f;

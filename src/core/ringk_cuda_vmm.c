@@ -218,7 +218,7 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
     int ret, dev;
 
     if (type == RINGK_CUDA_IPC_LEGACY) {
-        return ringk_cuda_ipc_open(bytes, size, base_p, why, why_len);
+        return ringk_cuda_ipc_open_on(busid, bytes, size, base_p, why, why_len);
     }
     if (!ringk_cuda_usable_cached()) {
         snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");

@@ -6,22 +6,41 @@
 
 #include "ringk_stage.h"
 
+#include <errno.h>
 #include <sched.h>
+#include <stdint.h>
+#include <time.h>
 
-void ringk_stage_acquire(ringk_stage_pool_t *pool, unsigned *buf_p)
+static uint64_t stage_now_ms(void)
 {
-    unsigned i;
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int ringk_stage_acquire(ringk_stage_pool_t *pool, unsigned *buf_p)
+{
+    uint64_t until = 0;
+    unsigned i, spins;
     int idle = 0;
 
-    for (;;) {
+    for (spins = 0;; spins++) {
         for (i = 0; i < RINGK_STAGE_BUFS; i++) {
             if (!__atomic_load_n(&pool->busy[i], __ATOMIC_RELAXED) &&
                 __atomic_compare_exchange_n(&pool->busy[i], &idle, 1, 0, __ATOMIC_ACQUIRE,
                                             __ATOMIC_RELAXED)) {
                 *buf_p = i;
-                return;
+                return 0;
             }
             idle = 0;
+        }
+        if ((spins % 1024) == 0) { /* the clock now and then */
+            if (until == 0) {
+                until = stage_now_ms() + (pool->wait_ms ? pool->wait_ms : RINGK_STAGE_WAIT_MS);
+            } else if (stage_now_ms() >= until) {
+                return -ETIMEDOUT;
+            }
         }
         sched_yield(); /* each busy buffer is freed by a copy already queued */
     }
@@ -55,7 +74,9 @@ int ringk_stage_run(const ringk_stage_ops_t *ops, size_t len)
         if (n > ops->pool->chunk) {
             n = ops->pool->chunk;
         }
-        ringk_stage_acquire(ops->pool, &b);
+        if ((ret = ringk_stage_acquire(ops->pool, &b)) != 0) {
+            return ret;
+        }
         if ((ret = ops->copy_in(ops->arg, b, off, n)) != 0) {
             ringk_stage_release(ops->pool, b);
             return ret;

@@ -17,6 +17,7 @@ typedef struct ringk_stage_pool {
     void  *buf[RINGK_STAGE_BUFS];
     size_t chunk;                   /**< bytes of each buffer */
     int    busy[RINGK_STAGE_BUFS];  /**< 1 while a chunk is in it */
+    unsigned wait_ms;               /**< longest wait for a free buffer (0: RINGK_STAGE_WAIT_MS) */
 } ringk_stage_pool_t;
 
 /** A staged copy's operations on its chunks. */
@@ -31,9 +32,13 @@ typedef struct ringk_stage_ops {
     int (*copy_out)(void *arg, unsigned buf, size_t off, size_t len);
 } ringk_stage_ops_t;
 
-/** A free buffer of @a pool, marked busy, in *@a buf_p; waits (yielding the core) while all are
- *  busy. */
-void ringk_stage_acquire(ringk_stage_pool_t *pool, unsigned *buf_p);
+/** How long ringk_stage_acquire() waits for a buffer: each busy one is freed by a copy already
+ *  queued, but on an application's stream that copy may wait for the application. */
+#define RINGK_STAGE_WAIT_MS 30000u
+
+/** A free buffer of @a pool, marked busy, in *@a buf_p: 0; waits (yielding the core) while all
+ *  are busy, at most the pool's wait_ms: then -ETIMEDOUT. */
+int ringk_stage_acquire(ringk_stage_pool_t *pool, unsigned *buf_p);
 
 /** Gives buffer @a buf back to @a pool. */
 void ringk_stage_release(ringk_stage_pool_t *pool, unsigned buf);
@@ -46,7 +51,7 @@ unsigned ringk_stage_busy(ringk_stage_pool_t *pool);
  * is copied in and then out; a chunk's copy in does not wait for the chunk before to be copied
  * out, only for a free buffer. Returns once every chunk is queued (or at the first error of an
  * operation, with nothing queued after it and the chunk's buffer given back).
- * @return 0, or the operation's error.
+ * @return 0, the operation's error, or -ETIMEDOUT (no buffer came free: nothing queued after).
  */
 int ringk_stage_run(const ringk_stage_ops_t *ops, size_t len);
 

@@ -122,6 +122,9 @@ START_TEST(test_kernels_peer_two_devices)
     ck_assert_int_eq(ringk_peer_copy(b, a, PEER_BYTES, &path), 0);
     ck_assert_int_eq(path, info.path);
     peer_check(b, PEER_BYTES, 3, "device 0 to 1, synchronous");
+    ck_assert_int_eq(cudaSetDevice(0), cudaSuccess);
+    ck_assert_int_eq(cudaMemset(a, 0, PEER_BYTES), cudaSuccess); /* a no-op copy must show */
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     ck_assert_int_eq(cudaSetDevice(1), cudaSuccess);
     ck_assert_int_eq(cudaStreamCreate(&s), cudaSuccess);
     ck_assert_int_eq(ringk_peer_copy_async(a, b, PEER_BYTES - 1, s, &path), 0);

@@ -447,6 +447,31 @@ START_TEST(test_peer_stage_pipeline)
 }
 END_TEST
 
+/* A copy whose buffers never come free (the copies queued before them, on an application's
+ * stream that waits for the application, never run): -ETIMEDOUT after the pool's wait, with
+ * nothing queued. */
+static int stuck_copy(void *arg, unsigned b, size_t off, size_t len)
+{
+    ck_abort_msg("nothing may be queued: buffer %u, %zu bytes at %zu", b, len, off);
+    return 0;
+}
+
+START_TEST(test_peer_stage_timeout)
+{
+    ringk_stage_pool_t pool = {.chunk = 4096, .wait_ms = 50};
+    ringk_stage_ops_t ops = {.pool = &pool, .copy_in = stuck_copy, .copy_out = stuck_copy};
+    double t0 = test_now_s();
+    unsigned i;
+
+    for (i = 0; i < RINGK_STAGE_BUFS; i++) {
+        pool.busy[i] = 1;
+    }
+    ck_assert_int_eq(ringk_stage_run(&ops, 3 * 4096), -ETIMEDOUT);
+    ck_assert(test_now_s() - t0 >= 0.045);
+    ck_assert_uint_eq(ringk_stage_busy(&pool), RINGK_STAGE_BUFS);
+}
+END_TEST
+
 /* ---- the table of mappings against a stand-in of CUDA IPC -------------------------------- */
 
 #define MR_KEYS 3
@@ -611,6 +636,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_loop_test(tc, test_peer_stage_pipeline, 0,
                         (int)(sizeof(sq_cases) / sizeof(sq_cases[0])));
+    tcase_add_test(tc, test_peer_stage_timeout);
     suite_add_tcase(s, tc);
     tc = tcase_create("maprefs");
     tcase_set_timeout(tc, 60);

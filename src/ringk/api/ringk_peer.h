@@ -91,13 +91,16 @@ int ringk_peer_capability(int dev, int peer, ringk_peer_info_t *info_p);
 
 /**
  * Lets kernels and copies of device @a dev reach memory of device @a peer (cudaDevice
- * EnablePeerAccess from @a dev); already enabled is 0. @return 0; -EINVAL (@a dev == @a peer,
- * negative); -ENODEV; -EPERM (CUDA says the pair cannot, named in the log).
+ * EnablePeerAccess from @a dev); already enabled is 0 (ringk remembers the pairs it turned on,
+ * so a program turns them off with ringk_peer_disable(), not with CUDA). Not while ringk device
+ * kernels run on @a dev: the call on its context may wait for them. @return 0; -EINVAL (@a dev
+ * == @a peer, negative); -ENODEV; -EPERM (CUDA says the pair cannot); -EBUSY (device kernels
+ * on @a dev); each named in the log.
  */
 int ringk_peer_enable(int dev, int peer);
 
 /** Takes back what ringk_peer_enable() gave; not enabled is 0. @return 0, -EINVAL, -ENODEV,
- *  -EIO. */
+ *  -EBUSY (device kernels on @a dev), -EIO. */
 int ringk_peer_disable(int dev, int peer);
 
 /**
@@ -113,7 +116,9 @@ int ringk_peer_copy(void *dst, const void *src, size_t len, ringk_peer_path_t *p
  * ringk_peer_copy() ordered on the application's CUDA stream @a stream (a cudaStream_t; NULL
  * is the legacy default stream): returns once the copy is queued; it has landed when the
  * stream's later work starts. A HOST_STAGED copy holds staging buffers until its chunks have
- * gone through. @return as ringk_peer_copy().
+ * gone through: it waits for a free one at most 30 s (then -EIO, the chunks queued so far left
+ * to the stream), and is refused on a stream being captured into a graph. @return as
+ * ringk_peer_copy().
  */
 int ringk_peer_copy_async(void *dst, const void *src, size_t len, void *stream,
                           ringk_peer_path_t *path_p);

@@ -200,23 +200,28 @@ static ucs_status_t uct_ringk_ep_cma_from_gpu(uct_ringk_ep_t *ep, void *gpu_buf,
     ucs_status_t status      = UCS_OK;
     struct iovec staged;
     size_t off, chunk;
+    char why[128];
+    int gpu_dev;
 
     if (bounce == NULL) {
         ucs_error("ringk ep %p: no pinned host buffer to stage GPU memory through", ep);
         return UCS_ERR_NO_MEMORY;
     }
+    if (ringk_cuda_ptr_ordinal(gpu_buf, &gpu_dev, why, sizeof(why)) != 0) {
+        gpu_dev = -1; /* the copies then go on the current device's stream */
+    }
     for (off = 0; (off < length) && (status == UCS_OK); off += chunk) {
         chunk  = ucs_min(length - off, UCT_RINGK_GPU_BOUNCE_SIZE);
         staged = (struct iovec){bounce, chunk};
         if (write) {
-            status = uct_ringk_gpu_copy(ep, -1, bounce, (char*)gpu_buf + off, chunk);
+            status = uct_ringk_gpu_copy(ep, gpu_dev, bounce, (char*)gpu_buf + off, chunk);
             if (status == UCS_OK) {
                 status = uct_ringk_ep_cma(ep, &staged, 1, remote_addr + off, chunk, 1);
             }
         } else {
             status = uct_ringk_ep_cma(ep, &staged, 1, remote_addr + off, chunk, 0);
             if (status == UCS_OK) {
-                status = uct_ringk_gpu_copy(ep, -1, (char*)gpu_buf + off, bounce, chunk);
+                status = uct_ringk_gpu_copy(ep, gpu_dev, (char*)gpu_buf + off, bounce, chunk);
             }
         }
     }
