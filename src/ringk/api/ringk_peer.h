@@ -84,8 +84,8 @@ int ringk_peer_can_access(int dev, int peer, ringk_peer_info_t *info_p);
 /**
  * The capability of the pair: ringk_peer_can_access() with native_atomics from CUDA and the
  * path's bandwidth and latency measured now (copies of 64 MiB and 4 bytes, the median of 5,
- * timed by CUDA events). Allocates device memory: not while device kernels are resident
- * (-EBUSY).
+ * each timed by the host's clock around the copy and its wait). Allocates device memory: not
+ * while device kernels are resident (-EBUSY).
  */
 int ringk_peer_capability(int dev, int peer, ringk_peer_info_t *info_p);
 
