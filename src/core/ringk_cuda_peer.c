@@ -228,20 +228,28 @@ static ringk_stage_pool_t *stage_pool_get(int src_dev, char *why, size_t why_len
                  RINGK_STAGE_BUFS, RINGK_STAGE_CHUNK);
         return NULL;
     }
-    if ((stage_ev[src_dev][0] == NULL) && (peer_set_device(src_dev, &cur, why, why_len) == 0)) {
+    if (stage_ev[src_dev][RINGK_STAGE_BUFS - 1] == NULL) {
+        /* all of the device's events, or none: a failure is tried again at the next copy */
+        cudaEvent_t ev[RINGK_STAGE_BUFS] = {NULL};
+
+        if (peer_set_device(src_dev, &cur, why, why_len) != 0) {
+            pthread_mutex_unlock(&stage_mu);
+            return NULL;
+        }
         for (i = 0; (i < RINGK_STAGE_BUFS) && (err == cudaSuccess); i++) {
-            err = ringk_rt.cudaEventCreateWithFlags(&stage_ev[src_dev][i],
-                                                    cudaEventDisableTiming);
+            err = ringk_rt.cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming);
         }
         ringk_rt.cudaSetDevice(cur);
+        if (err != cudaSuccess) {
+            pthread_mutex_unlock(&stage_mu);
+            ringk_rt.cudaGetLastError();
+            snprintf(why, why_len, "cudaEventCreateWithFlags on device %d: %s", src_dev,
+                     ringk_rt.cudaGetErrorString(err));
+            return NULL; /* the events made leak: a few, once */
+        }
+        memcpy(stage_ev[src_dev], ev, sizeof(ev));
     }
     pthread_mutex_unlock(&stage_mu);
-    if ((err != cudaSuccess) || (stage_ev[src_dev][RINGK_STAGE_BUFS - 1] == NULL)) {
-        ringk_rt.cudaGetLastError();
-        snprintf(why, why_len, "cudaEventCreateWithFlags on device %d: %s", src_dev,
-                 ringk_rt.cudaGetErrorString(err));
-        return NULL;
-    }
     return pool;
 }
 

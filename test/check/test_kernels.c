@@ -90,7 +90,9 @@ END_TEST
 
 /* ---- CUDA memory through the transport ------------------------------------------------------ */
 
-#define GPU_BYTES (1 << 20)
+/* 5.5 MiB and a byte: staged transfers of the whole buffer take more 1 MiB chunks than the
+ * staging pool has buffers, and end in a partial one */
+#define GPU_BYTES ((11 << 20) / 2 + 1)
 
 typedef struct {
     uint8_t  addr[64], dev_addr[64], rkey[256];
@@ -310,7 +312,8 @@ START_TEST(test_kernels_gpu_rma)
     ck_assert_uint_eq(st.hits - st0.hits, 1);
     ck_assert_uint_eq(st.in_use, st0.in_use + 1);
     uct_rkey_release(n.component, &rkey2);
-    /* GPU -> peer GPU at sizes from 1 byte to 1 MiB, read back GPU <- peer GPU */
+    /* GPU -> peer GPU at sizes from 1 byte to 1 MiB, read back GPU <- peer GPU (the whole
+     * buffer below) */
     for (len = 1; len <= GPU_BYTES; len *= 16) {
         iov = (uct_iov_t){.buffer = src, .length = len, .memh = memh, .count = 1};
         ck_assert_int_eq(uct_ep_put_zcopy(ep, &iov, 1, info.target, rkey.rkey, NULL), UCS_OK);
@@ -472,7 +475,7 @@ static void *gpu_read_blob(int fd, size_t *len_p)
 }
 
 /* Device memory -> peer device memory by ucp_put_nbx and back by ucp_get_nbx, from 8 bytes to
- * 1 MiB: case 0 names the memory type in each call; case 1 leaves it to UCP's detection, which
+ * GPU_BYTES: case 0 names the memory type in each call; case 1 leaves it to UCP's detection, which
  * asks ringk's md (mem_query) with the memory-type cache off, as main() runs the tests. */
 START_TEST(test_kernels_gpu_ucp_rma)
 {
