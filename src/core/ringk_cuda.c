@@ -276,15 +276,20 @@ int ringk_cuda_host_register(void *ptr, size_t len)
     return pinned;
 }
 
-void ringk_cuda_host_unregister(void *ptr)
+int ringk_cuda_host_unregister(void *ptr)
 {
     enum cudaStreamCaptureMode mode;
 
-    if (ringk_cudart(NULL, 0)) {
-        mode = ringk_cuda_capture_relax();
-        ringk_rt.cudaHostUnregister(ptr);
-        ringk_cuda_capture_end(mode);
+    if (!ringk_cudart(NULL, 0)) {
+        return 0;
     }
+    if (ringk_cuda_resident(-1) > 0) {
+        return -EBUSY; /* as cudaIpcCloseMemHandle, it may wait for the device's work */
+    }
+    mode = ringk_cuda_capture_relax();
+    ringk_rt.cudaHostUnregister(ptr);
+    ringk_cuda_capture_end(mode);
+    return 0;
 }
 
 int ringk_cuda_device_count(char *why, size_t why_len)
@@ -453,8 +458,9 @@ int ringk_cuda_host_register(void *ptr, size_t len)
     return 0;
 }
 
-void ringk_cuda_host_unregister(void *ptr)
+int ringk_cuda_host_unregister(void *ptr)
 {
+    return 0;
 }
 
 int ringk_cuda_device_count(char *why, size_t why_len)

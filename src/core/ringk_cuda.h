@@ -161,8 +161,11 @@ void ringk_cuda_host_free(void *ptr);
 /** Pins mapped host memory for copies (cudaHostRegister) where CUDA is usable and no ringk
  *  device kernel is resident (the call waits for the device); 1 pinned, 0 left pageable. */
 int ringk_cuda_host_register(void *ptr, size_t len);
-/** Undoes ringk_cuda_host_register() of @a ptr (when it returned 1). */
-void ringk_cuda_host_unregister(void *ptr);
+/** Undoes ringk_cuda_host_register() of @a ptr (when it returned 1): 0; or -EBUSY, nothing
+ *  done, while ringk device kernels are resident (the call may wait for the device): the
+ *  caller then keeps the memory mapped for the rest of the process (unmapped, pages CUDA still
+ *  holds pinned could be mapped at that address again). */
+int ringk_cuda_host_unregister(void *ptr);
 
 /** CUDA devices ringk_cuda_resident(-1) looks at. */
 #define RINGK_CUDA_DEVICES_MAX 8

@@ -206,6 +206,12 @@ void ringk_xstage_close(ringk_xstage_t *xs)
     }
 }
 
+void ringk_xstage_abandon(ringk_xstage_t *xs)
+{
+    xs->base = NULL; /* mapped until the process exits */
+    ringk_xstage_close(xs);
+}
+
 /* ---- the target ------------------------------------------------------------------------- */
 
 static int xstage_serve_one(ringk_xstage_t *xs, unsigned slot,

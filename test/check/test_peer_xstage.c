@@ -413,6 +413,26 @@ START_TEST(test_xstage_attach_refused)
 }
 END_TEST
 
+/* An area CUDA still holds pinned is abandoned: its memfd closed, its mapping left in place
+ * (pages still pinned must not be mapped at that address again); a close after does nothing. */
+START_TEST(test_xstage_abandon)
+{
+    ringk_xstage_t xs;
+    volatile uint8_t *base;
+    char why[256];
+
+    ck_assert_int_eq(ringk_xstage_create(2, XS_SLOT, &xs, why, sizeof(why)), 0);
+    base = xs.base;
+    base[xs.bytes - 1] = 0x5a;
+    ringk_xstage_abandon(&xs);
+    ck_assert_ptr_null(xs.base);
+    ck_assert_int_eq(xs.fd, -1);
+    ck_assert_uint_eq(base[xs.bytes - 1], 0x5a); /* still mapped */
+    ringk_xstage_close(&xs);
+    ck_assert_uint_eq(base[xs.bytes - 1], 0x5a); /* and still after the close */
+}
+END_TEST
+
 void test_peer_xstage_add(Suite *s)
 {
     TCase *tc = tcase_create("xstage");
@@ -423,5 +443,6 @@ void test_peer_xstage_add(Suite *s)
     tcase_add_test(tc, test_xstage_refused);
     tcase_add_test(tc, test_xstage_target_gone);
     tcase_add_test(tc, test_xstage_attach_refused);
+    tcase_add_test(tc, test_xstage_abandon);
     suite_add_tcase(s, tc);
 }

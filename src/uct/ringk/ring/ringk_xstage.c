@@ -35,8 +35,8 @@
 static void uct_ringk_xstage_detach(uct_ringk_iface_t *iface, uct_ringk_rx_lane_t *rx)
 {
     if (rx->stage != NULL) {
-        if (rx->stage_pinned) {
-            ringk_cuda_host_unregister(rx->stage->base);
+        if (rx->stage_pinned && (ringk_cuda_host_unregister(rx->stage->base) != 0)) {
+            ringk_xstage_abandon(rx->stage); /* still pinned: mapped until the exit */
         }
         ringk_xstage_close(rx->stage);
         ucs_free(rx->stage);
@@ -210,8 +210,8 @@ void uct_ringk_ep_xstage_close(uct_ringk_ep_t *ep)
         return;
     }
     __atomic_store_n(&uct_ringk_seg_lane(ep->seg, ep->lane)->stage_fd, 0, __ATOMIC_RELAXED);
-    if (ep->stage_pinned) {
-        ringk_cuda_host_unregister(ep->stage->base);
+    if (ep->stage_pinned && (ringk_cuda_host_unregister(ep->stage->base) != 0)) {
+        ringk_xstage_abandon(ep->stage); /* still pinned: mapped until the exit */
     }
     ringk_xstage_close(ep->stage);
     ucs_free(ep->stage);
