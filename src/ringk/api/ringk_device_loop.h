@@ -90,8 +90,8 @@ RINGK_DEV_FN const ringk_msg_t *ringk_dev_cell_msg(ringk_dev_kernel_t *k, const 
 /* Runs handler @a h on @a msg in the calling thread, and keeps the lowest thread's error;
  * then waits for the kernel's other threads to return from it (threads still in a collective
  * call meet this wait with -EDEADLK on the emulated device, and come back). The loop's thread
- * reads the result: 0, or the error of the lowest thread (by block, then thread) that
- * returned one. */
+ * gets the result: 0, or the error of the lowest thread (by block, then thread) that returned
+ * one; the others 0. */
 RINGK_DEV_FN int ringk_dev_handle(ringk_dev_kernel_t *k, const ringk_msg_t *msg,
                                   ringk_dev_handler_t h)
 {
@@ -103,6 +103,9 @@ RINGK_DEV_FN int ringk_dev_handle(ringk_dev_kernel_t *k, const ringk_msg_t *msg,
         ringk_dev_min_dev_u64(&k->err_key, (who << 32) | (uint32_t)-ret);
     }
     while (ringk_dev_sync_tag(k, RINGK_DEV_SYNC_KERNEL, RINGK_DEV_TAG_DONE) != 0) {
+    }
+    if (!ringk_dev_leader()) {
+        return 0; /* unread; the loop's thread may already reset err_key for the next one */
     }
     return (k->err_key == UINT64_MAX) ? 0 : -(int)(uint32_t)k->err_key;
 }

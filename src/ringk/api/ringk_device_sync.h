@@ -37,9 +37,13 @@ extern "C" {
 #define RINGK_DEV_TAG_BARRIER     (1u << 9)
 
 #if defined(__CUDACC__)
-/* A barrier of @a scope. On a GPU: __syncwarp over the warp's threads, __syncthreads, and a
- * grid-wide synchronization of the cooperative launch (ringk_device_cuda.h launches a kernel
- * of several blocks cooperatively, so all its blocks are resident). 0. */
+/* A barrier of @a scope. On a GPU: __syncwarp over the warp's threads, the block's barrier,
+ * and a grid-wide synchronization of the cooperative launch (ringk_device_cuda.h launches a
+ * kernel of several blocks cooperatively, so all its blocks are resident). The loop's thread
+ * and the others meet at these from different places in the code (ringk_dev_hand() and
+ * ringk_dev_follow()), so the block's barrier is the one a diverged warp may use
+ * (__barrier_sync: PTX barrier.sync, not the aligned bar.sync of __syncthreads, which all
+ * threads of a warp must reach at the same instruction); the grid's uses it too. 0. */
 RINGK_DEV_FN int ringk_dev_sync_tag(const ringk_dev_kernel_t *k, int scope, uint32_t tag)
 {
     (void)k;
@@ -49,7 +53,7 @@ RINGK_DEV_FN int ringk_dev_sync_tag(const ringk_dev_kernel_t *k, int scope, uint
 
         __syncwarp((n >= RINGK_DEV_WARP) ? 0xffffffffu : ((1u << n) - 1u));
     } else if ((scope == RINGK_DEV_SYNC_BLOCK) || (gridDim.x == 1)) {
-        __syncthreads();
+        __barrier_sync(0);
     } else {
         cooperative_groups::this_grid().sync();
     }
