@@ -79,8 +79,8 @@ int ringk_cuda_ipc_open_on(const char *busid, const void *handle, uint64_t size,
  *  made when none is left (an open of its handle meanwhile takes it again). */
 void ringk_cuda_ipc_close(void *mapped);
 
-/** Unmaps the mappings ringk_cuda_ipc_close() kept, when the process has no device kernel;
- *  returns how many. */
+/** Unmaps the mappings ringk_cuda_ipc_close() and ringk_cuda_vmm_close() kept, when the
+ *  process has no device kernel; returns how many. */
 size_t ringk_cuda_ipc_flush(void);
 
 /** How many mappings ringk_cuda_ipc_close() kept for later. */
@@ -142,6 +142,13 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
 
 /** Unmaps what ringk_cuda_vmm_import() mapped (a legacy mapping as ringk_cuda_ipc_close()). */
 void ringk_cuda_vmm_close(int type, void *base, uint64_t size);
+
+/** Unmaps the cuMem mappings ringk_cuda_vmm_close() left mapped because ringk device kernels
+ *  were resident (cuMemUnmap may wait for the device's work), once none is: how many. */
+size_t ringk_cuda_vmm_flush(void);
+
+/** cuMem mappings closed and left mapped until no device kernel is resident. */
+size_t ringk_cuda_vmm_deferred(void);
 
 /** Copies @a len bytes between any two of host and device memory (on the copy stream of the
  *  GPU the device memory is on: @a dst's, else @a src's, else the calling thread's current

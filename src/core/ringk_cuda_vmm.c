@@ -17,7 +17,9 @@
 #ifdef HAVE_CUDA
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* The driver's virtual memory management calls, looked up in the driver the runtime loaded. */
 #define RINGK_CU_VMM_CALLS(X) \
@@ -208,14 +210,45 @@ int ringk_cuda_vmm_export(const void *ptr, unsigned types, ringk_cuda_vmm_export
     return vmm_export_cumem(ptr, dev, types, ex, legacy_why, why, why_len);
 }
 
+/* Gives access to the mapping [va, +size): the owner (@a owner, -1 when this process does not
+ * see it) reaches its own memory; the calling thread's device @a dev where it is the owner,
+ * the owner is hidden (then the driver says), or CUDA gives the pair peer access. CUresult,
+ * with @a why on failure. */
+static int vmm_set_access(CUdeviceptr va, uint64_t size, int dev, int owner, char *why,
+                          size_t why_len)
+{
+    CUmemAccessDesc access[2];
+    size_t i, n = 0;
+    int ret, can = 0;
+
+    memset(access, 0, sizeof(access));
+    if (owner >= 0) {
+        access[n++].location.id = owner;
+    }
+    if ((owner < 0) ||
+        ((dev != owner) && (ringk_rt.cudaDeviceCanAccessPeer(&can, dev, owner) == cudaSuccess) &&
+         can)) {
+        access[n++].location.id = dev;
+    }
+    ringk_rt.cudaGetLastError();
+    for (i = 0; i < n; i++) {
+        access[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        access[i].flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    }
+    if ((ret = vmm_cu.cuMemSetAccess(va, size, access, n)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemSetAccess(device %d%s) failed with CUresult %d",
+                 access[0].location.id, (n > 1) ? " and another" : "", ret);
+    }
+    return ret;
+}
+
 int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *busid,
                           uint64_t size, void **base_p, char *why, size_t why_len)
 {
     CUmemGenericAllocationHandle h;
-    CUmemAccessDesc access;
     CUdeviceptr va = 0;
     CUcontext ctx;
-    int ret, dev;
+    int ret, dev, owner;
 
     if (type == RINGK_CUDA_IPC_LEGACY) {
         return ringk_cuda_ipc_open_on(busid, bytes, size, base_p, why, why_len);
@@ -227,10 +260,16 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
     if ((ret = vmm_cu_load(why, why_len)) != 0) {
         return ret;
     }
-    if (ringk_rt.cudaDeviceGetByPCIBusId(&dev, busid) != cudaSuccess) {
+    ringk_cuda_ipc_flush(); /* closes left for later, once no device kernel is resident */
+    /* mapped in the context of the calling thread's device, which gets access, as does the
+     * exporter's GPU where this process sees it (CUDA_VISIBLE_DEVICES may hide it) */
+    if (ringk_rt.cudaGetDevice(&dev) != cudaSuccess) {
         ringk_rt.cudaGetLastError();
-        snprintf(why, why_len, "no CUDA device of this process has PCI bus id %s", busid);
-        return -ENODEV;
+        dev = 0;
+    }
+    if (ringk_rt.cudaDeviceGetByPCIBusId(&owner, busid) != cudaSuccess) {
+        ringk_rt.cudaGetLastError();
+        owner = -1;
     }
     if (vmm_ctx_enter(dev, &ctx, why, why_len) != CUDA_SUCCESS) {
         return -EIO;
@@ -254,12 +293,7 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
                  (unsigned long long)size, ret);
         goto err_free;
     }
-    memset(&access, 0, sizeof(access));
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id   = dev;
-    access.flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if ((ret = vmm_cu.cuMemSetAccess(va, size, &access, 1)) != CUDA_SUCCESS) {
-        snprintf(why, why_len, "cuMemSetAccess(device %d) failed with CUresult %d", dev, ret);
+    if ((ret = vmm_set_access(va, size, dev, owner, why, why_len)) != CUDA_SUCCESS) {
         vmm_cu.cuMemUnmap(va, size);
         goto err_free;
     }
@@ -277,8 +311,30 @@ err_leave:
     return -EIO;
 }
 
+/* cuMem mappings closed while device kernels were resident (cuMemUnmap may wait for the
+ * device's work, as cudaIpcCloseMemHandle does), unmapped once none is: a list, most recent
+ * first. */
+typedef struct vmm_deferred {
+    struct vmm_deferred *next;
+    void                *base;
+    uint64_t             size;
+} vmm_deferred_t;
+
+static pthread_mutex_t vmm_deferred_mu = PTHREAD_MUTEX_INITIALIZER;
+static vmm_deferred_t *vmm_deferred;
+static size_t          vmm_ndeferred;
+
+static void vmm_unmap(void *base, uint64_t size)
+{
+    /* unmapping needs no context current: the address is the process's */
+    vmm_cu.cuMemUnmap((CUdeviceptr)(uintptr_t)base, size);
+    vmm_cu.cuMemAddressFree((CUdeviceptr)(uintptr_t)base, size);
+}
+
 void ringk_cuda_vmm_close(int type, void *base, uint64_t size)
 {
+    vmm_deferred_t *d;
+
     if (type == RINGK_CUDA_IPC_LEGACY) {
         ringk_cuda_ipc_close(base);
         return;
@@ -286,9 +342,49 @@ void ringk_cuda_vmm_close(int type, void *base, uint64_t size)
     if (vmm_cu_load(NULL, 0) != 0) {
         return;
     }
-    /* unmapping needs no context current: the address is the process's */
-    vmm_cu.cuMemUnmap((CUdeviceptr)(uintptr_t)base, size);
-    vmm_cu.cuMemAddressFree((CUdeviceptr)(uintptr_t)base, size);
+    if ((ringk_cuda_resident(-1) > 0) && ((d = malloc(sizeof(*d))) != NULL)) {
+        d->base = base;
+        d->size = size;
+        pthread_mutex_lock(&vmm_deferred_mu);
+        d->next      = vmm_deferred;
+        vmm_deferred = d;
+        vmm_ndeferred++;
+        pthread_mutex_unlock(&vmm_deferred_mu);
+        return;
+    }
+    vmm_unmap(base, size);
+}
+
+size_t ringk_cuda_vmm_flush(void)
+{
+    vmm_deferred_t *list, *d;
+    size_t n = 0;
+
+    if ((ringk_cuda_resident(-1) > 0) || (vmm_cu_load(NULL, 0) != 0)) {
+        return 0;
+    }
+    pthread_mutex_lock(&vmm_deferred_mu);
+    list          = vmm_deferred;
+    vmm_deferred  = NULL;
+    vmm_ndeferred = 0;
+    pthread_mutex_unlock(&vmm_deferred_mu);
+    while ((d = list) != NULL) {
+        list = d->next;
+        vmm_unmap(d->base, d->size);
+        free(d);
+        n++;
+    }
+    return n;
+}
+
+size_t ringk_cuda_vmm_deferred(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&vmm_deferred_mu);
+    n = vmm_ndeferred;
+    pthread_mutex_unlock(&vmm_deferred_mu);
+    return n;
 }
 
 #else /* !HAVE_CUDA */
@@ -321,6 +417,16 @@ void ringk_cuda_vmm_close(int type, void *base, uint64_t size)
     (void)type;
     (void)base;
     (void)size;
+}
+
+size_t ringk_cuda_vmm_flush(void)
+{
+    return 0;
+}
+
+size_t ringk_cuda_vmm_deferred(void)
+{
+    return 0;
 }
 
 #endif

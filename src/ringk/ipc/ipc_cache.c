@@ -38,6 +38,8 @@ typedef struct ipc_entry {
     uint64_t          id;
     ringk_ipc_type_t  type;
     int               host;    /* host memory (mmap), else device (CUDA) */
+    int               own;     /* device memory this process exported: used in place, nothing
+                                  mapped (CUDA refuses to open a process's own handle) */
     void             *base;    /* the mapping, NULL once unmapped */
     uint64_t          size;
     uint64_t          key;     /* handle_key() of the handle it was mapped from */
@@ -205,7 +207,9 @@ static void entry_unmap(ipc_entry_t *e)
     if (e->base == NULL) {
         return;
     }
-    if (e->host) {
+    if (e->own) {
+        /* nothing was mapped */
+    } else if (e->host) {
         munmap(e->base, e->size);
     } else {
         ringk_cuda_vmm_close(e->type, e->base, e->size);
@@ -477,14 +481,27 @@ int ringk_ipc_handle_release(ringk_ipc_handle_t *handle)
 }
 
 /* The mapping of @a h: host memory by mmap (a POSIX_FD handle that names no device), device
- * memory through CUDA. */
-static int handle_map(const ringk_ipc_handle_t *h, void **base_p, int *host_p, char *why,
-                      size_t why_len)
+ * memory through CUDA; device memory this process exported itself in place (*@a own_p 1).
+ * Under the lock. */
+static int handle_map(const ringk_ipc_handle_t *h, void **base_p, int *host_p, int *own_p,
+                      char *why, size_t why_len)
 {
+    ipc_export_t *x;
     void *p;
     int ret;
 
+    *own_p  = 0;
     *host_p = (h->type == RINGK_IPC_TYPE_POSIX_FD) && (h->device[0] == '\0');
+    if (!*host_p && (h->pid == (int32_t)getpid())) {
+        /* device memory of this process: the allocation it exported, in place */
+        for (x = ipc_cache.exports; (x != NULL) && (x->id != h->id); x = x->next) {
+        }
+        if ((x != NULL) && (x->size == h->size)) {
+            *base_p = (void*)(uintptr_t)x->base;
+            *own_p  = 1;
+            return 0;
+        }
+    }
     if (!*host_p) {
         return ringk_cuda_vmm_import(h->type, h->bytes, h->fd, h->device, h->size, base_p, why,
                                      why_len);
@@ -532,7 +549,7 @@ static int cache_map(const ringk_ipc_handle_t *h, void **ptr_p)
     char why[256];
     ipc_entry_t *e;
     void *base;
-    int ret, host;
+    int ret, host, own;
 
     cache_trim(ipc_cache.limit - 1); /* unused mappings go first, least recently used first */
     cache_stats_count();
@@ -545,7 +562,7 @@ static int cache_map(const ringk_ipc_handle_t *h, void **ptr_p)
     if ((e = calloc(1, sizeof(*e))) == NULL) {
         return -ENOMEM;
     }
-    ret = handle_map(h, &base, &host, why, sizeof(why));
+    ret = handle_map(h, &base, &host, &own, why, sizeof(why));
     if (ret != 0) {
         free(e);
         ringk_log_msg(NULL, RINGK_LOG_ERROR, "ringk_ipc_import: process %d's allocation %llx "
@@ -559,6 +576,7 @@ static int cache_map(const ringk_ipc_handle_t *h, void **ptr_p)
     e->id    = h->id;
     e->type  = h->type;
     e->host  = host;
+    e->own   = own;
     e->base  = base;
     e->size  = h->size;
     e->key   = handle_key(h);
