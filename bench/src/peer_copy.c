@@ -19,6 +19,8 @@
 #define _GNU_SOURCE
 #include <ringk/api/ringk.h>
 
+#include "bench/src/bench_cuda.h"
+
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,29 +45,14 @@ static struct {
     ringk_peer_path_t path[NMETHODS];
 } g;
 
-#define CK(call) \
-    do { \
-        cudaError_t err_ = (call); \
-        if (err_ != cudaSuccess) { \
-            fprintf(stderr, "peer_copy: %s: %s\n", #call, cudaGetErrorString(err_)); \
-            exit(1); \
-        } \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#define CK(call) BENCH_CK("peer_copy", call)
 
 /* One copy of @a len bytes by method @a m: its seconds. */
 static double run_copy(int m, size_t len)
 {
     uint8_t *dst = (m >= M_MEMCPY_PEER) ? g.b1 : g.b0;
     ringk_peer_path_t path = RINGK_PEER_PATH_SAME_DEVICE;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     int ret = 0;
 
     switch (m) {
@@ -92,7 +79,7 @@ static double run_copy(int m, size_t len)
         fprintf(stderr, "peer_copy: %s of %zu bytes: %d\n", method_name[m], len, ret);
         exit(1);
     }
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 /* The destination of method @a m holds the source's first @a len bytes. */
@@ -116,13 +103,6 @@ static void check(int m, size_t len)
     }
     free(want);
     free(got);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double*)a, y = *(const double*)b;
-
-    return (x > y) - (x < y);
 }
 
 static void setup(size_t max)
@@ -209,7 +189,7 @@ int main(int argc, char **argv)
         double med[NMETHODS];
 
         for (m = 0; m < nm; m++) {
-            qsort(t[m][s], (size_t)rounds, sizeof(double), cmp_double);
+            qsort(t[m][s], (size_t)rounds, sizeof(double), bench_cmp_double);
             med[m] = t[m][s][rounds / 2];
         }
         for (m = 0; m < nm; m++) {

@@ -21,6 +21,8 @@
 #define _GNU_SOURCE
 #include "bench/src/small_copy.h"
 
+#include "bench/src/bench_cuda.h"
+
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,22 +51,7 @@ static struct {
 
 static double results[NMETHODS][NSIZES][MAX_ROUNDS];
 
-#define CK(call) \
-    do { \
-        cudaError_t err_ = (call); \
-        if (err_ != cudaSuccess) { \
-            fprintf(stderr, "small_copy: %s: %s\n", #call, cudaGetErrorString(err_)); \
-            exit(1); \
-        } \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+#define CK(call) BENCH_CK("small_copy", call)
 
 /* Method @a m carries copies of @a len bytes (the parameter methods only up to their limit, the
  * two-GPU ones only with two GPUs). */
@@ -129,16 +116,9 @@ static void check(int m, size_t len)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double*)a, y = *(const double*)b;
-
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
     return (n % 2) ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -201,11 +181,11 @@ int main(int argc, char **argv)
                     continue;
                 }
                 copy_once(m, sizes[s]); /* warm */
-                t0 = now_s();
+                t0 = bench_now_s();
                 for (i = 0; i < ITERS; i++) {
                     copy_once(m, sizes[s]);
                 }
-                results[m][s][r] = (now_s() - t0) * 1e6 / ITERS;
+                results[m][s][r] = (bench_now_s() - t0) * 1e6 / ITERS;
             }
         }
     }
