@@ -244,7 +244,7 @@ static void host_spin(unsigned *polls, double t0, const char *what)
             status[0]);
     }
     if (now() - t0 > 60) {
-        DIE("%s: no progress for 60 s", what);
+        DIE("%s: not done after 60 s", what);
     }
 }
 

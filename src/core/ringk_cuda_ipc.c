@@ -239,24 +239,39 @@ int ringk_cuda_ipc_open(const void *handle, uint64_t size, void **mapped_p, char
     return ringk_maprefs_get(&ipc_maps, handle, size, ipc_open_raw, mapped_p, why, why_len);
 }
 
+/* Makes the GPU of PCI bus id @a busid current where this process sees it: 1 with the
+ * device that was current in *@a cur_p (for ipc_dev_leave()), or 0 with nothing changed (no
+ * usable CUDA, no bus id, a GPU hidden from this process). */
+static int ipc_dev_enter(const char *busid, int *cur_p)
+{
+    int dev;
+
+    if (!ringk_cuda_usable_cached() || !ringk_cudart(NULL, 0) || (busid == NULL) ||
+        (busid[0] == '\0')) {
+        return 0;
+    }
+    if ((ringk_rt.cudaDeviceGetByPCIBusId(&dev, busid) != cudaSuccess) ||
+        (ringk_rt.cudaGetDevice(cur_p) != cudaSuccess) ||
+        ((dev != *cur_p) && (ringk_rt.cudaSetDevice(dev) != cudaSuccess))) {
+        ringk_rt.cudaGetLastError();
+        return 0;
+    }
+    return 1;
+}
+
+static void ipc_dev_leave(int cur)
+{
+    ringk_rt.cudaSetDevice(cur);
+}
+
 int ringk_cuda_ipc_open_on(const char *busid, const void *handle, uint64_t size,
                            void **mapped_p, char *why, size_t why_len)
 {
-    int dev, cur, ret;
+    int cur, entered = ipc_dev_enter(busid, &cur), ret;
 
-    if ((busid == NULL) || (busid[0] == '\0') || !ringk_cudart(NULL, 0) ||
-        (ringk_rt.cudaDeviceGetByPCIBusId(&dev, busid) != cudaSuccess) ||
-        (ringk_rt.cudaGetDevice(&cur) != cudaSuccess)) {
-        ringk_rt.cudaGetLastError(); /* a GPU this process does not see: the current one's */
-        return ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
-    }
-    if ((dev != cur) && (ringk_rt.cudaSetDevice(dev) != cudaSuccess)) {
-        ringk_rt.cudaGetLastError();
-        return ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
-    }
     ret = ringk_cuda_ipc_open(handle, size, mapped_p, why, why_len);
-    if (dev != cur) {
-        ringk_rt.cudaSetDevice(cur);
+    if (entered) {
+        ipc_dev_leave(cur);
     }
     return ret;
 }
@@ -327,7 +342,7 @@ int ringk_cuda_ipc_open_shared(const void *handle, uint64_t size, uint32_t pid,
     ringk_ipc_handle_t h = {.type = RINGK_IPC_TYPE_LEGACY, .fd = -1, .size = size,
                             .pid = (int32_t)pid};
     ipc_ringk_t fns;
-    int ret;
+    int ret, cur = 0, entered;
 
     *shared_p = 0;
     if (!ipc_ringk_find(&fns)) {
@@ -336,7 +351,14 @@ int ringk_cuda_ipc_open_shared(const void *handle, uint64_t size, uint32_t pid,
     memcpy(h.bytes, handle, RINGK_CUDA_IPC_HANDLE_LEN);
     h.id = ipc_handle_id(h.bytes);
     snprintf(h.device, sizeof(h.device), "%s", busid);
-    if ((ret = fns.import(&h, mapped_p)) != 0) {
+    /* libringk maps a legacy handle on the calling thread's device: the memory's GPU is made
+     * current for it, as for this library's own table (ringk_cuda_ipc_open_on()) */
+    entered = ipc_dev_enter(busid, &cur);
+    ret     = fns.import(&h, mapped_p);
+    if (entered) {
+        ipc_dev_leave(cur);
+    }
+    if (ret != 0) {
         snprintf(why, why_len, "libringk's import cache refused it (%d, logged by libringk)",
                  ret);
         return ret;

@@ -241,11 +241,16 @@ static ringk_stage_pool_t *stage_pool_get(int src_dev, char *why, size_t why_len
         }
         ringk_rt.cudaSetDevice(cur);
         if (err != cudaSuccess) {
+            for (i = 0; i < RINGK_STAGE_BUFS; i++) {
+                if (ev[i] != NULL) {
+                    ringk_rt.cudaEventDestroy(ev[i]);
+                }
+            }
             pthread_mutex_unlock(&stage_mu);
             ringk_rt.cudaGetLastError();
             snprintf(why, why_len, "cudaEventCreateWithFlags on device %d: %s", src_dev,
                      ringk_rt.cudaGetErrorString(err));
-            return NULL; /* the events made leak: a few, once */
+            return NULL;
         }
         memcpy(stage_ev[src_dev], ev, sizeof(ev));
     }
@@ -326,8 +331,11 @@ static cudaError_t peer_copy_staged(void *dst, int dst_dev, const void *src, int
                  "devices 0 to %d", src_dev, dst_dev, RINGK_CUDA_DEVICES_MAX - 1);
         return cudaErrorInvalidDevice;
     }
-    if (!wait && (ringk_rt.cudaStreamIsCapturing(s, &capture) == cudaSuccess) &&
-        (capture != cudaStreamCaptureStatusNone)) {
+    if (!wait && (ringk_rt.cudaStreamIsCapturing(s, &capture) != cudaSuccess)) {
+        ringk_rt.cudaGetLastError(); /* not left for the application's next check */
+        capture = cudaStreamCaptureStatusNone;
+    }
+    if (!wait && (capture != cudaStreamCaptureStatusNone)) {
         /* the buffers are given back by host functions of the stream: in a graph they would
          * run at each of its launches, long after this call, or never */
         snprintf(why, why_len, "a staged copy cannot be captured into a CUDA graph (its "

@@ -20,7 +20,8 @@
     X(cudaThreadExchangeStreamCaptureMode) X(cudaDeviceDisablePeerAccess) \
     X(cudaDeviceGetP2PAttribute) X(cudaMemcpyPeerAsync) X(cudaLaunchHostFunc) \
     X(cudaEventCreateWithFlags) X(cudaEventRecord) X(cudaStreamWaitEvent) \
-    X(cudaHostRegister) X(cudaHostUnregister) X(cudaStreamIsCapturing)
+    X(cudaHostRegister) X(cudaHostUnregister) X(cudaStreamIsCapturing) \
+    X(cudaEventDestroy)
 
 typedef struct {
 #define RINGK_CUDART_MEMBER(f) __typeof__(&f) f;

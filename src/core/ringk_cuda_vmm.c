@@ -248,10 +248,12 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
     CUmemGenericAllocationHandle h;
     CUdeviceptr va = 0;
     CUcontext ctx;
-    int ret, dev, owner;
+    int ret, dev, owner, at;
 
     if (type == RINGK_CUDA_IPC_LEGACY) {
-        return ringk_cuda_ipc_open_on(busid, bytes, size, base_p, why, why_len);
+        /* on the calling thread's device, as cudaIpcOpenMemHandle maps (and lazily gives that
+         * device peer access): what ringk_ipc_import() promises its caller */
+        return ringk_cuda_ipc_open(bytes, size, base_p, why, why_len);
     }
     if (!ringk_cuda_usable_cached()) {
         snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
@@ -261,8 +263,9 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
         return ret;
     }
     ringk_cuda_ipc_flush(); /* closes left for later, once no device kernel is resident */
-    /* mapped in the context of the calling thread's device, which gets access, as does the
-     * exporter's GPU where this process sees it (CUDA_VISIBLE_DEVICES may hide it) */
+    /* mapped in the exporter's GPU's context where this process sees it (CUDA_VISIBLE_DEVICES
+     * may hide it: then the calling thread's device's), so that no other GPU gets a context;
+     * access for both where they can have it (vmm_set_access()) */
     if (ringk_rt.cudaGetDevice(&dev) != cudaSuccess) {
         ringk_rt.cudaGetLastError();
         dev = 0;
@@ -271,7 +274,8 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
         ringk_rt.cudaGetLastError();
         owner = -1;
     }
-    if (vmm_ctx_enter(dev, &ctx, why, why_len) != CUDA_SUCCESS) {
+    at = (owner >= 0) ? owner : dev;
+    if (vmm_ctx_enter(at, &ctx, why, why_len) != CUDA_SUCCESS) {
         return -EIO;
     }
     ret = vmm_cu.cuMemImportFromShareableHandle(
@@ -298,7 +302,7 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
         goto err_free;
     }
     vmm_cu.cuMemRelease(h); /* the mapping holds the allocation */
-    vmm_ctx_leave(dev);
+    vmm_ctx_leave(at);
     *base_p = (void*)(uintptr_t)va;
     return 0;
 
@@ -307,7 +311,7 @@ err_free:
 err_release:
     vmm_cu.cuMemRelease(h);
 err_leave:
-    vmm_ctx_leave(dev);
+    vmm_ctx_leave(at);
     return -EIO;
 }
 

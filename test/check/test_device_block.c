@@ -100,8 +100,8 @@ static void block_pair(ringk_ctx_t *ctx, ringk_dev_btest_t *t, unsigned threads,
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, blk), 0);
 }
 
-/* A send to "blk" that waits for room at most 10 s: a kernel that never started (a launch
- * that cannot be placed) fails the test here, not at its timeout. */
+/* A send to "blk" that waits for room at most 10 s: one that finds none for that long fails
+ * the test here, with the send's error, not at the test's timeout. */
 static void block_send(ringk_ctx_t *ctx, const uint32_t *v, uint32_t words)
 {
     ck_assert_int_eq(ringk_send(ctx, NULL, "blk", RINGK_MSG_DATA, v, 4 * words, 10000), 0);

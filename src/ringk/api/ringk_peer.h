@@ -92,8 +92,9 @@ int ringk_peer_capability(int dev, int peer, ringk_peer_info_t *info_p);
 /**
  * Lets kernels and copies of device @a dev reach memory of device @a peer (cudaDevice
  * EnablePeerAccess from @a dev); already enabled is 0 (ringk remembers the pairs it turned on,
- * so a program turns them off with ringk_peer_disable(), not with CUDA). Not while ringk device
- * kernels run on @a dev: the call on its context may wait for them. @return 0; -EINVAL (@a dev
+ * so a program turns them off with ringk_peer_disable(), not with CUDA; a pair it remembers is
+ * 0 at once, with no CUDA call). Else not while ringk device kernels run on @a dev: the call on
+ * its context may wait for them. @return 0; -EINVAL (@a dev
  * == @a peer, negative); -ENODEV; -EPERM (CUDA says the pair cannot); -EBUSY (device kernels
  * on @a dev); each named in the log.
  */

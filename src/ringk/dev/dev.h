@@ -344,10 +344,10 @@ static inline int ringk_dev_peer_enable_ok(int on, unsigned kernels, unsigned st
     if (on || ((kernels == 0) && (stuck == 0))) {
         return 1;
     }
-    snprintf(why, why_len, "CUDA device %d already runs %u device kernels, under which peer "
-             "access from it is not turned on (create the first device kernel once the "
-             "program uses every GPU it pairs, or set RINGK_DEVICE_PEER=1)", j,
-             kernels + stuck);
+    snprintf(why, why_len, "CUDA device %d has %u device kernel launches (its own, or other GPUs' "
+             "that write its inboxes), under which peer access from it is not turned on "
+             "(create the first device kernel once the program uses every GPU it pairs, or set "
+             "RINGK_DEVICE_PEER=1)", j, kernels + stuck);
     return 0;
 }
 

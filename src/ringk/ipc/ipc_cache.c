@@ -496,7 +496,8 @@ static int handle_map(const ringk_ipc_handle_t *h, void **base_p, int *host_p, i
         /* device memory of this process: the allocation it exported, in place */
         for (x = ipc_cache.exports; (x != NULL) && (x->id != h->id); x = x->next) {
         }
-        if ((x != NULL) && (x->size == h->size)) {
+        if ((x != NULL) && (x->size == h->size) && (x->type == (int)h->type) &&
+            (x->key == handle_key(h))) {
             *base_p = (void*)(uintptr_t)x->base;
             *own_p  = 1;
             return 0;
