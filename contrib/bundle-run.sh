@@ -357,10 +357,11 @@ cuda=$(find_cuda)
         echo "CUDA: none (no nvcc on PATH, in CUDA_HOME or /usr/local/cuda): host-only build"
     fi
     if command -v nvidia-smi >/dev/null; then
-        nvidia-smi --query-gpu=index,name,driver_version,compute_cap,pci.bus_id,mig.mode.current \
+        timeout 20 nvidia-smi \
+            --query-gpu=index,name,driver_version,compute_cap,pci.bus_id,mig.mode.current \
             --format=csv,noheader 2>&1 | sed 's/^/GPU: /'
-        nvidia-smi -L 2>&1 | sed 's/^/nvidia-smi -L: /'
-        nvidia-smi topo -m 2>&1 | sed 's/^/topo: /'
+        timeout 20 nvidia-smi -L 2>&1 | sed 's/^/nvidia-smi -L: /'
+        timeout 20 nvidia-smi topo -m 2>&1 | sed 's/^/topo: /'
     else
         echo "GPU: none (no nvidia-smi)"
     fi
@@ -372,7 +373,8 @@ src=$(first "$work"/ringk-*/)
 ucx_src=$(first "$work"/ucx-*/)
 # nvcc for this machine's GPU only (the default builds three targets: three times the time)
 if [ -z "${NVCC_ARCH:-}" ] && command -v nvidia-smi >/dev/null; then
-    cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d '. ')
+    cc=$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+         head -n1 | tr -d '. ')
     case $cc in
         [0-9][0-9]|[0-9][0-9][0-9]) export NVCC_ARCH="-gencode arch=compute_$cc,code=sm_$cc" ;;
     esac
@@ -404,8 +406,8 @@ if [ $built = 1 ] && stage build; then
     # shellcheck disable=SC2016 # expanded by the inner shell
     step "ringk_info runs on the bundle's UCX and hwloc" 60 bash -c 'uses_prefix "$1"' _ "$info_bin"
     step "ringk_info" 60 "$build/src/tools/ringk_info"
-    "$build/src/tools/ringk_info" > "$report/ringk_info.txt" 2>&1
-    "$build/src/tools/ringk_info" --json > "$report/ringk_info.json" 2>&1
+    timeout -k 5 60 "$build/src/tools/ringk_info" > "$report/ringk_info.txt" 2>&1
+    timeout -k 5 60 "$build/src/tools/ringk_info" --json > "$report/ringk_info.json" 2>&1
 fi
 if stage gpu; then
     cur_stage=gpu
@@ -419,9 +421,14 @@ if [ $built = 1 ] && stage gpu; then
         record "a CUDA build for the GPU the driver shows" fail \
             "$(head -n1 <<<"$listed"); the build has no CUDA (toolkit: ${cuda:-none found})"
     fi
-    step "make check TESTS=\"$gpu_tests\" (one at a time)" 300 \
-        make -C "$build" -j1 check TESTS="$gpu_tests" TEST_SUITE_LOG=test-suite-gpu.log
+    # one step each, so that a test_kernels that runs out of time leaves test_device_gpu its own
+    step "make check TESTS=test/check/test_kernels" 300 \
+        make -C "$build" -j1 check TESTS=test/check/test_kernels TEST_SUITE_LOG=test-suite-gpu.log
     cp "$build/test-suite-gpu.log" "$report/" 2>/dev/null
+    step "make check TESTS=test/check/test_device_gpu" 240 \
+        make -C "$build" -j1 check TESTS=test/check/test_device_gpu \
+        TEST_SUITE_LOG=test-suite-gpu-device.log
+    cp "$build/test-suite-gpu-device.log" "$report/" 2>/dev/null
     # test_device_gpu's scenarios once more without the CUDA_DEVICE_MAX_CONNECTIONS exported
     # above, so that libringk's own setting of it (before the process's first CUDA context) is
     # what the GPU runs with; through the test driver, its log beside the first run's
@@ -435,7 +442,7 @@ if [ $built = 1 ] && stage gpu; then
          grep -q "^:global-test-result: \(FAIL\|ERROR\)" "$3.trs" && exit 1
          grep -q "^:global-test-result: SKIP" "$3.trs" && exit 77
          exit 0' _ "$top_srcdir" \
-        "test/check/test_device_gpu[CUDA_DEVICE_MAX_CONNECTIONS unset]" \
+        "test/check/test_device_gpu-own-connections" \
         "$build/test/check/test_device_gpu-own-connections" "$build"
     # with the nvcc-built GPU ping-pong and heat stencil (5 GPU kernels, halos device to device)
     step "make check TESTS=$examples_test" 180 \

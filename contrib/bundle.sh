@@ -31,6 +31,7 @@ rm -f "$out"/debs/*.deb "$out"/ringk-*.tar.gz
 
 echo "bundle: building the dist tarball" >&2
 bash "$top/contrib/build.sh" _build >&2
+rm -f "$top"/_build/ringk-*.tar.gz # one tarball: an older version's would be copied too
 make -s -C "$top/_build" dist-gzip >&2
 cp "$top"/_build/ringk-*.tar.gz "$out/"
 

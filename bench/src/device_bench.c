@@ -529,6 +529,7 @@ int main(int argc, char **argv)
     char gpu[256] = "";
     int opt, rounds = 5, ndev = 0, r, m;
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a run killed at its time limit keeps its lines */
     while ((opt = getopt(argc, argv, "r:p:")) != -1) {
         if (((opt == 'r') && ((rounds = atoi(optarg)) >= 1) && (rounds <= MAX_ROUNDS)) ||
             ((opt == 'p') && ((peer_dev = atoi(optarg)) >= 1))) {

@@ -252,6 +252,7 @@ int main(int argc, char **argv)
     pid_t pid;
     char c = 'q';
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a run killed at its time limit keeps its lines */
     while ((opt = getopt(argc, argv, "r:m:")) != -1) {
         if (opt == 'r') {
             rounds = atoi(optarg);

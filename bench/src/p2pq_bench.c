@@ -375,6 +375,7 @@ int main(int argc, char **argv)
     double med[NMETHODS];
     char gg[RINGK_P2PQ_REASON_LEN + 64] = "";
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a run killed at its time limit keeps its lines */
     while ((opt = getopt(argc, argv, "r:")) != -1) {
         if ((opt != 'r') || ((rounds = atoi(optarg)) < 1) || (rounds > MAX_ROUNDS)) {
             fprintf(stderr, "usage: p2pq_bench [-r ROUNDS (1..%d)]\n", MAX_ROUNDS);

@@ -144,6 +144,7 @@ int main(int argc, char **argv)
     char name[256] = "";
     struct cudaDeviceProp prop;
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a run killed at its time limit keeps its lines */
     while ((opt = getopt(argc, argv, "r:m:")) != -1) {
         if (opt == 'r') {
             rounds = atoi(optarg);

@@ -160,6 +160,7 @@ int main(int argc, char **argv)
     int rounds = 5, r, m, s, i, c;
     double t0, med[NMETHODS][NSIZES];
 
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a run killed at its time limit keeps its lines */
     while ((c = getopt(argc, argv, "r:")) != -1) {
         if ((c != 'r') || ((rounds = atoi(optarg)) < 1) || (rounds > MAX_ROUNDS)) {
             fprintf(stderr, "usage: small_copy [-r ROUNDS (1..%d)]\n", MAX_ROUNDS);
