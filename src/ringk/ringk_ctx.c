@@ -250,6 +250,8 @@ int ringk_ctx_start(ringk_ctx_t *ctx)
     }
     ret = ringk_remote_start(ctx);
     if ((ret == 0) && (ctx->devs != NULL)) {
+        /* before the first launches: a route is direct from a kernel's first send on */
+        ringk_exec_dev_remote_routes(ctx);
         ringk_exec_dev_start_deferred(ctx);
     }
     return ret;
@@ -291,6 +293,9 @@ void ringk_ctx_directory(ringk_ctx_t *ctx, ringk_directory_t *dir)
             strcpy(dir->kernels[dir->nkernels].name, k->name);
             dir->kernels[dir->nkernels].id     = k->id;
             dir->kernels[dir->nkernels].window = k->inbox_size;
+            if (k->dev != NULL) {
+                ringk_exec_dev_export(ctx, k, &dir->kernels[dir->nkernels].dev);
+            }
             dir->nkernels++;
         }
     }

@@ -647,12 +647,31 @@ void ringk_kernel_free(ringk_kernel_t *k);
  *  executor's proxy, for a kernel whose launch faulted or that a message terminated). */
 void ringk_kernel_terminating(ringk_kernel_t *k);
 
+/* A device kernel's device inbox as another process of the node may map and write it
+ * (kind RINGK_DEV_EXPORT_NONE: it may not). Sent at start in the kernel's directory entry;
+ * whoever receives it trusts none of it (ringk_dev_export_check()). Fixed layout: it travels
+ * between processes. */
+#define RINGK_DEV_EXPORT_NONE 0u
+#define RINGK_DEV_EXPORT_EMU  1u  /* the emulated device's slabs: a memfd, /proc/<pid>/fd/<fd> */
+typedef struct {
+    uint32_t kind;
+    uint32_t pid;          /* the exporting process, and its descriptor of the slab file */
+    int32_t  fd;
+    uint32_t receiver;     /* the kernel's id there */
+    uint64_t token;        /* the file's header says the same */
+    uint64_t node[3];      /* ringk_node_id_t of the exporter */
+    uint64_t inbox_off;    /* the inbox ring and the control block: offsets in the file */
+    uint64_t ctl_off;
+    uint32_t log2_ncells, cell_size, max_in, event_driven;
+} ringk_dev_export_t;
+
 /* What this process tells the others of its job at start: its kernels, and its topics and
  * barriers with their participants here. */
 typedef struct {
     struct {
-        ringk_name_t name;
-        uint32_t     id, window;
+        ringk_name_t       name;
+        uint32_t           id, window;
+        ringk_dev_export_t dev;
     }        kernels[RINGK_MAX_KERNELS];
     struct {
         ringk_name_t name;
@@ -661,6 +680,12 @@ typedef struct {
     unsigned nkernels, ntopics, nbarriers;
 } ringk_directory_t;
 
+/** In a job whose network layer started: the process @a name's kernel is in (*@a rank_p), and
+ *  what its directory entry said of its device inbox (*@a e_p, unchecked but for its kind):
+ *  0, or -ENOENT where no other process has such a kernel (ringk_route.c). */
+int ringk_job_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, ringk_dev_export_t *e_p);
+/** In a job whose network layer started: whether process @a rank left or was lost. */
+int ringk_job_rank_gone(const ringk_ctx_t *ctx, int rank);
 /** Fills @a dir with this process's directory; takes ctx->lock itself. */
 void ringk_ctx_directory(ringk_ctx_t *ctx, ringk_directory_t *dir);
 

@@ -164,3 +164,14 @@ int ringk_route_find(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *to_name
     }
     return ringk_route_index(ctx, from, to_name);
 }
+
+int ringk_job_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, ringk_dev_export_t *e_p)
+{
+    return (ringk_remote_of(ctx) != NULL) ? ringk_remote_dev_lookup(ctx, name, rank_p, e_p)
+                                          : -ENOENT;
+}
+
+int ringk_job_rank_gone(const ringk_ctx_t *ctx, int rank)
+{
+    return (ringk_remote_of(ctx) != NULL) && ringk_remote_gone(ctx, rank);
+}

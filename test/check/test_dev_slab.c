@@ -2,8 +2,9 @@
 /* Tests of the regions device kernels hold in their device's slabs
  * (src/ringk/dev/ringk_dev_slab.c): first fit between the regions held, alignment, both slabs
  * at once, holds, and a full slab; of the device executor's lock order (dev/dev.h), which
- * aborts a thread that breaks it; and of its rule for device kernels sending into another GPU's
- * inboxes (ringk_dev_peer_usable()). */
+ * aborts a thread that breaks it; of its rule for device kernels sending into another GPU's
+ * inboxes (ringk_dev_peer_usable()); and of the checks of another process's directory entry
+ * for a device inbox (ringk_dev_export_check()). */
 #include "test_util.h"
 
 #include <ringk/dev/dev.h>
@@ -121,6 +122,75 @@ START_TEST(test_dev_slab_holds)
     ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no, NULL, 0), 0);
     ck_assert_uint_eq(no->at[0], 0);
     ringk_dev_regions_clear(&s);
+}
+END_TEST
+
+/* A region whose kernel's inbox was offered to other processes is never taken again: a sender
+ * there may write it after its kernel is gone. Its last hold given back leaves it taken, but
+ * not held. */
+START_TEST(test_dev_slab_exported)
+{
+    ringk_dev_device_t s = device_of(2 * A, 2 * A);
+    ringk_dev_region_t *r1, *r2, *no = NULL;
+
+    r1 = take(&s, A, A);
+    r1->exported = 1;
+    ringk_dev_region_put(&s, r1);
+    ck_assert_uint_eq(r1->holds, 0);
+    r2 = take(&s, A, A);
+    ck_assert_uint_eq(r2->at[0], A);
+    ck_assert_uint_eq(r2->at[1], A);
+    ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no, NULL, 0), -ENOMEM);
+    ringk_dev_region_put(&s, r2); /* not exported: free again */
+    ck_assert_int_eq(ringk_dev_region_take(&s, A, A, &no, NULL, 0), 0);
+    ck_assert_uint_eq(no->at[0], A);
+    ringk_dev_regions_clear(&s);
+}
+END_TEST
+
+/* What another process's directory says of a device inbox is checked before anything is
+ * mapped or written: the geometry one of ringk's rings has, the inbox and the control block
+ * aligned, past the file's header page and inside the file, with no sum that wraps. */
+START_TEST(test_dev_export_check)
+{
+    const uint64_t file = RINGK_DEV_SLAB_FILE_HDR + (1u << 20);
+    const uint64_t ring = ringk_ring_bytes(64, RINGK_CELL);
+    ringk_dev_export_t ok = {
+        .kind = RINGK_DEV_EXPORT_EMU, .pid = 1, .fd = 3, .receiver = 1, .token = 7,
+        .inbox_off = RINGK_DEV_SLAB_FILE_HDR, .ctl_off = RINGK_DEV_SLAB_FILE_HDR + 65536,
+        .log2_ncells = 6, .cell_size = RINGK_CELL, .max_in = 256
+    }, e;
+    char why[256];
+
+    ck_assert_int_eq(ringk_dev_export_check(&ok, file, why, sizeof(why)), 0);
+    ck_assert_int_eq(ringk_dev_export_check(&ok, ~(uint64_t)0, why, sizeof(why)), 0);
+    e = ok;
+    e.inbox_off = file - ring; /* the ring ends where the file does */
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), 0);
+#define BAD(field, value, what)                                                              \
+    do {                                                                                     \
+        e       = ok;                                                                        \
+        e.field = (value);                                                                   \
+        ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), -EINVAL);       \
+        ck_assert_msg(strstr(why, what) != NULL, "%s = %llu: %s", #field,                    \
+                      (unsigned long long)(value), why);                                     \
+    } while (0)
+    BAD(log2_ncells, 0, "geometry");
+    BAD(log2_ncells, RINGK_RING_LOG2_MAX + 1, "geometry");
+    BAD(cell_size, 96, "geometry");
+    BAD(cell_size, 32, "geometry");
+    BAD(cell_size, RINGK_RING_CELL_MAX * 2, "geometry");
+    BAD(max_in, RINGK_MAX_PAYLOAD + 1, "geometry");
+    BAD(max_in, 64 * RINGK_CELL, "geometry"); /* a message the ring could never hold */
+    BAD(inbox_off, 0, "not inside");          /* the header page */
+    BAD(inbox_off, RINGK_DEV_SLAB_FILE_HDR + 8, "not inside"); /* unaligned */
+    BAD(inbox_off, file - ring + RINGK_RING_LINE, "not inside");
+    BAD(inbox_off, ~(uint64_t)0 - 63, "not inside");          /* would wrap */
+    BAD(ctl_off, 64, "not inside");
+    BAD(ctl_off, RINGK_DEV_SLAB_FILE_HDR + 4, "not inside");
+    BAD(ctl_off, file, "not inside");
+    BAD(ctl_off, ~(uint64_t)0 - 63, "not inside");
+#undef BAD
 }
 END_TEST
 
@@ -264,6 +334,10 @@ int main(void)
     tcase_add_test(tc, test_dev_slab_first_fit);
     tcase_add_test(tc, test_dev_slab_holds);
     tcase_add_test(tc, test_dev_slab_unordered);
+    tcase_add_test(tc, test_dev_slab_exported);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("export");
+    tcase_add_test(tc, test_dev_export_check);
     suite_add_tcase(s, tc);
     tc = tcase_create("peer");
     tcase_add_test(tc, test_dev_peer_rule);

@@ -15,7 +15,7 @@ n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); echo "not ok $n - $1"; sed 's/^/# /' <<<"$2" | tail -n 30; fails=$((fails + 1)); }
-echo "1..38"
+echo "1..43"
 
 log0=$(mktemp) log1=$(mktemp) logs=$(mktemp)
 env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 UCX_TLS=ringk,self UCX_LOG_LEVEL=info \
@@ -135,6 +135,28 @@ job "topics across 2 processes: one AM per process, 4 subscribers" 2 \
 job "topics across 3 processes: 6 subscribers" 3 \
     "all: subscribers=2 got0=1000 got1=1000 out_of_order=0 short=0" -- \
     "$top/test/check/job_topics" 1000
+
+# device kernels of two processes (emulated device): fwd in rank 0 writes straight into the
+# device inbox of sink in rank 1 (64 messages: fwd meets it full) by mapping its memory; the path
+# from fwd's sent_direct and sink's count of messages that came through the host (staged)
+job "device kernel to device kernel of another process: straight into its inbox, in order" 2 \
+    "0: sent=20000 sent_direct=20000 send_failed=0 routes_direct=1 routes_host=0" \
+    "1: got=20000 out_of_order=0 bad=0 staged=0" -- "$top/test/check/job_device" 20000
+job "... to an event-driven kernel of another process: woken through its doorbell" 2 \
+    "0: sent=5000 sent_direct=5000 routes_direct=1" \
+    "1: got=5000 out_of_order=0 staged=0 launches>=2" -- \
+    "$top/test/check/job_device" 5000 event
+job "... to a kernel that subscribes to some kernels only: through the host, which checks" 2 \
+    "0: sent=2000 sent_direct=0 routes_direct=0 routes_host=1" \
+    "1: got=2000 out_of_order=0 staged=2000" -- "$top/test/check/job_device" 2000 subscribe
+RINGK_DEVICE_REMOTE=0 job "... with RINGK_DEVICE_REMOTE=0: through the host" 2 \
+    "0: sent=2000 sent_direct=0 routes_direct=0 routes_host=1" \
+    "1: got=2000 out_of_order=0 staged=2000" -- "$top/test/check/job_device" 2000
+# rank 1 ends without leaving while fwd waits for room in its full inbox: the route is dropped,
+# fwd's waiting send and the rest go through the host and fail there; none is left waiting
+job "... whose process ends without leaving: the wait ends, the rest fail through the host" 2 \
+    "0: sent=1000 sent_direct>=64 sent_direct<1000 send_failed>=1 routes_direct=1 routes_dropped=1" \
+    "1: died=1" -- "$top/test/check/job_device" 1000 die
 
 # the receiving process enforces subscribes_to for senders in other processes
 job "subscribes_to across 2 processes: b's messages refused and logged, a's delivered in order" 2 \

@@ -79,6 +79,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(strlen(dir[i].name) < RINGK_NAME_MAX);
             check(!dir[i].used || ((dir[i].id >= 1) && (dir[i].id <= RINGK_MAX_KERNELS) &&
                                    (dir[i].window >= 1) && (dir[i].window <= 65536)));
+            /* a device inbox offered by a kernel is that kernel's, or none at all */
+            check(!dir[i].used || ((dir[i].dev.kind == RINGK_DEV_EXPORT_NONE) &&
+                                   (dir[i].dev.pid == 0) && (dir[i].dev.inbox_off == 0)) ||
+                  ((dir[i].dev.kind == RINGK_DEV_EXPORT_EMU) &&
+                   (dir[i].dev.receiver == dir[i].id)));
         }
         break;
     default:

@@ -16,6 +16,7 @@
 #include <ringk/api/ringk_peer.h>
 
 #include <assert.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,9 @@ typedef struct ringk_dev_region {
     size_t                   at[2], len[2];
     unsigned                 holds; /* the kernel until freed, and each kernel that had a
                                        direct route into it until freed; atomic */
+    int                      exported; /* its kernel's inbox was offered to other processes
+                                       (ringk_dev_remote.c): never taken again, as their
+                                       sends may still write it; atomic */
     struct ringk_dev_region *next;  /* the device's regions */
 } ringk_dev_region_t;
 
@@ -84,6 +88,14 @@ typedef struct {
                                                     slabs are never freed then, nor their
                                                     regions */
     int                            kept;         /* the slabs were kept for them (logged) */
+    /* the emulated device: its slabs in one file other processes may map (file, NULL where
+     * memfd_create failed: anonymous memory at anon_base) */
+    uint8_t                       *file;
+    size_t                         file_bytes;
+    int                            file_fd;
+    uint64_t                       file_token;
+    uint8_t                       *anon_base;
+    size_t                         anon_bytes;
     uint32_t                       peer_in;      /* bit j: device kernels of CUDA device j may
                                                     send straight into its device inboxes
                                                     (peer access from j on, native atomics);
@@ -116,6 +128,9 @@ typedef struct ringk_devs {
     pthread_t        proxy;
     int              proxy_started;
     int              stop;            /* atomic */
+    struct ringk_dev_rmap *rmaps;     /* other processes' device memory mapped here (only
+                                         added to, under ctx->lock, until the context goes) */
+    uint64_t         watch_ns;        /* the proxy's next look at them */
 } ringk_devs_t;
 
 /* Where a device kernel's launches stand, as the host sees them. Moves only through
@@ -176,6 +191,9 @@ typedef struct ringk_dev_host {
     char             (*names)[RINGK_DEV_NAME_MAX]; /* the host's address (mapped) of the name
                                          tables the device gets a copy of (RINGK_DEV_NAMES_BYTES) */
     uint32_t           route_ever;    /* routes once made direct: never written again */
+    uint32_t           remote_tried;  /* routes to a kernel of another process, looked at */
+    struct ringk_dev_rmap *remote[RINGK_DEV_ROUTES_MAX]; /* per route made direct into another
+                                         process's memory: its mapping */
     ringk_dev_kernel_t view;          /* what a launch gets: device addresses */
     ringk_ring_t       outbox;        /* the host's view, consumed by the proxy */
     ringk_dev_region_t *region;       /* its memory in the slabs */
@@ -367,6 +385,63 @@ int ringk_dev_device_copy(ringk_dev_device_t *device, void *dst, const void *src
  *  it had, for ringk_dev_relax_end(). */
 int ringk_dev_relax_begin(const ringk_device_cuda_ops_t *ops);
 void ringk_dev_relax_end(const ringk_device_cuda_ops_t *ops, int mode);
+
+/* ---- ringk_dev_remote.c ---- */
+
+/* The emulated device's slab file: this header page, the mapped slab, the device memory slab.
+ * Its magic is stored last: a reader that sees it sees the whole header. */
+#define RINGK_DEV_SLAB_FILE         "ringk-devslab"
+#define RINGK_DEV_SLAB_FILE_MAGIC   0x62616c7376656472ull /* "rdevslab" */
+#define RINGK_DEV_SLAB_FILE_VERSION 1u
+#define RINGK_DEV_SLAB_FILE_HDR     4096u
+typedef struct {
+    uint64_t magic;
+    uint32_t version, owner_pid;
+    uint64_t token;   /* the directory entries of its kernels say the same */
+    uint64_t bytes;   /* the file's size */
+} ringk_dev_slab_file_t;
+
+/* Checks the directory entry @a e of a kernel of another process against the size of the file
+ * it names, @a file_bytes (all ones before the file is opened): the inbox ring and the control
+ * block inside it past its header page, aligned, the geometry one this code understands. 0, or
+ * -EINVAL with what is wrong in @a why. */
+static inline int ringk_dev_export_check(const ringk_dev_export_t *e, uint64_t file_bytes,
+                                         char *why, size_t why_len)
+{
+    uint64_t ring;
+
+    if ((e->log2_ncells < 1) || (e->log2_ncells > RINGK_RING_LOG2_MAX) ||
+        !ringk_ring_is_pow2(e->cell_size) || (e->cell_size < RINGK_RING_CELL_MIN) ||
+        (e->cell_size > RINGK_RING_CELL_MAX) || (e->max_in > RINGK_MAX_PAYLOAD) ||
+        (e->max_in + sizeof(ringk_msg_t) > ((uint64_t)e->cell_size << e->log2_ncells))) {
+        snprintf(why, why_len, "its inbox's geometry is not one of ringk's (2^%u cells of %u "
+                 "bytes, messages up to %u bytes)", e->log2_ncells, e->cell_size, e->max_in);
+        return -EINVAL;
+    }
+    ring = ringk_ring_bytes(1u << e->log2_ncells, e->cell_size);
+    if ((e->inbox_off < RINGK_DEV_SLAB_FILE_HDR) || (e->ctl_off < RINGK_DEV_SLAB_FILE_HDR) ||
+        (e->inbox_off % RINGK_RING_LINE) || (e->ctl_off % 64) || (e->inbox_off > file_bytes) ||
+        (ring > file_bytes - e->inbox_off) || (e->ctl_off > file_bytes) ||
+        (sizeof(ringk_dev_ctl_t) > file_bytes - e->ctl_off)) {
+        snprintf(why, why_len, "its inbox (%" PRIu64 " bytes at %" PRIu64 ") or control block "
+                 "(at %" PRIu64 ") is not inside the %" PRIu64 " bytes of its file past the header",
+                 ring, e->inbox_off, e->ctl_off, file_bytes);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/** Under ringk_dev_proc.mu: the emulated device's slabs (sizes set), in a sealed memfd others
+ *  of the user may map, or in anonymous memory where that fails (logged): 0 or -ENOMEM. */
+int ringk_dev_emu_slabs_alloc(ringk_ctx_t *ctx, ringk_dev_device_t *device);
+void ringk_dev_emu_slabs_free(ringk_dev_device_t *device);
+/** Under ctx->lock: ringk_exec_dev_remote_routes(). */
+void ringk_dev_remote_routes_locked(ringk_ctx_t *ctx);
+/** The proxy, each round (@a now its clock): drops the direct routes into the memory of
+ *  processes that left the job or were lost, looking every 100 ms; returns what it did. */
+unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now);
+/** Once every device kernel of the context is freed: unmaps other processes' memory. */
+void ringk_dev_remote_unmap(ringk_devs_t *devs);
 
 /* ---- ringk_dev_proxy.c ---- */
 

@@ -20,6 +20,14 @@ void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s);
 /** After the job's network layer started (ringk_ctx_start): launches the device kernels
  *  created before it. */
 void ringk_exec_dev_start_deferred(ringk_ctx_t *ctx);
+/** Under ctx->lock, for the directory exchanged at start: fills @a e with how another process
+ *  of the node may write device kernel @a k's device inbox directly, or leaves it zero (kind
+ *  RINGK_DEV_EXPORT_NONE) where it may not (ringk_dev_remote.c). */
+void ringk_exec_dev_export(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_export_t *e);
+/** Once the job's directory is in, before the first launches: makes direct the routes of this
+ *  process's device kernels to device kernels of other processes that exported their inbox
+ *  and that they can map; the others stay through the host (each logged once, with why). */
+void ringk_exec_dev_remote_routes(ringk_ctx_t *ctx);
 /** Once every kernel terminated: stops the proxy. */
 void ringk_exec_dev_stop(ringk_ctx_t *ctx);
 /** Once every kernel is freed: gives up the context's use of its devices (the last context

@@ -133,15 +133,11 @@ static int device_init(ringk_ctx_t *ctx, ringk_dev_device_t *device)
     device->mapped.size = (size_t)mapped_mb << 20;
     device->mem.size    = (size_t)mem_mb << 20;
     if (device->cuda_index < 0) {
-        if ((posix_memalign(&host, 4096, device->mapped.size) != 0) ||
-            (posix_memalign(&dev, 4096, device->mem.size) != 0)) {
-            free(host);
+        if (ringk_dev_emu_slabs_alloc(ctx, device) != 0) {
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "emulated device: cannot allocate %ld + %ld MiB",
                           mapped_mb, mem_mb);
             return -ENOMEM;
         }
-        device->mapped.host = device->mapped.dev = host;
-        device->mem.host    = device->mem.dev    = dev;
         return 0;
     }
     mode = ringk_dev_relax_begin(ops);
@@ -332,6 +328,19 @@ int ringk_dev_device_copy(ringk_dev_device_t *device, void *dst, const void *src
     return ret;
 }
 
+/* Whether a region of @a device is still held (an exported one given back is not). */
+static int regions_held(const ringk_dev_device_t *device)
+{
+    const ringk_dev_region_t *r;
+
+    for (r = device->regions; r != NULL; r = r->next) {
+        if (__atomic_load_n(&r->holds, __ATOMIC_ACQUIRE) > 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void ringk_exec_dev_release(ringk_ctx_t *ctx)
 {
     ringk_dev_device_t *device;
@@ -363,8 +372,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
             device->ops = ringk_dev_ops_live(device->ops);
         }
         if (device->cuda_index < 0) {
-            free(device->mapped.host);
-            free(device->mem.host);
+            ringk_dev_emu_slabs_free(device);
         } else if (device->ops != NULL) { /* NULL: no entry left to make the calls with */
             int mode = ringk_dev_relax_begin(device->ops);
 
@@ -378,7 +386,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
         device->ops  = NULL; /* the next first entry's: this one's library may be unloaded */
         memset(&device->mapped, 0, sizeof(device->mapped));
         memset(&device->mem, 0, sizeof(device->mem));
-        if (device->regions != NULL) { /* every kernel was freed, none stuck: a hold leaked */
+        if (regions_held(device)) { /* every kernel was freed, none stuck: a hold leaked */
             char name[32] = "the emulated device";
 
             if (device->cuda_index >= 0) {
@@ -386,11 +394,12 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
             }
             ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s: regions still held when its slabs are "
                           "freed", name);
-            ringk_dev_regions_clear(device);
         }
+        ringk_dev_regions_clear(device);
         device->stream = NULL;
     }
     ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
+    ringk_dev_remote_unmap(ctx->devs);
     free(ctx->devs);
     ctx->devs = NULL;
 }

@@ -275,6 +275,7 @@ static void *proxy_main(void *arg)
             did += proxy_drain(ctx, k);
             did += proxy_control(k, now);
         }
+        did += ringk_dev_remote_watch(ctx, now);
         if (did > 0) {
             idle   = 0;
             nap_us = 1;

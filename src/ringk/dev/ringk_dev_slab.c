@@ -83,8 +83,9 @@ void ringk_dev_region_put(ringk_dev_device_t *device, ringk_dev_region_t *region
 {
     ringk_dev_region_t **pp;
 
-    if (__atomic_sub_fetch(&region->holds, 1, __ATOMIC_ACQ_REL) > 0) {
-        return;
+    if ((__atomic_sub_fetch(&region->holds, 1, __ATOMIC_ACQ_REL) > 0) ||
+        __atomic_load_n(&region->exported, __ATOMIC_ACQUIRE)) {
+        return; /* exported: kept taken until the slabs go */
     }
     for (pp = &device->regions; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == region) {

@@ -509,6 +509,9 @@ static int dev_start(ringk_kernel_t *k)
     c->sender = ringk_sender_of(k->ctx, k);
     pthread_mutex_lock(&k->ctx->lock);
     ringk_exec_dev_routes(k->ctx);
+    if (ringk_remote_of(k->ctx) != NULL) { /* a kernel made once the job started */
+        ringk_dev_remote_routes_locked(k->ctx);
+    }
     pthread_mutex_unlock(&k->ctx->lock);
     /* In a job of several processes whose ringk_ctx_start has not run yet, the launch waits
      * for it: starting the network layer makes UCP open its transports and connect, and a

@@ -353,6 +353,35 @@ int ringk_remote_publish(ringk_ctx_t *ctx, ringk_kernel_t *from, const char *top
     return ret;
 }
 
+int ringk_remote_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p,
+                            ringk_dev_export_t *e_p)
+{
+    ringk_remote_t *r = ctx->remote;
+    uint32_t id;
+    int i;
+
+    memset(e_p, 0, sizeof(*e_p));
+    if (ringk_remote_lookup(ctx, name, rank_p, &id) != 0) {
+        return -ENOENT;
+    }
+    for (i = 0; i < RINGK_DIR_ENTRIES; i++) {
+        const dir_entry_t *e = &r->dir[(size_t)*rank_p * RINGK_DIR_ENTRIES + i];
+
+        if (e->used && (e->id == id)) {
+            *e_p = e->dev;
+            break;
+        }
+    }
+    return 0;
+}
+
+int ringk_remote_gone(const ringk_ctx_t *ctx, int rank)
+{
+    const ringk_remote_t *r = ctx->remote;
+
+    return (rank >= 0) && (rank < r->size) && __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE);
+}
+
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p)
 {
     ringk_remote_t *r = ctx->remote;

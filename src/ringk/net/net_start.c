@@ -265,6 +265,7 @@ static void directory_pack(const ringk_directory_t *d, dir_entry_t *entries,
         entries[i].id     = d->kernels[i].id;
         entries[i].used   = 1;
         entries[i].window = d->kernels[i].window;
+        entries[i].dev    = d->kernels[i].dev;
     }
     for (i = 0; i < d->ntopics; i++) {
         strcpy(topics[i].name, d->topics[i].name);

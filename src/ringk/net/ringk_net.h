@@ -44,6 +44,13 @@ int ringk_remote_barrier_send(ringk_ctx_t *ctx, int rank, const char *name, uint
 void ringk_remote_barrier_release(ringk_ctx_t *ctx, const char *name, uint64_t gen);
 /** Finds a kernel of another process by name: rank and its local id. */
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p);
+/** ringk_remote_lookup(), and what the process's directory entry said of the kernel's device
+ *  inbox in *@a e_p (kind RINGK_DEV_EXPORT_NONE when nothing; checked only for its kind and
+ *  receiver: the rest is the caller's to check). 0 or -ENOENT. */
+int ringk_remote_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p,
+                            ringk_dev_export_t *e_p);
+/** Whether process @a rank left the job or was lost (its endpoint failed). */
+int ringk_remote_gone(const ringk_ctx_t *ctx, int rank);
 /** Fills the remote fields of @a rt, a route of @a from (NULL: the host) resolved to kernel
  *  rt->remote_id of process rt->rank, for ringk_remote_send_try(). */
 void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);

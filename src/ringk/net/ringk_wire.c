@@ -93,6 +93,9 @@ void ringk_wire_dir_fix(dir_entry_t *entries, size_t n)
             continue;
         }
         e->window = (e->window < 1) ? 1 : (e->window > 65536) ? 65536 : e->window;
+        if ((e->dev.kind != RINGK_DEV_EXPORT_EMU) || (e->dev.receiver != e->id)) {
+            memset(&e->dev, 0, sizeof(e->dev));
+        }
     }
 }
 

@@ -91,6 +91,8 @@ typedef struct {
     uint32_t used;
     uint32_t window;   /* credits each other process gets for this kernel */
     uint32_t pad;
+    ringk_dev_export_t dev; /* a device kernel's inbox as others may write it: kind NONE, or
+                               checked against the file it names before any use */
 } dir_entry_t;
 
 /** A rank that names another process of the job of @a size processes (not us, @a me). */

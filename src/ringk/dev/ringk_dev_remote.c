@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libringk: direct sends between device kernels of different processes of a node. A device's
+ * slabs are one file another process of the user can open through /proc/<pid>/fd (a sealed,
+ * owner-only memfd; the emulated device's for now): a kernel's directory entry names the file
+ * and where its device inbox and control block are in it, and a device kernel of another
+ * process that can write that memory gets a direct route, as one to a kernel of its own
+ * device: it claims cells with a compare-and-swap on the inbox's tail, writes the message and
+ * wakes the target through its control block, whose doorbell the target's proxy polls. The
+ * sender's mapping keeps the pages after the exporter exits; the exporter never gives an
+ * exported kernel's memory to another kernel (a late sender's wake-up writes its control
+ * block). docs/gpu.md, "Device kernels of several processes". */
+#include "ringk_config.h"
+
+#define _GNU_SOURCE
+#include "dev.h"
+#include "core/ringk_node.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEV_PTRACE_SCOPE   "/proc/sys/kernel/yama/ptrace_scope"
+#define DEV_WATCH_NS       100000000ull /* how often the proxy looks for gone processes */
+
+/* A slab file of another process this one mapped: routes into it until the process is gone. */
+struct ringk_dev_rmap {
+    struct ringk_dev_rmap *next;
+    int                    rank;
+    uint32_t               pid;
+    int32_t                fd;
+    uint64_t               token;
+    uint8_t               *base;
+    size_t                 bytes;
+    int                    dropped;  /* its routes went back to the host (atomic) */
+};
+
+/* The RINGK_DEVICE_REMOTE setting: 0 none of this, else on (the default). */
+static int remote_on(void)
+{
+    const char *env = getenv("RINGK_DEVICE_REMOTE");
+
+    return (env == NULL) || (strcmp(env, "0") != 0);
+}
+
+static uint64_t token_new(void)
+{
+    uint64_t t = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+    if ((fd < 0) || (read(fd, &t, sizeof(t)) != (ssize_t)sizeof(t))) {
+        t = ringk_now_ns() ^ ((uint64_t)getpid() << 32);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return t | 1; /* never 0: 0 is "not shared" */
+}
+
+/* The slabs in a sealed memfd: 0, or -errno with why in @a why. */
+static int emu_slabs_file(ringk_dev_device_t *device, size_t bytes, char *why, size_t why_len)
+{
+    ringk_dev_slab_file_t *hdr;
+    uint8_t *base;
+    int fd, err;
+
+    fd = memfd_create(RINGK_DEV_SLAB_FILE, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        err = -errno;
+        snprintf(why, why_len, "memfd_create: %s", strerror(-err));
+        return err;
+    }
+    /* owner-only, and its size fixed: another process's mapping never loses its pages */
+    if ((fchmod(fd, 0600) != 0) || (ftruncate(fd, (off_t)bytes) != 0) ||
+        (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)) {
+        err = -errno;
+        snprintf(why, why_len, "a memfd of %zu bytes: %s", bytes, strerror(-err));
+        close(fd);
+        return err;
+    }
+    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        err = -errno;
+        snprintf(why, why_len, "mmap of %zu bytes: %s", bytes, strerror(-err));
+        close(fd);
+        return err;
+    }
+    hdr              = (ringk_dev_slab_file_t*)base;
+    hdr->version     = RINGK_DEV_SLAB_FILE_VERSION;
+    hdr->owner_pid   = (uint32_t)getpid();
+    hdr->token       = token_new();
+    hdr->bytes       = bytes;
+    __atomic_store_n(&hdr->magic, RINGK_DEV_SLAB_FILE_MAGIC, __ATOMIC_RELEASE);
+    device->file       = base;
+    device->file_bytes = bytes;
+    device->file_fd    = fd;
+    device->file_token = hdr->token;
+    return 0;
+}
+
+int ringk_dev_emu_slabs_alloc(ringk_ctx_t *ctx, ringk_dev_device_t *device)
+{
+    size_t bytes = RINGK_DEV_SLAB_FILE_HDR + device->mapped.size + device->mem.size;
+    uint8_t *base;
+    char why[160];
+
+    device->file = NULL;
+    if (emu_slabs_file(device, bytes, why, sizeof(why)) == 0) {
+        base = device->file;
+    } else {
+        ringk_log_msg(ctx, RINGK_LOG_INFO, "emulated device: its memory is not shareable (%s): "
+                      "device kernels of other processes send to its kernels through the host",
+                      why);
+        base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED) {
+            return -ENOMEM;
+        }
+    }
+    device->anon_base   = (device->file == NULL) ? base : NULL;
+    device->anon_bytes  = bytes;
+    device->mapped.host = device->mapped.dev = base + RINGK_DEV_SLAB_FILE_HDR;
+    device->mem.host    = device->mem.dev = device->mapped.host + device->mapped.size;
+    return 0;
+}
+
+void ringk_dev_emu_slabs_free(ringk_dev_device_t *device)
+{
+    if (device->file != NULL) {
+        munmap(device->file, device->file_bytes);
+        close(device->file_fd);
+    } else if (device->anon_base != NULL) {
+        munmap(device->anon_base, device->anon_bytes);
+    }
+    device->file       = NULL;
+    device->anon_base  = NULL;
+    device->file_token = 0;
+}
+
+/* Why kernel @a k's inbox is not exported, or NULL where it is. */
+static const char *export_refused(const ringk_kernel_t *k, char *why, size_t why_len)
+{
+    ringk_dev_device_t *device = k->dev->device;
+
+    if (!remote_on()) {
+        return "RINGK_DEVICE_REMOTE=0";
+    }
+    if (device->cuda_index >= 0) {
+        snprintf(why, why_len, "a CUDA device's inboxes are not shared with other processes "
+                 "(CUDA device %d)", device->cuda_index);
+        return why;
+    }
+    if (device->file == NULL) {
+        return "the emulated device's memory is not shareable";
+    }
+    if (k->subscribes_to.count != 0) {
+        return "it takes messages only from the kernels it subscribes to, which the host checks";
+    }
+    if (!ringk_node_ptrace_allow(DEV_PTRACE_SCOPE, why, why_len)) {
+        return why;
+    }
+    return NULL;
+}
+
+void ringk_exec_dev_export(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_export_t *e)
+{
+    ringk_dev_host_t *d        = k->dev;
+    ringk_dev_device_t *device = d->device;
+    ringk_node_id_t node;
+    const char *no;
+    char why[192];
+
+    memset(e, 0, sizeof(*e));
+    if ((no = export_refused(k, why, sizeof(why))) != NULL) {
+        ringk_log_msg(ctx, RINGK_LOG_DEBUG, "kernel '%s': device kernels of other processes "
+                      "send to it through the host: %s", k->name, no);
+        return;
+    }
+    ringk_node_id_get(&node);
+    e->kind         = RINGK_DEV_EXPORT_EMU;
+    e->pid          = (uint32_t)getpid();
+    e->fd           = device->file_fd;
+    e->receiver     = k->id;
+    e->token        = device->file_token;
+    e->node[0]      = node.boot;
+    e->node[1]      = node.pid_ns;
+    e->node[2]      = node.ipc_shm;
+    e->inbox_off    = (uint64_t)((uint8_t*)d->view.inbox.shm - device->file);
+    e->ctl_off      = (uint64_t)((uint8_t*)d->ctl - device->file);
+    e->log2_ncells  = ringk_ring_log2(d->view.inbox.ncells);
+    e->cell_size    = d->view.inbox.cell_size;
+    e->max_in       = k->max_in;
+    e->event_driven = (k->mode == RINGK_MODE_EVENT_DRIVEN);
+    /* its memory is never another kernel's (a sender of another process may write it late) */
+    __atomic_store_n(&d->region->exported, 1, __ATOMIC_RELEASE);
+}
+
+/* The slab file of process @a rank that @a e names, mapped (once per file): 0 with it in
+ * *@a map_p, or a negative errno with why in @a why. */
+static int rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
+                    struct ringk_dev_rmap **map_p, char *why, size_t why_len)
+{
+    struct ringk_dev_rmap *m;
+    ringk_peer_err_t perr;
+    const ringk_dev_slab_file_t *hdr;
+    struct stat st;
+    char link[128];
+    int fd, seals, err;
+
+    for (m = ctx->devs->rmaps; m != NULL; m = m->next) {
+        if ((m->rank == rank) && (m->pid == e->pid) && (m->fd == e->fd) &&
+            (m->token == e->token)) {
+            *map_p = m;
+            return 0;
+        }
+    }
+    fd = ringk_node_open_peer(e->pid, e->fd, O_RDWR, RINGK_DEV_SLAB_FILE, &st, link,
+                              sizeof(link), &perr);
+    if (fd < 0) {
+        err = (errno != 0) ? -errno : -EPERM;
+        snprintf(why, why_len, "/proc/%" PRIu32 "/fd/%d: %s", e->pid, e->fd,
+                 (perr == RINGK_PEER_NAME)  ? "not a ringk device's memory" :
+                 (perr == RINGK_PEER_OWNER) ? "not this user's 0600 memfd" : strerror(-err));
+        return err;
+    }
+    /* sealed against shrinking: the mapping can never lose its pages (SIGBUS) */
+    seals = fcntl(fd, F_GET_SEALS);
+    if ((seals < 0) || !(seals & F_SEAL_SHRINK) || (st.st_size < RINGK_DEV_SLAB_FILE_HDR)) {
+        snprintf(why, why_len, "/proc/%" PRIu32 "/fd/%d: %lld bytes, seals 0x%x", e->pid, e->fd,
+                 (long long)st.st_size, seals);
+        close(fd);
+        return -EINVAL;
+    }
+    m = calloc(1, sizeof(*m));
+    if (m == NULL) {
+        close(fd);
+        return -ENOMEM;
+    }
+    m->base = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m->base == MAP_FAILED) {
+        err = -errno;
+        snprintf(why, why_len, "mmap of /proc/%" PRIu32 "/fd/%d: %s", e->pid, e->fd,
+                 strerror(-err));
+        free(m);
+        return err;
+    }
+    m->bytes = (size_t)st.st_size;
+    hdr      = (const ringk_dev_slab_file_t*)m->base;
+    /* the file's own header must name the exporter and the token of its directory entry */
+    if ((__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != RINGK_DEV_SLAB_FILE_MAGIC) ||
+        (hdr->version != RINGK_DEV_SLAB_FILE_VERSION) || (hdr->owner_pid != e->pid) ||
+        (hdr->token != e->token) || (hdr->bytes != m->bytes)) {
+        snprintf(why, why_len, "/proc/%" PRIu32 "/fd/%d is not the device memory the directory "
+                 "names (header of pid %" PRIu32 ", %" PRIu64 " bytes, token %s)", e->pid, e->fd,
+                 hdr->owner_pid, hdr->bytes, (hdr->token == e->token) ? "equal" : "differs");
+        munmap(m->base, m->bytes);
+        free(m);
+        return -EINVAL;
+    }
+    m->rank  = rank;
+    m->pid   = e->pid;
+    m->fd    = e->fd;
+    m->token = e->token;
+    m->next  = ctx->devs->rmaps;
+    __atomic_store_n(&ctx->devs->rmaps, m, __ATOMIC_RELEASE); /* the proxy walks the list */
+    *map_p = m;
+    return 0;
+}
+
+/* Why kernel @a s's route @a j to kernel @a name of process @a rank, which exported @a e,
+ * cannot be direct: NULL when it can, with its target in @a t and the mapping in *@a map_p. */
+static const char *remote_target(ringk_ctx_t *ctx, ringk_kernel_t *s, int rank,
+                                 const ringk_dev_export_t *e, ringk_dev_target_t *t,
+                                 struct ringk_dev_rmap **map_p, char *why, size_t why_len)
+{
+    ringk_node_id_t here, there;
+    const ringk_dev_ctl_t *ctl;
+    ringk_ring_t view;
+    char same[96];
+
+    if (e->kind == RINGK_DEV_EXPORT_NONE) {
+        return "it does not share its inbox (a CPU kernel, a CUDA device's, one that "
+               "subscribes to some kernels only, or RINGK_DEVICE_REMOTE=0 there)";
+    }
+    if (s->dev->device->cuda_index >= 0) {
+        snprintf(why, why_len, "this kernel runs on CUDA device %d, which cannot write the "
+                 "emulated device's memory of another process", s->dev->device->cuda_index);
+        return why;
+    }
+    ringk_node_id_get(&here);
+    there.boot    = e->node[0];
+    there.pid_ns  = e->node[1];
+    there.ipc_shm = e->node[2];
+    if (!ringk_node_id_same(&here, &there, same, sizeof(same))) {
+        snprintf(why, why_len, "another node (%s)", same);
+        return why;
+    }
+    if (ringk_dev_export_check(e, ~(uint64_t)0, why, why_len) != 0) {
+        return why;
+    }
+    if (rmap_get(ctx, rank, e, map_p, why, why_len) != 0) {
+        return why;
+    }
+    if ((ringk_dev_export_check(e, (*map_p)->bytes, why, why_len) != 0)) {
+        return why;
+    }
+    /* what the file holds there must be that inbox and that control block */
+    ctl = (const ringk_dev_ctl_t*)((*map_p)->base + e->ctl_off);
+    if ((ringk_ring_attach(&view, (*map_p)->base + e->inbox_off,
+                           (*map_p)->bytes - e->inbox_off) != 0) ||
+        (view.ncells != (1u << e->log2_ncells)) || (view.cell_size != e->cell_size) ||
+        (ctl->magic != RINGK_DEV_CTL_MAGIC) || (ctl->abi != RINGK_DEV_ABI) ||
+        (ctl->id != e->receiver)) {
+        snprintf(why, why_len, "its inbox or control block in /proc/%" PRIu32 "/fd/%d is not "
+                 "what its directory entry says", e->pid, e->fd);
+        return why;
+    }
+    memset(t, 0, sizeof(*t));
+    t->receiver     = e->receiver;
+    t->max_in       = e->max_in;
+    t->log2_ncells  = e->log2_ncells;
+    t->cell_size    = e->cell_size;
+    t->event_driven = (e->event_driven != 0);
+    t->scope        = RINGK_RING_SCOPE_SYSTEM;
+    t->inbox        = (*map_p)->base + e->inbox_off;
+    t->ctl          = (ringk_dev_ctl_t*)((*map_p)->base + e->ctl_off);
+    return NULL;
+}
+
+/* Under ctx->lock: kernel @a s's routes to kernels of other processes, each looked at once. */
+static void remote_routes_of(ringk_ctx_t *ctx, ringk_kernel_t *s)
+{
+    ringk_dev_host_t *d = s->dev;
+    struct ringk_dev_rmap *map = NULL;
+    ringk_dev_export_t e;
+    const char *no;
+    char why[256];
+    unsigned j;
+    int rank;
+
+    for (j = 0; j < s->publishes_to.count; j++) {
+        if ((d->route_ever | d->remote_tried) & (1u << j)) {
+            continue;
+        }
+        memset(&e, 0, sizeof(e));
+        if ((ringk_kernel_find(ctx, s->publishes_to.names[j]) != NULL) ||
+            (ringk_job_dev_lookup(ctx, s->publishes_to.names[j], &rank, &e) != 0)) {
+            continue; /* a kernel of this process, or of none (yet) */
+        }
+        d->remote_tried |= 1u << j;
+        no = remote_on() ? remote_target(ctx, s, rank, &e, &d->routes[j].target, &map, why,
+                                         sizeof(why)) : "RINGK_DEVICE_REMOTE=0";
+        if (no != NULL) {
+            ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s': sends to kernel '%s' of process %d "
+                          "go through the host: %s", s->name, s->publishes_to.names[j], rank, no);
+            continue;
+        }
+        __atomic_store_n(&d->remote[j], map, __ATOMIC_RELAXED); /* the proxy reads it */
+        d->route_ever |= 1u << j;
+        __atomic_store_n(&d->routes[j].direct, 1, __ATOMIC_RELEASE);
+        ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s': sends to device kernel '%s' of process "
+                      "%d go straight into its device inbox (/proc/%" PRIu32 "/fd/%d)", s->name,
+                      s->publishes_to.names[j], rank, map->pid, map->fd);
+    }
+}
+
+void ringk_dev_remote_routes_locked(ringk_ctx_t *ctx)
+{
+    unsigned i;
+
+    for (i = 0; i < ctx->nkernels; i++) {
+        if ((ctx->kernels[i] != NULL) && (ctx->kernels[i]->dev != NULL)) {
+            remote_routes_of(ctx, ctx->kernels[i]);
+        }
+    }
+}
+
+void ringk_exec_dev_remote_routes(ringk_ctx_t *ctx)
+{
+    pthread_mutex_lock(&ctx->lock);
+    ringk_dev_remote_routes_locked(ctx);
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now)
+{
+    struct ringk_dev_rmap *m = __atomic_load_n(&ctx->devs->rmaps, __ATOMIC_ACQUIRE);
+    unsigned i, j, count, did = 0;
+    ringk_kernel_t *k;
+
+    if ((m == NULL) || (now < ctx->devs->watch_ns)) {
+        return 0;
+    }
+    ctx->devs->watch_ns = now + DEV_WATCH_NS;
+    for (; m != NULL; m = m->next) {
+        if (__atomic_load_n(&m->dropped, __ATOMIC_RELAXED) || !ringk_job_rank_gone(ctx, m->rank)) {
+            continue;
+        }
+        /* a sender waiting for room in an inbox nobody drains reads 'direct' and gets -EPIPE;
+         * the process's memory stays mapped (a send may be writing it) */
+        __atomic_store_n(&m->dropped, 1, __ATOMIC_RELAXED);
+        count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
+        for (i = 0; i < count; i++) {
+            k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
+            for (j = 0; (k != NULL) && (k->dev != NULL) && (j < RINGK_DEV_ROUTES_MAX); j++) {
+                if (__atomic_load_n(&k->dev->remote[j], __ATOMIC_RELAXED) == m) {
+                    __atomic_store_n(&k->dev->routes[j].direct, 0, __ATOMIC_RELEASE);
+                }
+            }
+        }
+        ringk_log_msg(ctx, RINGK_LOG_INFO, "process %d left the job: sends into its device "
+                      "inboxes go through the host again (and fail there)", m->rank);
+        did++;
+    }
+    return did;
+}
+
+void ringk_dev_remote_unmap(ringk_devs_t *devs)
+{
+    struct ringk_dev_rmap *m;
+
+    while ((m = devs->rmaps) != NULL) {
+        devs->rmaps = m->next;
+        munmap(m->base, m->bytes);
+        free(m);
+    }
+}

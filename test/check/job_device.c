@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Device kernels of two processes sending to each other (driven by test_job.sh), on the
+ * emulated device (test/kernels/ringk_dev_test.cu compiled as host C): in rank 0, device kernel
+ * "fwd" forwards each message the host gives it to "sink"; in rank 1, device kernel "sink"
+ * (inbox of 64 messages: the sender meets it full) counts them and checks their order. The
+ * host of rank 0 feeds N messages {0, i}; rank 1's host, once sink has them all, terminates it
+ * and tells CPU kernel "done" of rank 0, which then leaves (FIFO holds per sender only: a
+ * terminate from rank 0's host could overtake fwd's messages on their way through the host).
+ * Usage: job_device N [persistent|event|subscribe|die]: event makes sink event-driven (it
+ * returns when idle, and fwd's sends ring its doorbell from the other process); subscribe makes
+ * sink take messages from fwd only (the host checks that, so the sends go through it); die
+ * leaves sink inactive and ends rank 1 without leaving the job 2 s after start, while fwd waits
+ * for room in sink's full inbox: fwd's route goes back to the host, whose sends fail.
+ * Whether the route was direct is read from fwd's statistics (sent_direct) and sink's counter
+ * of messages that came through the host (staged), and from the log line rank 0 writes about
+ * the route. Ends with "RESULT job_device rank=R size=2 ok=0|1 key=value ...". */
+#include "test/kernels/ringk_dev_test.h"
+
+#include <ringk/api/ringk.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static unsigned routes_direct, routes_host, routes_dropped;
+static uint64_t done_got;
+
+static int done_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    __atomic_store_n(&done_got, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static void count_routes(void *arg, int level, const char *message)
+{
+    if (strstr(message, "go straight into its device inbox") != NULL) {
+        __atomic_add_fetch(&routes_direct, 1, __ATOMIC_RELAXED);
+    } else if (strstr(message, "go through the host again") != NULL) {
+        __atomic_add_fetch(&routes_dropped, 1, __ATOMIC_RELAXED);
+    } else if (strstr(message, "go through the host") != NULL) {
+        __atomic_add_fetch(&routes_host, 1, __ATOMIC_RELAXED);
+    }
+    if (level <= RINGK_LOG_WARN) {
+        fprintf(stderr, "[ringk] %s\n", message);
+    }
+}
+
+static ringk_kernel_params_t dev_params(const char *name, const ringk_device_entry_t *entry,
+                                        ringk_dev_test_t *t)
+{
+    ringk_kernel_params_t p = {
+        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
+                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | RINGK_KERNEL_PARAM_FIELD_THREADS,
+        .name         = name,
+        .backends     = RINGK_BACKEND_CUDA,
+        .device_entry = entry,
+        .arg          = t,
+        .threads      = 1
+    };
+
+    return p;
+}
+
+/* Waits up to 60 s for *@a v to reach @a want: 0, or -1. */
+static int wait_u64(const uint64_t *v, uint64_t want)
+{
+    int ms;
+
+    for (ms = 0; ms < 60000; ms++) {
+        if (__atomic_load_n(v, __ATOMIC_ACQUIRE) >= want) {
+            return 0;
+        }
+        usleep(1000);
+    }
+    return -1;
+}
+
+static int run_fwd(ringk_ctx_t *ctx, uint64_t n, int die, ringk_dev_test_t *tf,
+                   ringk_kernel_stats_t *st)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    ringk_kernel_params_t p = dev_params("fwd", &ringk_dev_test_forward, tf);
+    ringk_kernel_params_t dp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
+        .name = "done", .handler = done_handler
+    };
+    ringk_kernel_t *fwd, *done;
+    uint32_t v[2] = {0, 0};
+    int fails = 0;
+
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = to_sink;
+    if ((ringk_kernel_create(ctx, &p, &fwd) != 0) || (ringk_kernel_create(ctx, &dp, &done) != 0) ||
+        (ringk_ctx_start(ctx) != 0)) {
+        return 1;
+    }
+    for (v[1] = 0; v[1] < n; v[1]++) {
+        fails += (ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, v, sizeof(v),
+                             RINGK_WAIT_FOREVER) != 0);
+    }
+    fails += (wait_u64(&tf->count, n) != 0);
+    fails += (ringk_kernel_stats_query(fwd, st) != 0);
+    if (die) {
+        /* every send is accounted for: into sink's inbox before rank 1 ended, or failed (the
+         * proxy's sends through the host fail after fwd handed them over) */
+        for (v[0] = 0; (v[0] < 60000) && (st->sent_direct + st->send_failed < n); v[0]++) {
+            usleep(1000);
+            fails += (ringk_kernel_stats_query(fwd, st) != 0);
+        }
+        return fails + ((st->sent_direct + st->send_failed != n) || (st->sent_direct >= n));
+    }
+    return fails + (wait_u64(&done_got, 1) != 0); /* rank 1 has them all */
+}
+
+static int run_sink(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_test_t *ts,
+                    ringk_kernel_stats_t *st)
+{
+    static const char *const only_fwd[] = {"fwd", NULL};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, ts);
+    ringk_kernel_t *sink;
+
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
+    p.inbox_size  = 64;
+    p.max_in      = 64;
+    if (strcmp(mode, "event") == 0) {
+        p.field_mask    |= RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS;
+        p.mode           = RINGK_MODE_EVENT_DRIVEN;
+        p.max_iterations = 50;
+    } else if (strcmp(mode, "subscribe") == 0) {
+        p.field_mask   |= RINGK_KERNEL_PARAM_FIELD_SUBSCRIBES_TO;
+        p.subscribes_to = only_fwd;
+    }
+    if ((ringk_kernel_create(ctx, &p, &sink) != 0) ||
+        ((strcmp(mode, "die") == 0) && (ringk_kernel_deactivate(sink) != 0)) ||
+        (ringk_ctx_start(ctx) != 0)) {
+        return 1;
+    }
+    if (strcmp(mode, "die") == 0) {
+        sleep(2);
+        printf("job_device [rank 1 of 2]: sink took nothing; rank 1 ends now: OK\n");
+        printf("RESULT job_device rank=1 size=2 ok=1 died=1\n");
+        fflush(stdout);
+        _exit(0); /* without leaving the job: rank 0 finds it lost */
+    }
+    wait_u64(&ts->count, n);
+    return (ringk_kernel_terminate(sink) != 0) + (ringk_kernel_stats_query(sink, st) != 0) +
+           (ringk_send(ctx, NULL, "done", RINGK_MSG_DATA, &ts->count, sizeof(ts->count),
+                       RINGK_WAIT_FOREVER) != 0);
+}
+
+int main(int argc, char **argv)
+{
+    const uint64_t n = (argc > 1) ? strtoull(argv[1], NULL, 10) : 1000;
+    const char *mode = (argc > 2) ? argv[2] : "persistent";
+    ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = count_routes};
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
+    static ringk_dev_test_t t; /* the kernel's argument: memory it may write until it is gone */
+    ringk_ctx_t *ctx;
+    int rank, fails;
+
+    if ((ringk_ctx_create(&cp, &ctx) != 0) || (ringk_ctx_size(ctx) != 2)) {
+        return 2;
+    }
+    rank  = ringk_ctx_rank(ctx);
+    fails = (rank == 0) ? run_fwd(ctx, n, strcmp(mode, "die") == 0, &t, &st)
+                        : run_sink(ctx, n, mode, &t, &st);
+    ringk_ctx_destroy(ctx);
+    if (rank == 0) {
+        fails += (t.last_error != 0);
+        printf("job_device [rank 0 of 2]: fwd forwarded %llu of %llu, %llu of them straight "
+               "into sink's device inbox: %s\n", (unsigned long long)t.count,
+               (unsigned long long)n, (unsigned long long)st.sent_direct, fails ? "FAIL" : "OK");
+        printf("RESULT job_device rank=0 size=2 ok=%d sent=%llu expected=%llu sent_direct=%llu "
+               "send_failed=%llu last_error=%d routes_direct=%u routes_host=%u "
+               "routes_dropped=%u\n", fails == 0, (unsigned long long)t.count,
+               (unsigned long long)n, (unsigned long long)st.sent_direct,
+               (unsigned long long)st.send_failed, t.last_error, routes_direct, routes_host,
+               routes_dropped);
+    } else {
+        fails += (t.count != n) || (t.out_of_order != 0) || (t.bad != 0) || (t.next[0] != n);
+        printf("job_device [rank 1 of 2]: sink (%s) got %llu of %llu, %llu out of order, %llu "
+               "through the host, %llu launches: %s\n", mode, (unsigned long long)t.count,
+               (unsigned long long)n, (unsigned long long)t.out_of_order,
+               (unsigned long long)t.staged, (unsigned long long)st.launches,
+               fails ? "FAIL" : "OK");
+        printf("RESULT job_device rank=1 size=2 ok=%d got=%llu expected=%llu out_of_order=%llu "
+               "bad=%llu staged=%llu launches=%llu\n", fails == 0, (unsigned long long)t.count,
+               (unsigned long long)n, (unsigned long long)t.out_of_order,
+               (unsigned long long)t.bad, (unsigned long long)t.staged,
+               (unsigned long long)st.launches);
+    }
+    return fails ? 1 : 0;
+}
