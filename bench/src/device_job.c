@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Device kernel to device kernel between two processes, against the same kernels in one
+ * process, on the emulated device (the ring kernels of device_bench_ring.cu compiled as host
+ * C). Run by bench/device_job.sh, which interleaves the three ways and prints medians:
+ *   one process (no RINGK_SIZE): "a", "b" and "sink" in it, device inbox to device inbox;
+ *   a job of two: "a" in rank 0, "b" and "sink" in rank 1: a writes b's and sink's device
+ *   inboxes in the other process directly, or, with RINGK_DEVICE_REMOTE=0, through both hosts.
+ * Latency: a ball bounced a -> b -> a N times (one-way time: half a round trip). Throughput: a
+ * sends M messages of BENCH_PAYLOAD bytes to sink, timed until the sink has the last (in a
+ * job, rank 1 tells rank 0's CPU kernel "done", once). Rank 0 (or the one process) prints
+ * "RESULT device_job lat_us=X tput_mmsg=Y sent=S direct=D errors=E": D of a's S sends went
+ * straight into a device inbox (the path measured), E messages out of order at the sink.
+ *   device_job [-n N] [-m M] */
+#define _GNU_SOURCE
+#include "bench/src/device_bench.h"
+
+#include <ringk/api/ringk.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DIE(...) do { fprintf(stderr, "device_job: " __VA_ARGS__); fputc('\n', stderr); \
+                      exit(1); } while (0)
+
+static uint64_t a_done, sink_done, done_msg, far_errors;
+static bench_sink_t sink_st = {.done = &sink_done};
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits for *@a v to reach @a want, napping 20 us between looks: on a machine with few cores a
+ * spinning waiter takes a core from the kernels it waits for (once per measurement: it adds at
+ * most a nap to a run of thousands of messages). */
+static void wait_for(const uint64_t *v, uint64_t want, const char *what)
+{
+    double t0 = now();
+
+    while (__atomic_load_n(v, __ATOMIC_ACQUIRE) < want) {
+        usleep(20);
+        if (now() - t0 > 120) {
+            DIE("%s: %llu of %llu after 120 s", what,
+                (unsigned long long)__atomic_load_n(v, __ATOMIC_ACQUIRE),
+                (unsigned long long)want);
+        }
+    }
+}
+
+/* Rank 1's word: {messages, errors} of its sink. */
+static int done_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    uint64_t v[2];
+
+    if (msg->length != sizeof(v)) {
+        return -1;
+    }
+    memcpy(v, ringk_msg_payload(msg), sizeof(v));
+    far_errors = v[1];
+    __atomic_store_n(&done_msg, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static ringk_kernel_t *dev_kernel(ringk_ctx_t *ctx, const char *name,
+                                  const ringk_device_entry_t *e, const char *const *to, void *arg)
+{
+    ringk_kernel_params_t p = {
+        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
+                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | RINGK_KERNEL_PARAM_FIELD_THREADS |
+                        RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO,
+        .name = name, .backends = RINGK_BACKEND_CUDA, .device_entry = e, .threads = 1,
+        .publishes_to = to, .arg = arg
+    };
+    ringk_kernel_t *k;
+
+    if (ringk_kernel_create(ctx, &p, &k) != 0) {
+        DIE("kernel '%s' not created", name);
+    }
+    return k;
+}
+
+static void send_a(ringk_ctx_t *ctx, const bench_ball_t *ball)
+{
+    if (ringk_send(ctx, NULL, "a", RINGK_MSG_DATA, ball, sizeof(*ball), RINGK_WAIT_FOREVER) != 0) {
+        DIE("a send to 'a' failed");
+    }
+}
+
+/* The far side: "b" and "sink" (rank 1 of a job, or the one process). */
+static void far_side(ringk_ctx_t *ctx)
+{
+    static const char *const to_a[] = {"a", NULL};
+
+    dev_kernel(ctx, "b", &bench_echo_entry, to_a, NULL);
+    dev_kernel(ctx, "sink", &bench_sink_entry, NULL, &sink_st);
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const to_b_sink[] = {"b", "sink", NULL};
+    ringk_kernel_params_t dp = {
+        .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
+        .name = "done", .handler = done_handler
+    };
+    ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
+    ringk_ctx_params_t cp = {.field_mask = 0};
+    uint64_t n = 20000, m = 200000;
+    bench_ball_t ball = {BENCH_OP_BALL, 0, 100};
+    ringk_kernel_t *a = NULL, *done;
+    ringk_ctx_t *ctx;
+    double t0, lat, tput;
+    int opt, rank, size;
+
+    while ((opt = getopt(argc, argv, "n:m:")) != -1) {
+        if (opt == 'n') {
+            n = strtoull(optarg, NULL, 10);
+        } else if (opt == 'm') {
+            m = strtoull(optarg, NULL, 10);
+        } else {
+            DIE("usage: device_job [-n N] [-m M]");
+        }
+    }
+    if ((n <= ball.limit) || (m == 0) || (ringk_ctx_create(&cp, &ctx) != 0)) {
+        DIE("bad arguments (N > 100, M > 0) or no context");
+    }
+    rank = ringk_ctx_rank(ctx);
+    size = ringk_ctx_size(ctx);
+    if ((size == 1) || (rank == 1)) {
+        far_side(ctx);
+    }
+    if (rank == 0) {
+        a = dev_kernel(ctx, "a", &bench_k2k_a_entry, to_b_sink, &a_done);
+        if (ringk_kernel_create(ctx, &dp, &done) != 0) {
+            DIE("kernel 'done' not created");
+        }
+    }
+    if (ringk_ctx_start(ctx) != 0) {
+        DIE("ringk_ctx_start failed");
+    }
+    if (rank == 1) {
+        uint64_t v[2];
+
+        wait_for(&sink_done, m, "the sink's messages");
+        v[0] = sink_done;
+        v[1] = sink_st.errors;
+        if (ringk_send(ctx, NULL, "done", RINGK_MSG_DATA, v, sizeof(v), RINGK_WAIT_FOREVER) != 0) {
+            DIE("rank 1 could not tell rank 0");
+        }
+        ringk_ctx_destroy(ctx);
+        return 0;
+    }
+    send_a(ctx, &ball);
+    wait_for(&a_done, ball.limit, "warm-up ping-pong");
+    ball.limit = n;
+    t0 = now();
+    send_a(ctx, &ball);
+    wait_for(&a_done, n, "ping-pong");
+    lat = (now() - t0) * 1e6 / (2.0 * (double)n);
+    ball.op    = BENCH_OP_BURST;
+    ball.limit = m;
+    t0 = now();
+    send_a(ctx, &ball);
+    wait_for((size == 1) ? &sink_done : &done_msg, (size == 1) ? m : 1, "the burst");
+    tput = (double)m / (now() - t0) / 1e6;
+    if (ringk_kernel_stats_query(a, &st) != 0) {
+        DIE("no statistics of 'a'");
+    }
+    printf("RESULT device_job size=%d lat_us=%.3f tput_mmsg=%.3f sent=%llu direct=%llu "
+           "errors=%llu\n", size, lat, tput, (unsigned long long)st.msgs_out,
+           (unsigned long long)st.sent_direct,
+           (unsigned long long)((size == 1) ? sink_st.errors : far_errors));
+    ringk_ctx_destroy(ctx);
+    return 0;
+}
