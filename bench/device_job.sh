@@ -36,11 +36,11 @@ one() {
               want=$((n + m + 100)) ;;
         direct|host)
             port=$((port + 1))
-            local env0=() 
+            local env0=()
             [ "$way" = host ] && env0=(RINGK_DEVICE_REMOTE=0)
-            env "${env0[@]}" RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 \
+            env ${env0[@]+"${env0[@]}"} RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 \
                 "$run" "$prog" -n "$n" -m "$m" >/dev/null 2>"$out/err1" &
-            line=$(env "${env0[@]}" RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=0 \
+            line=$(env ${env0[@]+"${env0[@]}"} RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=0 \
                    "$run" "$prog" -n "$n" -m "$m" 2>"$out/err") || rc=$?
             wait $! || rc=$?
             want=$([ "$way" = direct ] && echo $((n + m + 100)) || echo 0) ;;

@@ -56,6 +56,9 @@
 #define RINGK_CELL_FLAG_CLEAR   0x40u       /* flags bit: clear continuation cells on release */
 #define RINGK_CELL_FLAG_CANCEL  0x20u       /* flags bit: claimed cells given up, no message */
 #define RINGK_CELL_FLAGS_USER   0x1fu       /* flags bits left to the user */
+/* seq of a claimed cell not yet published, whose producer said who it is and how many cells it
+ * took (ringk_ring_mark_claimed): never "published" in any lap (positions stay below 2^62) */
+#define RINGK_CELL_SEQ_CLAIMED  (1ull << 62)
 #define RINGK_RING_CELL_MIN     64u
 #define RINGK_RING_CELL_MAX     4096u
 #define RINGK_RING_LOG2_MAX     20u         /* at most 1M cells */
@@ -417,6 +420,51 @@ RINGK_HD void ringk_ring_publish_skip(const ringk_ring_t *r, uint64_t pos, uint3
 RINGK_HD void ringk_ring_cancel(const ringk_ring_t *r, uint64_t pos, uint32_t ncells)
 {
     ringk_ring_publish_empty(r, pos, ncells, RINGK_CELL_FLAG_CANCEL);
+}
+
+/**
+ * Marks the @a ncells cells a multi-producer claim took at @a pos as claimed by @a owner (an id
+ * of the caller's choosing), before the payload is written: seq = (pos + 1) |
+ * RINGK_CELL_SEQ_CLAIMED, which no consumer takes for a message, and len = @a owner. For rings
+ * whose producers live in other processes: once the owner is known dead, whoever watches the
+ * ring can give its cells up with ringk_ring_cancel() (ringk_ring_claimed_by()) instead of the
+ * consumer waiting at them for ever. Relaxed stores: the header fields before seq in program
+ * order, read only after the owner is gone. The publish overwrites all of it.
+ */
+RINGK_HD void ringk_ring_mark_claimed(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
+                                      uint32_t owner)
+{
+    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+
+    cell->len    = owner;
+    cell->ncells = (uint16_t)ncells;
+    ringk_ring_st_rlx(r, &cell->seq, (pos + 1) | RINGK_CELL_SEQ_CLAIMED);
+}
+
+/**
+ * Whether the cell at @a pos, where the consumer waits (every cell before it consumed; the
+ * tail @a tail), is a claim marked by ringk_ring_mark_claimed() and not published: 1 with its
+ * owner and its cells (checked: at least one, not past the tail, not crossing the ring's end)
+ * in *@a owner_p and *@a ncells_p, else 0. The header is another producer's writing.
+ */
+RINGK_HD int ringk_ring_claimed_by(const ringk_ring_t *r, uint64_t pos, uint64_t tail,
+                                   uint32_t *owner_p, uint32_t *ncells_p)
+{
+    const ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+    uint64_t seq = ringk_ring_ld_acq(r, &cell->seq);
+    uint32_t ncells;
+
+    if (seq != ((pos + 1) | RINGK_CELL_SEQ_CLAIMED)) {
+        return 0;
+    }
+    ncells = cell->ncells;
+    if ((ncells < 1) || (ncells > tail - pos) ||
+        (ncells > r->ncells - (uint32_t)(pos & r->mask))) {
+        return 0;
+    }
+    *owner_p  = cell->len;
+    *ncells_p = ncells;
+    return 1;
 }
 
 /**

@@ -10,7 +10,10 @@
  * returns when idle, and fwd's sends ring its doorbell from the other process); subscribe makes
  * sink take messages from fwd only (the host checks that, so the sends go through it); die
  * leaves sink inactive and ends rank 1 without leaving the job 2 s after start, while fwd waits
- * for room in sink's full inbox: fwd's route goes back to the host, whose sends fail.
+ * for room in sink's full inbox: fwd's route goes back to the host, whose sends fail. The
+ * sender dies instead in abandon (fwd claims cells in sink's inbox and never fills them: rank 1
+ * must give them up, or sink could never terminate) and in nowake (fwd publishes into the inbox
+ * of event-driven sink, parked, without waking it: rank 1 must wake it).
  * Whether the route was direct is read from fwd's statistics (sent_direct) and sink's counter
  * of messages that came through the host (staged), and from the log line rank 0 writes about
  * the route. Ends with "RESULT job_device rank=R size=2 ok=0|1 key=value ...". */
@@ -24,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static unsigned routes_direct, routes_host, routes_dropped;
+static unsigned routes_direct, routes_host, routes_dropped, repaired, relaunched;
 static uint64_t done_got;
 
 static int done_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -37,6 +40,10 @@ static void count_routes(void *arg, int level, const char *message)
 {
     if (strstr(message, "go straight into its device inbox") != NULL) {
         __atomic_add_fetch(&routes_direct, 1, __ATOMIC_RELAXED);
+    } else if (strstr(message, "claimed and did not fill before it was lost") != NULL) {
+        __atomic_add_fetch(&repaired, 1, __ATOMIC_RELAXED);
+    } else if (strstr(message, "no launch runs while a process of the job is lost") != NULL) {
+        __atomic_add_fetch(&relaunched, 1, __ATOMIC_RELAXED);
     } else if (strstr(message, "go through the host again") != NULL) {
         __atomic_add_fetch(&routes_dropped, 1, __ATOMIC_RELAXED);
     } else if (strstr(message, "go through the host") != NULL) {
@@ -77,9 +84,47 @@ static int wait_u64(const uint64_t *v, uint64_t want)
     return -1;
 }
 
-static int run_fwd(ringk_ctx_t *ctx, uint64_t n, int die, ringk_dev_test_t *tf,
+/* Rank 0 in abandon and nowake: fwd claims cells of sink's inbox and leaves them unfilled
+ * (abandon: a payload of 16 bytes), or publishes {0, n} there without waking sink (nowake: 20
+ * bytes, once sink parked), then the process ends without leaving the job. */
+static void fwd_dies(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_test_t *tf)
+{
+    uint32_t v[5] = {0, (uint32_t)n, 0, 0, 0};
+    int nowake    = (strcmp(mode, "nowake") == 0);
+    int ok;
+
+    /* nowake: rank 1 says when sink has parked (it is event-driven, with 50 idle turns) */
+    ok = (!nowake || (wait_u64(&done_got, 1) == 0)) &&
+         (ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, v, nowake ? 20 : 16,
+                     RINGK_WAIT_FOREVER) == 0) && (wait_u64(&tf->count, n + 1) == 0) &&
+         (tf->codes[nowake ? 3 : 2] == 1);
+    printf("job_device [rank 0 of 2]: fwd %s in sink's inbox; rank 0 ends now: %s\n",
+           nowake ? "published a message without waking sink" : "left cells claimed", ok ? "OK" :
+           "FAIL");
+    printf("RESULT job_device rank=0 size=2 ok=%d direct=%d\n", ok, tf->codes[nowake ? 3 : 2]);
+    fflush(stdout);
+    _exit(ok ? 0 : 1); /* without leaving the job: rank 1 finds it lost */
+}
+
+/* wait_u64() of a counter of the log callback's */
+static int wait_u64_u(const unsigned *v, unsigned want)
+{
+    int ms;
+
+    for (ms = 0; ms < 60000; ms++) {
+        if (__atomic_load_n(v, __ATOMIC_ACQUIRE) >= want) {
+            return 0;
+        }
+        usleep(1000);
+    }
+    return -1;
+}
+
+static int run_fwd(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_test_t *tf,
                    ringk_kernel_stats_t *st)
 {
+    int die = (strcmp(mode, "die") == 0);
+
     static const char *const to_sink[] = {"sink", NULL};
     ringk_kernel_params_t p = dev_params("fwd", &ringk_dev_test_forward, tf);
     ringk_kernel_params_t dp = {
@@ -102,6 +147,9 @@ static int run_fwd(ringk_ctx_t *ctx, uint64_t n, int die, ringk_dev_test_t *tf,
     }
     fails += (wait_u64(&tf->count, n) != 0);
     fails += (ringk_kernel_stats_query(fwd, st) != 0);
+    if ((fails == 0) && ((strcmp(mode, "abandon") == 0) || (strcmp(mode, "nowake") == 0))) {
+        fwd_dies(ctx, n, mode, tf);
+    }
     if (die) {
         /* every send is accounted for: into sink's inbox before rank 1 ended, or failed (the
          * proxy's sends through the host fail after fwd handed them over) */
@@ -124,7 +172,7 @@ static int run_sink(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_te
     p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
     p.inbox_size  = 64;
     p.max_in      = 64;
-    if (strcmp(mode, "event") == 0) {
+    if ((strcmp(mode, "event") == 0) || (strcmp(mode, "nowake") == 0)) {
         p.field_mask    |= RINGK_KERNEL_PARAM_FIELD_MODE | RINGK_KERNEL_PARAM_FIELD_MAX_ITERATIONS;
         p.mode           = RINGK_MODE_EVENT_DRIVEN;
         p.max_iterations = 50;
@@ -144,7 +192,23 @@ static int run_sink(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_te
         fflush(stdout);
         _exit(0); /* without leaving the job: rank 0 finds it lost */
     }
+    if (strcmp(mode, "nowake") == 0) { /* the message rank 0 published and did not wake for */
+        int ms, fails = (wait_u64(&ts->count, n) != 0);
+
+        for (ms = 0; (ms < 60000) && (ringk_kernel_stats_query(sink, st) == 0) && !st->parked;
+             ms++) {
+            usleep(1000);
+        }
+        fails += !st->parked || (ringk_send(ctx, NULL, "done", RINGK_MSG_DATA, &ts->count,
+                                            sizeof(ts->count), RINGK_WAIT_FOREVER) != 0);
+        return fails + (wait_u64(&ts->count, n + 1) != 0) + (ringk_kernel_terminate(sink) != 0) +
+               (ringk_kernel_stats_query(sink, st) != 0);
+    }
     wait_u64(&ts->count, n);
+    if (strcmp(mode, "abandon") == 0) { /* sink terminates once the cells are given up */
+        return (wait_u64_u(&repaired, 1) != 0) + (ringk_kernel_terminate(sink) != 0) +
+               (ringk_kernel_stats_query(sink, st) != 0);
+    }
     return (ringk_kernel_terminate(sink) != 0) + (ringk_kernel_stats_query(sink, st) != 0) +
            (ringk_send(ctx, NULL, "done", RINGK_MSG_DATA, &ts->count, sizeof(ts->count),
                        RINGK_WAIT_FOREVER) != 0);
@@ -164,8 +228,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rank  = ringk_ctx_rank(ctx);
-    fails = (rank == 0) ? run_fwd(ctx, n, strcmp(mode, "die") == 0, &t, &st)
-                        : run_sink(ctx, n, mode, &t, &st);
+    fails = (rank == 0) ? run_fwd(ctx, n, mode, &t, &st) : run_sink(ctx, n, mode, &t, &st);
     ringk_ctx_destroy(ctx);
     if (rank == 0) {
         fails += (t.last_error != 0);
@@ -179,17 +242,22 @@ int main(int argc, char **argv)
                (unsigned long long)st.send_failed, t.last_error, routes_direct, routes_host,
                routes_dropped);
     } else {
-        fails += (t.count != n) || (t.out_of_order != 0) || (t.bad != 0) || (t.next[0] != n);
+        /* nowake: and the message rank 0 published before it ended */
+        uint64_t want = n + (strcmp(mode, "nowake") == 0);
+
+        fails += (t.count != want) || (t.out_of_order != 0) || (t.bad != 0) ||
+                 (t.next[0] != want);
         printf("job_device [rank 1 of 2]: sink (%s) got %llu of %llu, %llu out of order, %llu "
                "through the host, %llu launches: %s\n", mode, (unsigned long long)t.count,
-               (unsigned long long)n, (unsigned long long)t.out_of_order,
+               (unsigned long long)want, (unsigned long long)t.out_of_order,
                (unsigned long long)t.staged, (unsigned long long)st.launches,
                fails ? "FAIL" : "OK");
         printf("RESULT job_device rank=1 size=2 ok=%d got=%llu expected=%llu out_of_order=%llu "
-               "bad=%llu staged=%llu launches=%llu\n", fails == 0, (unsigned long long)t.count,
-               (unsigned long long)n, (unsigned long long)t.out_of_order,
-               (unsigned long long)t.bad, (unsigned long long)t.staged,
-               (unsigned long long)st.launches);
+               "bad=%llu staged=%llu launches=%llu repaired=%u relaunched=%u\n", fails == 0,
+               (unsigned long long)t.count, (unsigned long long)want,
+               (unsigned long long)t.out_of_order, (unsigned long long)t.bad,
+               (unsigned long long)t.staged, (unsigned long long)st.launches, repaired,
+               relaunched);
     }
     return fails ? 1 : 0;
 }

@@ -182,6 +182,11 @@ START_TEST(test_dev_export_check)
     BAD(cell_size, RINGK_RING_CELL_MAX * 2, "geometry");
     BAD(max_in, RINGK_MAX_PAYLOAD + 1, "geometry");
     BAD(max_in, 64 * RINGK_CELL, "geometry"); /* a message the ring could never hold */
+    /* two of the largest: 32 cells each with the cell header, 33 with the message's */
+    BAD(max_in, 32 * RINGK_CELL - RINGK_CELL_HDR_BYTES - sizeof(ringk_msg_t) + 1, "geometry");
+    e = ok;
+    e.max_in = 32 * RINGK_CELL - RINGK_CELL_HDR_BYTES - sizeof(ringk_msg_t);
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), 0);
     BAD(inbox_off, 0, "not inside");          /* the header page */
     BAD(inbox_off, RINGK_DEV_SLAB_FILE_HDR + 8, "not inside"); /* unaligned */
     BAD(inbox_off, file - ring + RINGK_RING_LINE, "not inside");

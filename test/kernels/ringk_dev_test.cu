@@ -59,7 +59,11 @@ RINGK_DEVICE static int dev_echo(ringk_dev_kernel_t *k, const ringk_msg_t *msg, 
 // this one call; codes[0] then gets how many of the kernel's sends its control block did not
 // show yet (the loop stores its counters between turns, not per send). A payload of one word
 // sends nothing: it rings the doorbell of route 0's direct target, as a sender that took the
-// target's 'idle' does after its publish (W2), here late (codes[1]: 1 when it rang).
+// target's 'idle' does after its publish (W2), here late (codes[1]: 1 when it rang). A payload
+// of four words claims cells on route 0 and leaves them unpublished, as a sender that dies
+// between its claim and its publish (codes[2]: 1 when the claim was in a direct target); one of
+// five words {producer, n, ...} sends {producer, n} on route 0 and publishes it without the
+// wake-up, as a sender that dies right after its publish (codes[3]: 1 when it was direct).
 RINGK_DEVICE static int dev_forward(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
     ringk_dev_test_t *t = (ringk_dev_test_t*)arg;
@@ -71,6 +75,25 @@ RINGK_DEVICE static int dev_forward(ringk_dev_kernel_t *k, const ringk_msg_t *ms
         t->codes[1] = (int)(k->targets_copied & 1u);
         if (t->codes[1]) {
             ringk_dev_store_rel_sys_i32(&k->targets[0].ctl->doorbell, 1);
+        }
+        ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
+        return 0;
+    }
+    if ((msg->length == 16) || (msg->length == 20)) {
+        ringk_dev_claim_t cl;
+        int claimed = (ringk_dev_send_claim(k, 0, RINGK_MSG_DATA, 8, RINGK_WAIT_FOREVER,
+                                            &cl) == 0);
+        int direct  = claimed && cl.direct;
+
+        t->codes[(msg->length == 16) ? 2 : 3] = direct;
+        if (claimed && (!direct || (msg->length == 20))) {
+            ringk_dev_copy(cl.payload, p, 8);
+            if (direct) {
+                ringk_ring_publish(&cl.ring, cl.pos, cl.bytes, (uint16_t)cl.ncells,
+                                   (uint8_t)cl.id, 0);
+            } else {
+                ringk_dev_commit(&cl); /* through the host: an ordinary send */
+            }
         }
         ringk_dev_store_rel_sys_u64(&t->count, t->count + 1);
         return 0;

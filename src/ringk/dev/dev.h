@@ -131,6 +131,8 @@ typedef struct ringk_devs {
     struct ringk_dev_rmap *rmaps;     /* other processes' device memory mapped here (only
                                          added to, under ctx->lock, until the context goes) */
     uint64_t         watch_ns;        /* the proxy's next look at them */
+    int              exported;        /* a kernel's inbox was offered to other processes
+                                         (atomic): the proxy watches for lost senders */
 } ringk_devs_t;
 
 /* Where a device kernel's launches stand, as the host sees them. Moves only through
@@ -192,6 +194,10 @@ typedef struct ringk_dev_host {
                                          tables the device gets a copy of (RINGK_DEV_NAMES_BYTES) */
     uint32_t           route_ever;    /* routes once made direct: never written again */
     uint32_t           remote_tried;  /* routes to a kernel of another process, looked at */
+    uint64_t           repair_head;   /* exported: the inbox head the proxy saw last, and */
+    unsigned           repair_still;  /* how many of its looks in a row saw it there */
+    uint64_t           emu_returns;   /* emulated: launches that returned (atomic); none runs
+                                         when it equals 'launches' */
     struct ringk_dev_rmap *remote[RINGK_DEV_ROUTES_MAX]; /* per route made direct into another
                                          process's memory: its mapping */
     ringk_dev_kernel_t view;          /* what a launch gets: device addresses */
@@ -410,10 +416,12 @@ static inline int ringk_dev_export_check(const ringk_dev_export_t *e, uint64_t f
 {
     uint64_t ring;
 
+    /* a kernel's inbox holds two of its largest messages (ringk_kernel.c) */
     if ((e->log2_ncells < 1) || (e->log2_ncells > RINGK_RING_LOG2_MAX) ||
         !ringk_ring_is_pow2(e->cell_size) || (e->cell_size < RINGK_RING_CELL_MIN) ||
         (e->cell_size > RINGK_RING_CELL_MAX) || (e->max_in > RINGK_MAX_PAYLOAD) ||
-        (e->max_in + sizeof(ringk_msg_t) > ((uint64_t)e->cell_size << e->log2_ncells))) {
+        (2ull * ringk_ring_cells_for(sizeof(ringk_msg_t) + (uint64_t)e->max_in, e->cell_size) >
+         (1ull << e->log2_ncells))) {
         snprintf(why, why_len, "its inbox's geometry is not one of ringk's (2^%u cells of %u "
                  "bytes, messages up to %u bytes)", e->log2_ncells, e->cell_size, e->max_in);
         return -EINVAL;

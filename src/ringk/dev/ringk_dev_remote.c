@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEV_PTRACE_SCOPE   "/proc/sys/kernel/yama/ptrace_scope"
 #define DEV_WATCH_NS       100000000ull /* how often the proxy looks for gone processes */
 
 /* A slab file of another process this one mapped: routes into it until the process is gone. */
@@ -38,12 +37,20 @@ struct ringk_dev_rmap {
     int                    dropped;  /* its routes went back to the host (atomic) */
 };
 
-/* The RINGK_DEVICE_REMOTE setting: 0 none of this, else on (the default). */
-static int remote_on(void)
+/* The RINGK_DEVICE_REMOTE setting: 0 none of this; 1, empty or unset on (the default);
+ * another value is logged and taken as 1. */
+static int remote_on(ringk_ctx_t *ctx)
 {
     const char *env = getenv("RINGK_DEVICE_REMOTE");
 
-    return (env == NULL) || (strcmp(env, "0") != 0);
+    if ((env == NULL) || (env[0] == '\0') || (strcmp(env, "1") == 0)) {
+        return 1;
+    }
+    if (strcmp(env, "0") == 0) {
+        return 0;
+    }
+    ringk_log_msg(ctx, RINGK_LOG_WARN, "RINGK_DEVICE_REMOTE '%s' is not 0 or 1: taken as 1", env);
+    return 1;
 }
 
 static uint64_t token_new(void)
@@ -140,11 +147,12 @@ void ringk_dev_emu_slabs_free(ringk_dev_device_t *device)
 }
 
 /* Why kernel @a k's inbox is not exported, or NULL where it is. */
-static const char *export_refused(const ringk_kernel_t *k, char *why, size_t why_len)
+static const char *export_refused(ringk_ctx_t *ctx, const ringk_kernel_t *k, char *why,
+                                  size_t why_len)
 {
     ringk_dev_device_t *device = k->dev->device;
 
-    if (!remote_on()) {
+    if (!remote_on(ctx)) {
         return "RINGK_DEVICE_REMOTE=0";
     }
     if (device->cuda_index >= 0) {
@@ -158,9 +166,6 @@ static const char *export_refused(const ringk_kernel_t *k, char *why, size_t why
     if (k->subscribes_to.count != 0) {
         return "it takes messages only from the kernels it subscribes to, which the host checks";
     }
-    if (!ringk_node_ptrace_allow(DEV_PTRACE_SCOPE, why, why_len)) {
-        return why;
-    }
     return NULL;
 }
 
@@ -173,7 +178,7 @@ void ringk_exec_dev_export(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_
     char why[192];
 
     memset(e, 0, sizeof(*e));
-    if ((no = export_refused(k, why, sizeof(why))) != NULL) {
+    if ((no = export_refused(ctx, k, why, sizeof(why))) != NULL) {
         ringk_log_msg(ctx, RINGK_LOG_DEBUG, "kernel '%s': device kernels of other processes "
                       "send to it through the host: %s", k->name, no);
         return;
@@ -195,6 +200,7 @@ void ringk_exec_dev_export(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_
     e->event_driven = (k->mode == RINGK_MODE_EVENT_DRIVEN);
     /* its memory is never another kernel's (a sender of another process may write it late) */
     __atomic_store_n(&d->region->exported, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&ctx->devs->exported, 1, __ATOMIC_RELEASE);
 }
 
 /* The slab file of process @a rank that @a e names, mapped (once per file): 0 with it in
@@ -209,6 +215,10 @@ static int rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
     char link[128];
     int fd, seals, err;
 
+    if (ringk_job_rank_gone(ctx, rank)) {
+        snprintf(why, why_len, "process %d left the job or was lost", rank);
+        return -ESRCH;
+    }
     for (m = ctx->devs->rmaps; m != NULL; m = m->next) {
         if ((m->rank == rank) && (m->pid == e->pid) && (m->fd == e->fd) &&
             (m->token == e->token)) {
@@ -227,6 +237,9 @@ static int rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
     }
     /* sealed against shrinking: the mapping can never lose its pages (SIGBUS) */
     seals = fcntl(fd, F_GET_SEALS);
+    if ((seals >= 0) && (seals & F_SEAL_SHRINK) && (fstat(fd, &st) != 0)) {
+        seals = -1; /* the size read before the seals may have changed since */
+    }
     if ((seals < 0) || !(seals & F_SEAL_SHRINK) || (st.st_size < RINGK_DEV_SLAB_FILE_HDR)) {
         snprintf(why, why_len, "/proc/%" PRIu32 "/fd/%d: %lld bytes, seals 0x%x", e->pid, e->fd,
                  (long long)st.st_size, seals);
@@ -351,7 +364,7 @@ static void remote_routes_of(ringk_ctx_t *ctx, ringk_kernel_t *s)
             continue; /* a kernel of this process, or of none (yet) */
         }
         d->remote_tried |= 1u << j;
-        no = remote_on() ? remote_target(ctx, s, rank, &e, &d->routes[j].target, &map, why,
+        no = remote_on(ctx) ? remote_target(ctx, s, rank, &e, &d->routes[j].target, &map, why,
                                          sizeof(why)) : "RINGK_DEVICE_REMOTE=0";
         if (no != NULL) {
             ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s': sends to kernel '%s' of process %d "
@@ -361,6 +374,12 @@ static void remote_routes_of(ringk_ctx_t *ctx, ringk_kernel_t *s)
         __atomic_store_n(&d->remote[j], map, __ATOMIC_RELAXED); /* the proxy reads it */
         d->route_ever |= 1u << j;
         __atomic_store_n(&d->routes[j].direct, 1, __ATOMIC_RELEASE);
+        /* D1: the store of 'direct' before the read of 'dropped'; pairs with D2 in
+         * ringk_dev_remote_watch(): a drop that came between is seen here, or sees the route */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&map->dropped, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&d->routes[j].direct, 0, __ATOMIC_RELEASE);
+        }
         ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s': sends to device kernel '%s' of process "
                       "%d go straight into its device inbox (/proc/%" PRIu32 "/fd/%d)", s->name,
                       s->publishes_to.names[j], rank, map->pid, map->fd);
@@ -385,23 +404,22 @@ void ringk_exec_dev_remote_routes(ringk_ctx_t *ctx)
     pthread_mutex_unlock(&ctx->lock);
 }
 
-unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now)
+/* The routes into the memory of processes that are gone go back to the host. */
+static unsigned remote_drop_gone(ringk_ctx_t *ctx)
 {
     struct ringk_dev_rmap *m = __atomic_load_n(&ctx->devs->rmaps, __ATOMIC_ACQUIRE);
     unsigned i, j, count, did = 0;
     ringk_kernel_t *k;
 
-    if ((m == NULL) || (now < ctx->devs->watch_ns)) {
-        return 0;
-    }
-    ctx->devs->watch_ns = now + DEV_WATCH_NS;
     for (; m != NULL; m = m->next) {
         if (__atomic_load_n(&m->dropped, __ATOMIC_RELAXED) || !ringk_job_rank_gone(ctx, m->rank)) {
             continue;
         }
         /* a sender waiting for room in an inbox nobody drains reads 'direct' and gets -EPIPE;
-         * the process's memory stays mapped (a send may be writing it) */
+         * the process's memory stays mapped (a send may be writing it). D2: 'dropped' before
+         * the routes are read; pairs with D1 in remote_routes_of() */
         __atomic_store_n(&m->dropped, 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
         count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
         for (i = 0; i < count; i++) {
             k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
@@ -414,6 +432,93 @@ unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now)
         ringk_log_msg(ctx, RINGK_LOG_INFO, "process %d left the job: sends into its device "
                       "inboxes go through the host again (and fail there)", m->rank);
         did++;
+    }
+    return did;
+}
+
+/* Exported kernel @a k's inbox, looked at every 100 ms while a process of the job is gone:
+ * where the loop has waited at the same cell for two looks, cells a kernel of a lost process
+ * claimed and never published are given up (the loop would wait at them for ever, and could
+ * not terminate); an event-driven kernel with a message waiting there and no launch is woken
+ * (its sender may have died between its publish and the wake-up, or after taking 'idle'). */
+static unsigned repair_inbox(ringk_ctx_t *ctx, ringk_kernel_t *k)
+{
+    ringk_dev_host_t *d = k->dev;
+    ringk_ring_t r      = d->view.inbox; /* the emulated device's addresses are the host's */
+    uint64_t head       = ringk_ring_ld_acq(&r, &r.cons->pos);
+    uint64_t tail       = ringk_ring_ld_acq(&r, &r.prod->pos) & ~RINGK_RING_CLOSED;
+    uint32_t owner, ncells;
+
+    if ((head == tail) || (head != d->repair_head)) {
+        d->repair_head  = head;
+        d->repair_still = 0;
+        return 0;
+    }
+    if (++d->repair_still < 2) {
+        return 0;
+    }
+    if (ringk_ring_claimed_by(&r, head, tail, &owner, &ncells) &&
+        (ringk_sender_rank(owner) != (uint32_t)ctx->job.rank) &&
+        ringk_job_rank_gone(ctx, (int)ringk_sender_rank(owner))) {
+        ringk_ring_cancel(&r, head, ncells);
+        d->repair_still = 0;
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': gave up %u cells of its device inbox "
+                      "that kernel %u of process %u claimed and did not fill before it was lost",
+                      k->name, ncells, ringk_sender_kernel(owner), ringk_sender_rank(owner));
+        return 1;
+    }
+    if ((d->repair_still == 2) && (k->mode == RINGK_MODE_EVENT_DRIVEN) &&
+        (ringk_ring_ld_acq(&r, &ringk_ring_cell(&r, head)->seq) == head + 1) &&
+        (__atomic_load_n(&d->emu_returns, __ATOMIC_ACQUIRE) ==
+         __atomic_load_n(&d->launches, __ATOMIC_ACQUIRE))) {
+        int idle = 1;
+
+        /* as a sender would (W2), or for one that took 'idle' and died before ringing */
+        if (__atomic_compare_exchange_n(&d->ctl->idle, &idle, 0, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED) || (idle == 0)) {
+            __atomic_store_n(&d->ctl->doorbell, 1, __ATOMIC_RELEASE);
+            ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': messages wait in its device inbox "
+                          "and no launch runs while a process of the job is lost: relaunched",
+                          k->name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether a process of the job other than this one left or was lost. */
+static int job_lost_any(ringk_ctx_t *ctx)
+{
+    int rank;
+
+    for (rank = 0; rank < ctx->job.size; rank++) {
+        if ((rank != ctx->job.rank) && ringk_job_rank_gone(ctx, rank)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now)
+{
+    unsigned i, count, did;
+    ringk_kernel_t *k;
+
+    if (now < ctx->devs->watch_ns) {
+        return 0;
+    }
+    ctx->devs->watch_ns = now + DEV_WATCH_NS;
+    did = remote_drop_gone(ctx);
+    if (!__atomic_load_n(&ctx->devs->exported, __ATOMIC_ACQUIRE) || !job_lost_any(ctx)) {
+        return did;
+    }
+    count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
+    for (i = 0; i < count; i++) {
+        k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
+        if ((k != NULL) && (k->dev != NULL) && (k->dev->device->cuda_index < 0) &&
+            __atomic_load_n(&k->dev->region->exported, __ATOMIC_ACQUIRE)) {
+            did += repair_inbox(ctx, k);
+        }
     }
     return did;
 }

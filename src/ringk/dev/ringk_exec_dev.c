@@ -446,6 +446,7 @@ static void *emu_main(void *arg)
                       "start the launch's %u host threads", k->name,
                       d->view.threads * d->view.blocks);
     }
+    __atomic_add_fetch(&d->emu_returns, 1, __ATOMIC_RELEASE);
     __atomic_sub_fetch(&ringk_dev_proc.running, 1, __ATOMIC_RELEASE);
     return NULL;
 }
