@@ -428,8 +428,8 @@ RINGK_HD void ringk_ring_cancel(const ringk_ring_t *r, uint64_t pos, uint32_t nc
  * RINGK_CELL_SEQ_CLAIMED, which no consumer takes for a message, and len = @a owner. For rings
  * whose producers live in other processes: once the owner is known dead, whoever watches the
  * ring can give its cells up with ringk_ring_cancel() (ringk_ring_claimed_by()) instead of the
- * consumer waiting at them for ever. Relaxed stores: the header fields before seq in program
- * order, read only after the owner is gone. The publish overwrites all of it.
+ * consumer waiting at them for ever. The header fields, then seq (relaxed): read only once
+ * the owner is dead. The publish overwrites all of it.
  */
 RINGK_HD void ringk_ring_mark_claimed(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
                                       uint32_t owner)
@@ -445,24 +445,31 @@ RINGK_HD void ringk_ring_mark_claimed(const ringk_ring_t *r, uint64_t pos, uint3
  * Whether the cell at @a pos, where the consumer waits (every cell before it consumed; the
  * tail @a tail), is a claim marked by ringk_ring_mark_claimed() and not published: 1 with its
  * owner and its cells (checked: at least one, not past the tail, not crossing the ring's end)
- * in *@a owner_p and *@a ncells_p, else 0. The header is another producer's writing.
+ * in *@a owner_p and *@a ncells_p, else 0. The header is another producer's writing, and a
+ * live producer may publish meanwhile: seq is read again after the fields (a seqlock's
+ * reader), and must not have changed. The host's only (whoever watches the ring).
  */
-RINGK_HD int ringk_ring_claimed_by(const ringk_ring_t *r, uint64_t pos, uint64_t tail,
-                                   uint32_t *owner_p, uint32_t *ncells_p)
+static inline int ringk_ring_claimed_by(const ringk_ring_t *r, uint64_t pos, uint64_t tail,
+                                        uint32_t *owner_p, uint32_t *ncells_p)
 {
-    const ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
-    uint64_t seq = ringk_ring_ld_acq(r, &cell->seq);
-    uint32_t ncells;
+    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+    const uint64_t mark    = (pos + 1) | RINGK_CELL_SEQ_CLAIMED;
+    uint32_t ncells, owner;
 
-    if (seq != ((pos + 1) | RINGK_CELL_SEQ_CLAIMED)) {
+    if (__atomic_load_n(&cell->seq, __ATOMIC_ACQUIRE) != mark) {
         return 0;
     }
-    ncells = cell->ncells;
+    owner  = __atomic_load_n(&cell->len, __ATOMIC_RELAXED);
+    ncells = __atomic_load_n(&cell->ncells, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the fields before the second read of seq */
+    if (__atomic_load_n(&cell->seq, __ATOMIC_RELAXED) != mark) {
+        return 0; /* published (or given up) while the fields were read */
+    }
     if ((ncells < 1) || (ncells > tail - pos) ||
         (ncells > r->ncells - (uint32_t)(pos & r->mask))) {
         return 0;
     }
-    *owner_p  = cell->len;
+    *owner_p  = owner;
     *ncells_p = ncells;
     return 1;
 }

@@ -9,8 +9,10 @@
 #include "ringk_route.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
@@ -174,4 +176,14 @@ int ringk_job_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, ringk_
 int ringk_job_rank_gone(const ringk_ctx_t *ctx, int rank)
 {
     return (ringk_remote_of(ctx) != NULL) && ringk_remote_gone(ctx, rank);
+}
+
+int ringk_job_rank_dead(const ringk_ctx_t *ctx, int rank)
+{
+    uint32_t pid;
+
+    if (!ringk_job_rank_gone(ctx, rank) || ((pid = ringk_remote_rank_pid(ctx, rank)) == 0)) {
+        return 0;
+    }
+    return (kill((pid_t)pid, 0) != 0) && (errno == ESRCH);
 }

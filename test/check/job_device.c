@@ -199,6 +199,7 @@ static int run_sink(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_te
              ms++) {
             usleep(1000);
         }
+        usleep(50000); /* parked: its launch returns (a look at its inbox after 'idle') */
         fails += !st->parked || (ringk_send(ctx, NULL, "done", RINGK_MSG_DATA, &ts->count,
                                             sizeof(ts->count), RINGK_WAIT_FOREVER) != 0);
         return fails + (wait_u64(&ts->count, n + 1) != 0) + (ringk_kernel_terminate(sink) != 0) +

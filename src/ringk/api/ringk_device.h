@@ -372,9 +372,11 @@ RINGK_DEV_FN int ringk_dev_direct_claim(ringk_dev_kernel_t *k, int route,
             return ret;
         }
     }
-    /* who holds the cells until the publish: a target whose sender's process dies in between
-     * gives them up (another process's kernels write its inbox too) */
-    ringk_ring_mark_claimed(r, pos, nc, k->own.sender);
+    /* a target in another process: who holds the cells until the publish, so that the target's
+     * process can give them up if this one dies in between */
+    if (rt->marks) {
+        ringk_ring_mark_claimed(r, pos, nc, k->own.sender);
+    }
     ringk_dev_msg_fill(k, (ringk_msg_t*)ringk_ring_payload(r, pos), rt->receiver, type, len);
     cl->pos     = pos;
     cl->payload = (uint8_t*)((ringk_msg_t*)ringk_ring_payload(r, pos) + 1);

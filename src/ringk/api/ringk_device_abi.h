@@ -212,7 +212,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        16u
+#define RINGK_DEV_ABI        17u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -260,6 +260,10 @@ typedef struct ringk_dev_target {
     uint32_t scope;        /**< RINGK_RING_SCOPE_* of the target inbox's atomics: DEVICE where
                                 only kernels of its GPU write it, SYSTEM where kernels of
                                 other GPUs may too (peer access) */
+    uint32_t marks;        /**< 1: the target is in another process: each claim is marked
+                                with the sender (ringk_ring_mark_claimed), so that the target's
+                                process can give the cells up if this one dies */
+    uint32_t pad;
     void    *inbox;        /**< target's device inbox (device address; on another GPU, valid
                                 here through peer access) */
     struct ringk_dev_ctl *ctl; /**< target's control block (device address) */

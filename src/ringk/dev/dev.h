@@ -194,8 +194,10 @@ typedef struct ringk_dev_host {
                                          tables the device gets a copy of (RINGK_DEV_NAMES_BYTES) */
     uint32_t           route_ever;    /* routes once made direct: never written again */
     uint32_t           remote_tried;  /* routes to a kernel of another process, looked at */
-    uint64_t           repair_head;   /* exported: the inbox head the proxy saw last, and */
-    unsigned           repair_still;  /* how many of its looks in a row saw it there */
+    uint64_t           repair_head;   /* exported: where the proxy last saw the loop wait, */
+    unsigned           repair_still;  /* how many of its looks in a row saw it there, */
+    uint64_t           repair_launches; /* and the launches and 'idle' at the last look */
+    int                repair_idle;
     uint64_t           emu_returns;   /* emulated: launches that returned (atomic); none runs
                                          when it equals 'launches' */
     struct ringk_dev_rmap *remote[RINGK_DEV_ROUTES_MAX]; /* per route made direct into another
@@ -293,6 +295,9 @@ static inline ringk_dev_life_t ringk_dev_life(const ringk_dev_host_t *d)
 
 /** Launches the loop of @a k (again): 0 or a negative errno (logged). */
 int ringk_exec_dev_launch(ringk_kernel_t *k);
+/** The emulated device: ringk_exec_dev_launch() unless a launch of @a k still runs (then 0):
+ *  never waits for a running launch. */
+int ringk_exec_dev_launch_idle(ringk_kernel_t *k);
 
 /* ---- ringk_dev_device.c ---- */
 
@@ -439,11 +444,31 @@ static inline int ringk_dev_export_check(const ringk_dev_export_t *e, uint64_t f
     return 0;
 }
 
+/* A slab file of another process this one mapped: routes into it until the process is gone. */
+struct ringk_dev_rmap {
+    struct ringk_dev_rmap *next;
+    int                    rank;
+    uint32_t               pid;
+    int32_t                fd;
+    uint64_t               token;
+    uint8_t               *base;
+    size_t                 bytes;
+    int                    dropped;  /* its routes went back to the host (atomic) */
+};
+
+/** The RINGK_DEVICE_REMOTE setting: 0 none of this; 1, empty or unset on (the default);
+ *  another value is logged and taken as 1. */
+int ringk_dev_remote_on(ringk_ctx_t *ctx);
+/** Under ctx->lock: the slab file of process @a rank that @a e names, mapped (once per file;
+ *  never for a process that is gone): 0 with it in *@a map_p, or a negative errno with why in
+ *  @a why. */
+int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
+                       struct ringk_dev_rmap **map_p, char *why, size_t why_len);
 /** Under ringk_dev_proc.mu: the emulated device's slabs (sizes set), in a sealed memfd others
  *  of the user may map, or in anonymous memory where that fails (logged): 0 or -ENOMEM. */
 int ringk_dev_emu_slabs_alloc(ringk_ctx_t *ctx, ringk_dev_device_t *device);
 void ringk_dev_emu_slabs_free(ringk_dev_device_t *device);
-/** Under ctx->lock: ringk_exec_dev_remote_routes(). */
+/** Under ctx->lock: ringk_exec_dev_remote_routes() (ringk_dev_routes.c). */
 void ringk_dev_remote_routes_locked(ringk_ctx_t *ctx);
 /** The proxy, each round (@a now its clock): drops the direct routes into the memory of
  *  processes that left the job or were lost, looking every 100 ms; returns what it did. */

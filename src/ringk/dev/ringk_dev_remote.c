@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libringk: direct sends between device kernels of different processes of a node. A device's
- * slabs are one file another process of the user can open through /proc/<pid>/fd (a sealed,
- * owner-only memfd; the emulated device's for now): a kernel's directory entry names the file
- * and where its device inbox and control block are in it, and a device kernel of another
- * process that can write that memory gets a direct route, as one to a kernel of its own
- * device: it claims cells with a compare-and-swap on the inbox's tail, writes the message and
- * wakes the target through its control block, whose doorbell the target's proxy polls. The
- * sender's mapping keeps the pages after the exporter exits; the exporter never gives an
- * exported kernel's memory to another kernel (a late sender's wake-up writes its control
- * block). docs/gpu.md, "Device kernels of several processes". */
+/* libringk: direct sends between device kernels of different processes of a node, all but the
+ * routes themselves (ringk_dev_routes.c). A device's slabs are one file another process of the
+ * user can open through /proc/<pid>/fd (a sealed, owner-only memfd; the emulated device's for
+ * now): a kernel's directory entry names the file and where its device inbox and control block
+ * are in it, and a device kernel of another process that can write that memory gets a direct
+ * route, as one to a kernel of its own device: it claims cells with a compare-and-swap on the
+ * inbox's tail, writes the message and wakes the target through its control block, whose
+ * doorbell the target's proxy polls. The sender's mapping keeps the pages after the exporter
+ * exits; the exporter never gives an exported kernel's memory to another kernel (a late
+ * sender's wake-up writes its control block). The proxy drops routes into a process that is
+ * gone, and repairs what a sender that died left in an exported inbox. docs/gpu.md, "Device
+ * kernels of several processes". */
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
@@ -25,21 +27,7 @@
 
 #define DEV_WATCH_NS       100000000ull /* how often the proxy looks for gone processes */
 
-/* A slab file of another process this one mapped: routes into it until the process is gone. */
-struct ringk_dev_rmap {
-    struct ringk_dev_rmap *next;
-    int                    rank;
-    uint32_t               pid;
-    int32_t                fd;
-    uint64_t               token;
-    uint8_t               *base;
-    size_t                 bytes;
-    int                    dropped;  /* its routes went back to the host (atomic) */
-};
-
-/* The RINGK_DEVICE_REMOTE setting: 0 none of this; 1, empty or unset on (the default);
- * another value is logged and taken as 1. */
-static int remote_on(ringk_ctx_t *ctx)
+int ringk_dev_remote_on(ringk_ctx_t *ctx)
 {
     const char *env = getenv("RINGK_DEVICE_REMOTE");
 
@@ -152,7 +140,7 @@ static const char *export_refused(ringk_ctx_t *ctx, const ringk_kernel_t *k, cha
 {
     ringk_dev_device_t *device = k->dev->device;
 
-    if (!remote_on(ctx)) {
+    if (!ringk_dev_remote_on(ctx)) {
         return "RINGK_DEVICE_REMOTE=0";
     }
     if (device->cuda_index >= 0) {
@@ -203,9 +191,7 @@ void ringk_exec_dev_export(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_
     __atomic_store_n(&ctx->devs->exported, 1, __ATOMIC_RELEASE);
 }
 
-/* The slab file of process @a rank that @a e names, mapped (once per file): 0 with it in
- * *@a map_p, or a negative errno with why in @a why. */
-static int rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
+int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
                     struct ringk_dev_rmap **map_p, char *why, size_t why_len)
 {
     struct ringk_dev_rmap *m;
@@ -283,127 +269,6 @@ static int rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
     return 0;
 }
 
-/* Why kernel @a s's route @a j to kernel @a name of process @a rank, which exported @a e,
- * cannot be direct: NULL when it can, with its target in @a t and the mapping in *@a map_p. */
-static const char *remote_target(ringk_ctx_t *ctx, ringk_kernel_t *s, int rank,
-                                 const ringk_dev_export_t *e, ringk_dev_target_t *t,
-                                 struct ringk_dev_rmap **map_p, char *why, size_t why_len)
-{
-    ringk_node_id_t here, there;
-    const ringk_dev_ctl_t *ctl;
-    ringk_ring_t view;
-    char same[96];
-
-    if (e->kind == RINGK_DEV_EXPORT_NONE) {
-        return "it does not share its inbox (a CPU kernel, a CUDA device's, one that "
-               "subscribes to some kernels only, or RINGK_DEVICE_REMOTE=0 there)";
-    }
-    if (s->dev->device->cuda_index >= 0) {
-        snprintf(why, why_len, "this kernel runs on CUDA device %d, which cannot write the "
-                 "emulated device's memory of another process", s->dev->device->cuda_index);
-        return why;
-    }
-    ringk_node_id_get(&here);
-    there.boot    = e->node[0];
-    there.pid_ns  = e->node[1];
-    there.ipc_shm = e->node[2];
-    if (!ringk_node_id_same(&here, &there, same, sizeof(same))) {
-        snprintf(why, why_len, "another node (%s)", same);
-        return why;
-    }
-    if (ringk_dev_export_check(e, ~(uint64_t)0, why, why_len) != 0) {
-        return why;
-    }
-    if (rmap_get(ctx, rank, e, map_p, why, why_len) != 0) {
-        return why;
-    }
-    if ((ringk_dev_export_check(e, (*map_p)->bytes, why, why_len) != 0)) {
-        return why;
-    }
-    /* what the file holds there must be that inbox and that control block */
-    ctl = (const ringk_dev_ctl_t*)((*map_p)->base + e->ctl_off);
-    if ((ringk_ring_attach(&view, (*map_p)->base + e->inbox_off,
-                           (*map_p)->bytes - e->inbox_off) != 0) ||
-        (view.ncells != (1u << e->log2_ncells)) || (view.cell_size != e->cell_size) ||
-        (ctl->magic != RINGK_DEV_CTL_MAGIC) || (ctl->abi != RINGK_DEV_ABI) ||
-        (ctl->id != e->receiver)) {
-        snprintf(why, why_len, "its inbox or control block in /proc/%" PRIu32 "/fd/%d is not "
-                 "what its directory entry says", e->pid, e->fd);
-        return why;
-    }
-    memset(t, 0, sizeof(*t));
-    t->receiver     = e->receiver;
-    t->max_in       = e->max_in;
-    t->log2_ncells  = e->log2_ncells;
-    t->cell_size    = e->cell_size;
-    t->event_driven = (e->event_driven != 0);
-    t->scope        = RINGK_RING_SCOPE_SYSTEM;
-    t->inbox        = (*map_p)->base + e->inbox_off;
-    t->ctl          = (ringk_dev_ctl_t*)((*map_p)->base + e->ctl_off);
-    return NULL;
-}
-
-/* Under ctx->lock: kernel @a s's routes to kernels of other processes, each looked at once. */
-static void remote_routes_of(ringk_ctx_t *ctx, ringk_kernel_t *s)
-{
-    ringk_dev_host_t *d = s->dev;
-    struct ringk_dev_rmap *map = NULL;
-    ringk_dev_export_t e;
-    const char *no;
-    char why[256];
-    unsigned j;
-    int rank;
-
-    for (j = 0; j < s->publishes_to.count; j++) {
-        if ((d->route_ever | d->remote_tried) & (1u << j)) {
-            continue;
-        }
-        memset(&e, 0, sizeof(e));
-        if ((ringk_kernel_find(ctx, s->publishes_to.names[j]) != NULL) ||
-            (ringk_job_dev_lookup(ctx, s->publishes_to.names[j], &rank, &e) != 0)) {
-            continue; /* a kernel of this process, or of none (yet) */
-        }
-        d->remote_tried |= 1u << j;
-        no = remote_on(ctx) ? remote_target(ctx, s, rank, &e, &d->routes[j].target, &map, why,
-                                         sizeof(why)) : "RINGK_DEVICE_REMOTE=0";
-        if (no != NULL) {
-            ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s': sends to kernel '%s' of process %d "
-                          "go through the host: %s", s->name, s->publishes_to.names[j], rank, no);
-            continue;
-        }
-        __atomic_store_n(&d->remote[j], map, __ATOMIC_RELAXED); /* the proxy reads it */
-        d->route_ever |= 1u << j;
-        __atomic_store_n(&d->routes[j].direct, 1, __ATOMIC_RELEASE);
-        /* D1: the store of 'direct' before the read of 'dropped'; pairs with D2 in
-         * ringk_dev_remote_watch(): a drop that came between is seen here, or sees the route */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&map->dropped, __ATOMIC_RELAXED)) {
-            __atomic_store_n(&d->routes[j].direct, 0, __ATOMIC_RELEASE);
-        }
-        ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s': sends to device kernel '%s' of process "
-                      "%d go straight into its device inbox (/proc/%" PRIu32 "/fd/%d)", s->name,
-                      s->publishes_to.names[j], rank, map->pid, map->fd);
-    }
-}
-
-void ringk_dev_remote_routes_locked(ringk_ctx_t *ctx)
-{
-    unsigned i;
-
-    for (i = 0; i < ctx->nkernels; i++) {
-        if ((ctx->kernels[i] != NULL) && (ctx->kernels[i]->dev != NULL)) {
-            remote_routes_of(ctx, ctx->kernels[i]);
-        }
-    }
-}
-
-void ringk_exec_dev_remote_routes(ringk_ctx_t *ctx)
-{
-    pthread_mutex_lock(&ctx->lock);
-    ringk_dev_remote_routes_locked(ctx);
-    pthread_mutex_unlock(&ctx->lock);
-}
-
 /* The routes into the memory of processes that are gone go back to the host. */
 static unsigned remote_drop_gone(ringk_ctx_t *ctx)
 {
@@ -436,54 +301,96 @@ static unsigned remote_drop_gone(ringk_ctx_t *ctx)
     return did;
 }
 
+/* Where the loop of an exported kernel waits in its device inbox (@a r, tail @a tail): past
+ * the published messages from the head it released, @a head (a handler in ringk_dev_recv()
+ * holds the head back), at most 256 of them. */
+static uint64_t repair_wait_pos(const ringk_ring_t *r, uint64_t head, uint64_t tail)
+{
+    uint64_t pos = head;
+    const ringk_cell_hdr_t *c;
+    unsigned i;
+
+    for (i = 0; (i < 256) && (pos != tail); i++) {
+        c = ringk_ring_cell(r, pos);
+        if ((ringk_ring_ld_acq(r, &c->seq) != pos + 1) || (c->ncells < 1) ||
+            (c->ncells > tail - pos)) {
+            break;
+        }
+        pos += c->ncells;
+    }
+    return pos;
+}
+
+/* Event-driven kernel @a k, active, has a message waiting at the head of its inbox (of @a r)
+ * for two looks and no launch: a sender of a lost process published and died before waking
+ * it, or took 'idle' and died before ringing. Takes 'idle' as a sender would, or, once 'idle'
+ * stayed 0 for two looks with no launch between, launches it (only while none runs). */
+static unsigned repair_wake(ringk_ctx_t *ctx, ringk_kernel_t *k, const ringk_ring_t *r,
+                            uint64_t head)
+{
+    ringk_dev_host_t *d = k->dev;
+    uint64_t launches   = __atomic_load_n(&d->launches, __ATOMIC_ACQUIRE);
+    int idle            = 1;
+
+    if ((__atomic_load_n(&d->ctl->state, __ATOMIC_RELAXED) != RINGK_KERNEL_ACTIVE) ||
+        (ringk_ring_ld_acq(r, &ringk_ring_cell(r, head)->seq) != head + 1) ||
+        (__atomic_load_n(&d->emu_returns, __ATOMIC_ACQUIRE) != launches)) {
+        d->repair_idle = 1;
+        return 0;
+    }
+    if (!__atomic_compare_exchange_n(&d->ctl->idle, &idle, 0, 0, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_RELAXED) &&
+        ((d->repair_idle != 0) || (d->repair_launches != launches))) {
+        d->repair_idle     = 0; /* 0 now: again at the next look, with no launch between */
+        d->repair_launches = launches;
+        return 0;
+    }
+    d->repair_idle = 1;
+    ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': messages wait in its device inbox and no "
+                  "launch runs while a process of the job is lost: relaunched", k->name);
+    ringk_exec_dev_launch_idle(k);
+    return 1;
+}
+
 /* Exported kernel @a k's inbox, looked at every 100 ms while a process of the job is gone:
- * where the loop has waited at the same cell for two looks, cells a kernel of a lost process
- * claimed and never published are given up (the loop would wait at them for ever, and could
- * not terminate); an event-driven kernel with a message waiting there and no launch is woken
- * (its sender may have died between its publish and the wake-up, or after taking 'idle'). */
+ * where the loop's head has not moved for two looks, cells a kernel of a process that ended
+ * claimed and never published, where the loop waits, are given up (the loop would wait at
+ * them for ever, and could not terminate); an event-driven kernel nobody woke is woken
+ * (repair_wake()). */
 static unsigned repair_inbox(ringk_ctx_t *ctx, ringk_kernel_t *k)
 {
     ringk_dev_host_t *d = k->dev;
     ringk_ring_t r      = d->view.inbox; /* the emulated device's addresses are the host's */
-    uint64_t head       = ringk_ring_ld_acq(&r, &r.cons->pos);
     uint64_t tail       = ringk_ring_ld_acq(&r, &r.prod->pos) & ~RINGK_RING_CLOSED;
+    uint64_t head       = ringk_ring_ld_acq(&r, &r.cons->pos);
+    uint64_t pos;
     uint32_t owner, ncells;
 
     if ((head == tail) || (head != d->repair_head)) {
         d->repair_head  = head;
         d->repair_still = 0;
+        d->repair_idle  = 1;
         return 0;
     }
     if (++d->repair_still < 2) {
         return 0;
     }
-    if (ringk_ring_claimed_by(&r, head, tail, &owner, &ncells) &&
-        (ringk_sender_rank(owner) != (uint32_t)ctx->job.rank) &&
-        ringk_job_rank_gone(ctx, (int)ringk_sender_rank(owner))) {
-        ringk_ring_cancel(&r, head, ncells);
+    pos = repair_wait_pos(&r, head, tail);
+    if ((pos != tail) && ringk_ring_claimed_by(&r, pos, tail, &owner, &ncells)) {
+        /* only a claim of a kernel whose process ended: a live one may still publish */
+        if ((ringk_sender_rank(owner) == (uint32_t)ctx->job.rank) ||
+            !ringk_job_rank_dead(ctx, (int)ringk_sender_rank(owner))) {
+            return 0;
+        }
+        ringk_ring_cancel(&r, pos, ncells);
         d->repair_still = 0;
         ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': gave up %u cells of its device inbox "
                       "that kernel %u of process %u claimed and did not fill before it was lost",
                       k->name, ncells, ringk_sender_kernel(owner), ringk_sender_rank(owner));
         return 1;
     }
-    if ((d->repair_still == 2) && (k->mode == RINGK_MODE_EVENT_DRIVEN) &&
-        (ringk_ring_ld_acq(&r, &ringk_ring_cell(&r, head)->seq) == head + 1) &&
-        (__atomic_load_n(&d->emu_returns, __ATOMIC_ACQUIRE) ==
-         __atomic_load_n(&d->launches, __ATOMIC_ACQUIRE))) {
-        int idle = 1;
-
-        /* as a sender would (W2), or for one that took 'idle' and died before ringing */
-        if (__atomic_compare_exchange_n(&d->ctl->idle, &idle, 0, 0, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_RELAXED) || (idle == 0)) {
-            __atomic_store_n(&d->ctl->doorbell, 1, __ATOMIC_RELEASE);
-            ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': messages wait in its device inbox "
-                          "and no launch runs while a process of the job is lost: relaunched",
-                          k->name);
-            return 1;
-        }
-    }
-    return 0;
+    return ((k->mode == RINGK_MODE_EVENT_DRIVEN) && (pos != head)) ?
+           repair_wake(ctx, k, &r, head) : 0;
 }
 
 /* Whether a process of the job other than this one left or was lost. */

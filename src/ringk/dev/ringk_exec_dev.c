@@ -451,13 +451,20 @@ static void *emu_main(void *arg)
     return NULL;
 }
 
-int ringk_exec_dev_launch(ringk_kernel_t *k)
+/* ringk_exec_dev_launch(); with @a only_idle (the emulated device) nothing when a launch of
+ * the kernel still runs. */
+static int dev_launch(ringk_kernel_t *k, int only_idle)
 {
     ringk_dev_host_t *d = k->dev;
     char why[160];
     int ret = 0;
 
     ringk_dev_lock(&d->mu, RINGK_DEV_LOCK_KERNEL);
+    if (only_idle && (__atomic_load_n(&d->emu_returns, __ATOMIC_ACQUIRE) !=
+                      __atomic_load_n(&d->launches, __ATOMIC_ACQUIRE))) {
+        ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
+        return 0; /* 'launches' moves only under the lock: a launch runs, and takes what waits */
+    }
     if (ringk_dev_life(d) >= RINGK_DEV_JOINED) {
         /* a wake that comes after the kernel finished and was joined (a host sender that
          * looked before the terminate, or a doorbell of a device sender whose compare-and-swap
@@ -500,6 +507,16 @@ int ringk_exec_dev_launch(ringk_kernel_t *k)
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': launch: %s", k->name, why);
     }
     return ret;
+}
+
+int ringk_exec_dev_launch(ringk_kernel_t *k)
+{
+    return dev_launch(k, 0);
+}
+
+int ringk_exec_dev_launch_idle(ringk_kernel_t *k)
+{
+    return dev_launch(k, 1);
 }
 
 static int dev_start(ringk_kernel_t *k)
@@ -652,69 +669,6 @@ const ringk_exec_ops_t ringk_exec_dev = {
     .join  = dev_join,
     .state = dev_state
 };
-
-/* Whether device kernel @a s may write device kernel @a t's inbox: the same device, or another
- * GPU whose inboxes take sends of s's (peer access, native atomics: ringk_dev_device_t.peer_in,
- * decided at a device's setup) where t's inbox was made with system-scope atomics (one made
- * before the pair was turned on keeps device scope, and sends to it go through the host). */
-static int dev_reaches(const ringk_dev_host_t *s, const ringk_dev_host_t *t)
-{
-    int from = s->device->cuda_index;
-
-    return (t->device == s->device) ||
-           ((from >= 0) && (t->device->cuda_index >= 0) &&
-            (__atomic_load_n(&t->device->peer_in, __ATOMIC_RELAXED) & (1u << from)) &&
-            (t->view.inbox.scope == RINGK_RING_SCOPE_SYSTEM));
-}
-
-void ringk_exec_dev_routes(ringk_ctx_t *ctx)
-{
-    ringk_kernel_t *s, *t;
-    ringk_dev_route_t *rt;
-    unsigned i, j;
-
-    for (i = 0; i < ctx->nkernels; i++) {
-        s = ctx->kernels[i];
-        for (j = 0; (s != NULL) && (s->dev != NULL) && (j < s->publishes_to.count); j++) {
-            rt = &s->dev->routes[j];
-            t  = ringk_kernel_find(ctx, s->publishes_to.names[j]);
-            /* an entry once made direct is never rewritten: a send in flight may read it */
-            if ((s->dev->route_ever & (1u << j)) || (t == NULL) || (t->dev == NULL) ||
-                !dev_reaches(s->dev, t->dev) || !ringk_kernel_accepts(t, s)) {
-                continue;
-            }
-            rt->target.receiver     = t->id;
-            rt->target.max_in       = t->max_in;
-            rt->target.log2_ncells  = ringk_ring_log2(t->dev->view.inbox.ncells);
-            rt->target.cell_size    = t->dev->view.inbox.cell_size;
-            rt->target.inbox        = t->dev->view.inbox.shm;
-            rt->target.ctl          = t->dev->view.ctl;
-            rt->target.event_driven = (t->mode == RINGK_MODE_EVENT_DRIVEN);
-            rt->target.scope        = t->dev->view.inbox.scope;
-            s->dev->route_ever |= 1u << j;
-            /* t holds its region while it is found: a hold taken here cannot be the last */
-            __atomic_add_fetch(&t->dev->region->holds, 1, __ATOMIC_RELAXED);
-            s->dev->held[j]    = t->dev->region;
-            s->dev->held_on[j] = t->dev->device;
-            __atomic_store_n(&rt->direct, 1, __ATOMIC_RELEASE);
-        }
-    }
-}
-
-void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone)
-{
-    ringk_kernel_t *s;
-    unsigned i, j;
-
-    for (i = 0; (gone->dev != NULL) && (i < ctx->nkernels); i++) {
-        s = ctx->kernels[i];
-        for (j = 0; (s != NULL) && (s->dev != NULL) && (j < s->publishes_to.count); j++) {
-            if (s->dev->routes[j].target.ctl == gone->dev->view.ctl) {
-                __atomic_store_n(&s->dev->routes[j].direct, 0, __ATOMIC_RELEASE);
-            }
-        }
-    }
-}
 
 void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
 {

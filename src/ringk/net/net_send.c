@@ -375,6 +375,19 @@ int ringk_remote_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p,
     return 0;
 }
 
+uint32_t ringk_remote_rank_pid(const ringk_ctx_t *ctx, int rank)
+{
+    const ringk_remote_t *r = ctx->remote;
+    int i;
+
+    for (i = 0; (rank >= 0) && (rank < r->size) && (i < RINGK_DIR_ENTRIES); i++) {
+        if (r->dir[(size_t)rank * RINGK_DIR_ENTRIES + i].used) {
+            return r->dir[(size_t)rank * RINGK_DIR_ENTRIES + i].pid;
+        }
+    }
+    return 0;
+}
+
 int ringk_remote_gone(const ringk_ctx_t *ctx, int rank)
 {
     const ringk_remote_t *r = ctx->remote;

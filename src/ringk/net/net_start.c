@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 
 /* For each local kernel that lists subscribes_to: which kernels of other processes it takes
@@ -266,6 +267,7 @@ static void directory_pack(const ringk_directory_t *d, dir_entry_t *entries,
         entries[i].used   = 1;
         entries[i].window = d->kernels[i].window;
         entries[i].dev    = d->kernels[i].dev;
+        entries[i].pid    = (uint32_t)getpid();
     }
     for (i = 0; i < d->ntopics; i++) {
         strcpy(topics[i].name, d->topics[i].name);

@@ -49,6 +49,8 @@ int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_
  *  receiver: the rest is the caller's to check). 0 or -ENOENT. */
 int ringk_remote_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p,
                             ringk_dev_export_t *e_p);
+/** The pid process @a rank said it has in its directory (0: none, it has no kernels). */
+uint32_t ringk_remote_rank_pid(const ringk_ctx_t *ctx, int rank);
 /** Whether process @a rank left the job or was lost (its endpoint failed). */
 int ringk_remote_gone(const ringk_ctx_t *ctx, int rank);
 /** Fills the remote fields of @a rt, a route of @a from (NULL: the host) resolved to kernel

@@ -90,7 +90,7 @@ typedef struct {
     uint32_t id;
     uint32_t used;
     uint32_t window;   /* credits each other process gets for this kernel */
-    uint32_t pad;
+    uint32_t pid;      /* the process's (not checked: only ever given to kill(pid, 0)) */
     ringk_dev_export_t dev; /* a device kernel's inbox as others may write it: kind NONE, or
                                checked against the file it names before any use */
 } dir_entry_t;
