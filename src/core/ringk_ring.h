@@ -424,12 +424,12 @@ RINGK_HD void ringk_ring_cancel(const ringk_ring_t *r, uint64_t pos, uint32_t nc
 
 /**
  * Marks the @a ncells cells a multi-producer claim took at @a pos as claimed by @a owner (an id
- * of the caller's choosing), before the payload is written: seq = (pos + 1) |
- * RINGK_CELL_SEQ_CLAIMED, which no consumer takes for a message, and len = @a owner. For rings
+ * of the caller's choosing), before the payload is written: len = @a owner, then (release)
+ * seq = (pos + 1) | RINGK_CELL_SEQ_CLAIMED, which no consumer takes for a message. For rings
  * whose producers live in other processes: once the owner is known dead, whoever watches the
- * ring can give its cells up with ringk_ring_cancel() (ringk_ring_claimed_by()) instead of the
- * consumer waiting at them for ever. The header fields, then seq (relaxed): read only once
- * the owner is dead. The publish overwrites all of it.
+ * ring gives its cells up (ringk_ring_claimed_by(), ringk_ring_cancel()) instead of the
+ * consumer waiting at them for ever. The owner unmarks before its publish (seq 0, a fence,
+ * the header, seq), so a reader that finds the mark around its reads read the mark's fields.
  */
 RINGK_HD void ringk_ring_mark_claimed(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
                                       uint32_t owner)
@@ -438,7 +438,7 @@ RINGK_HD void ringk_ring_mark_claimed(const ringk_ring_t *r, uint64_t pos, uint3
 
     cell->len    = owner;
     cell->ncells = (uint16_t)ncells;
-    ringk_ring_st_rlx(r, &cell->seq, (pos + 1) | RINGK_CELL_SEQ_CLAIMED);
+    ringk_ring_st_rel(r, &cell->seq, (pos + 1) | RINGK_CELL_SEQ_CLAIMED);
 }
 
 /**

@@ -17,7 +17,7 @@
  * Whether the route was direct is read from fwd's statistics (sent_direct) and sink's counter
  * of messages that came through the host (staged), and from the log line rank 0 writes about
  * the route. Ends with "RESULT job_device rank=R size=2 ok=0|1 key=value ...". */
-#include "test/kernels/ringk_dev_test.h"
+#include "test/kernels/ringk_dev_test_params.h"
 
 #include <ringk/api/ringk.h>
 
@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static unsigned routes_direct, routes_host, routes_dropped, repaired, relaunched;
+static uint64_t routes_direct, routes_host, routes_dropped, repaired, relaunched;
 static uint64_t done_got;
 
 static int done_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -52,22 +52,6 @@ static void count_routes(void *arg, int level, const char *message)
     if (level <= RINGK_LOG_WARN) {
         fprintf(stderr, "[ringk] %s\n", message);
     }
-}
-
-static ringk_kernel_params_t dev_params(const char *name, const ringk_device_entry_t *entry,
-                                        ringk_dev_test_t *t)
-{
-    ringk_kernel_params_t p = {
-        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
-                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | RINGK_KERNEL_PARAM_FIELD_THREADS,
-        .name         = name,
-        .backends     = RINGK_BACKEND_CUDA,
-        .device_entry = entry,
-        .arg          = t,
-        .threads      = 1
-    };
-
-    return p;
 }
 
 /* Waits up to 60 s for *@a v to reach @a want: 0, or -1. */
@@ -104,20 +88,6 @@ static void fwd_dies(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_t
     printf("RESULT job_device rank=0 size=2 ok=%d direct=%d\n", ok, tf->codes[nowake ? 3 : 2]);
     fflush(stdout);
     _exit(ok ? 0 : 1); /* without leaving the job: rank 1 finds it lost */
-}
-
-/* wait_u64() of a counter of the log callback's */
-static int wait_u64_u(const unsigned *v, unsigned want)
-{
-    int ms;
-
-    for (ms = 0; ms < 60000; ms++) {
-        if (__atomic_load_n(v, __ATOMIC_ACQUIRE) >= want) {
-            return 0;
-        }
-        usleep(1000);
-    }
-    return -1;
 }
 
 static int run_fwd(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_test_t *tf,
@@ -207,7 +177,7 @@ static int run_sink(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_te
     }
     wait_u64(&ts->count, n);
     if (strcmp(mode, "abandon") == 0) { /* sink terminates once the cells are given up */
-        return (wait_u64_u(&repaired, 1) != 0) + (ringk_kernel_terminate(sink) != 0) +
+        return (wait_u64(&repaired, 1) != 0) + (ringk_kernel_terminate(sink) != 0) +
                (ringk_kernel_stats_query(sink, st) != 0);
     }
     return (ringk_kernel_terminate(sink) != 0) + (ringk_kernel_stats_query(sink, st) != 0) +
@@ -237,11 +207,12 @@ int main(int argc, char **argv)
                "into sink's device inbox: %s\n", (unsigned long long)t.count,
                (unsigned long long)n, (unsigned long long)st.sent_direct, fails ? "FAIL" : "OK");
         printf("RESULT job_device rank=0 size=2 ok=%d sent=%llu expected=%llu sent_direct=%llu "
-               "send_failed=%llu last_error=%d routes_direct=%u routes_host=%u "
-               "routes_dropped=%u\n", fails == 0, (unsigned long long)t.count,
+               "send_failed=%llu last_error=%d routes_direct=%llu routes_host=%llu "
+               "routes_dropped=%llu\n", fails == 0, (unsigned long long)t.count,
                (unsigned long long)n, (unsigned long long)st.sent_direct,
-               (unsigned long long)st.send_failed, t.last_error, routes_direct, routes_host,
-               routes_dropped);
+               (unsigned long long)st.send_failed, t.last_error,
+               (unsigned long long)routes_direct, (unsigned long long)routes_host,
+               (unsigned long long)routes_dropped);
     } else {
         /* nowake: and the message rank 0 published before it ended */
         uint64_t want = n + (strcmp(mode, "nowake") == 0);
@@ -254,11 +225,11 @@ int main(int argc, char **argv)
                (unsigned long long)t.staged, (unsigned long long)st.launches,
                fails ? "FAIL" : "OK");
         printf("RESULT job_device rank=1 size=2 ok=%d got=%llu expected=%llu out_of_order=%llu "
-               "bad=%llu staged=%llu launches=%llu repaired=%u relaunched=%u\n", fails == 0,
+               "bad=%llu staged=%llu launches=%llu repaired=%llu relaunched=%llu\n", fails == 0,
                (unsigned long long)t.count, (unsigned long long)want,
                (unsigned long long)t.out_of_order, (unsigned long long)t.bad,
-               (unsigned long long)t.staged, (unsigned long long)st.launches, repaired,
-               relaunched);
+               (unsigned long long)t.staged, (unsigned long long)st.launches,
+               (unsigned long long)repaired, (unsigned long long)relaunched);
     }
     return fails ? 1 : 0;
 }

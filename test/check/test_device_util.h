@@ -8,7 +8,7 @@
 #include "test_log.h"
 #include "test_util.h"
 
-#include "test/kernels/ringk_dev_test.h"
+#include "test/kernels/ringk_dev_test_params.h"
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -38,25 +38,6 @@ static ringk_ctx_t *ctx_new(void)
     logbuf[0] = '\0';
     ck_assert_int_eq(ringk_ctx_create(&p, &ctx), 0);
     return ctx;
-}
-
-/* Parameters of a device kernel (CUDA backend only) named @a name running @a entry with the
- * result block @a t, of one thread (the handlers of ringk_dev_test_t are written for one; the
- * kernels of many are test_device_block.c's); the caller adds fields. */
-static ringk_kernel_params_t dev_params(const char *name, const ringk_device_entry_t *entry,
-                                        ringk_dev_test_t *t)
-{
-    ringk_kernel_params_t p = {
-        .field_mask   = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_BACKENDS |
-                        RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | RINGK_KERNEL_PARAM_FIELD_THREADS,
-        .name         = name,
-        .backends     = RINGK_BACKEND_CUDA,
-        .device_entry = entry,
-        .arg          = t,
-        .threads      = 1
-    };
-
-    return p;
 }
 
 /* A kernel's statistics, every field. */

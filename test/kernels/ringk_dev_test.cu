@@ -89,8 +89,7 @@ RINGK_DEVICE static int dev_forward(ringk_dev_kernel_t *k, const ringk_msg_t *ms
         if (claimed && (!direct || (msg->length == 20))) {
             ringk_dev_copy(cl.payload, p, 8);
             if (direct) {
-                ringk_ring_publish(&cl.ring, cl.pos, cl.bytes, (uint16_t)cl.ncells,
-                                   (uint8_t)cl.id, 0);
+                ringk_dev_claim_publish(&cl);
             } else {
                 ringk_dev_commit(&cl); /* through the host: an ordinary send */
             }

@@ -290,8 +290,24 @@ RINGK_DEV_FN int ringk_dev_outbox_claim(ringk_dev_kernel_t *k, uint32_t op, uint
     cl->ncells  = nc;
     cl->id      = op;
     cl->direct  = 0;
+    cl->marked  = 0;
     cl->wake    = NULL;
     return 0;
+}
+
+/* Publishes the claimed message @a cl once its payload is written, without the wake-up of
+ * ringk_dev_commit(). A marked claim (a target in another process) is unmarked first: seq 0,
+ * then a fence, then the header and the publish, so that whoever reads the mark and the
+ * fields and the mark again (ringk_ring_claimed_by()) never takes this header for the mark's. */
+RINGK_DEV_FN void ringk_dev_claim_publish(const ringk_dev_claim_t *cl)
+{
+    if (cl->marked) {
+        ringk_ring_st_rlx(&cl->ring, &ringk_ring_cell(&cl->ring, cl->pos)->seq, 0);
+        ringk_dev_fence_sc_sys();
+    }
+    /* outbox: P1 at system scope (ringk_ring.h's device atomics), the host proxy sees the
+     * record whole; a device inbox: device scope */
+    ringk_ring_publish(&cl->ring, cl->pos, cl->bytes, (uint16_t)cl->ncells, (uint8_t)cl->id, 0);
 }
 
 /* Publishes the claimed message @a cl once its payload is written; for a direct send to an
@@ -301,9 +317,7 @@ RINGK_DEV_FN void ringk_dev_commit(const ringk_dev_claim_t *cl)
 {
     ringk_dev_ctl_t *tc = cl->wake;
 
-    /* outbox: P1 at system scope (ringk_ring.h's device atomics), the host proxy sees the
-     * record whole; a device inbox: device scope */
-    ringk_ring_publish(&cl->ring, cl->pos, cl->bytes, (uint16_t)cl->ncells, (uint8_t)cl->id, 0);
+    ringk_dev_claim_publish(cl);
     /* W2 (device): the publish before the read of 'idle'; pairs with W1 in ringk_dev_park().
      * The host proxy relaunches a kernel whose doorbell rang. */
     if (tc != NULL) {
@@ -384,6 +398,7 @@ RINGK_DEV_FN int ringk_dev_direct_claim(ringk_dev_kernel_t *k, int route,
     cl->ncells  = nc;
     cl->id      = type;
     cl->direct  = 1;
+    cl->marked  = rt->marks;
     /* only an event-driven target returns when idle */
     cl->wake    = rt->event_driven ? rt->ctl : NULL;
     return 0;

@@ -392,6 +392,9 @@ typedef struct ringk_dev_claim {
     uint32_t            ncells;
     uint32_t            id;        /**< the cell id */
     uint32_t            direct;    /**< 1: into a device inbox (counted as msgs_direct) */
+    uint32_t            marked;    /**< 1: the claim's first cell carries its owner
+                                        (ringk_ring_mark_claimed): unmarked before the publish */
+    uint32_t            pad;
     struct ringk_dev_ctl *wake;    /**< an event-driven target's control block, or NULL */
 } ringk_dev_claim_t;
 

@@ -295,8 +295,8 @@ static inline ringk_dev_life_t ringk_dev_life(const ringk_dev_host_t *d)
 
 /** Launches the loop of @a k (again): 0 or a negative errno (logged). */
 int ringk_exec_dev_launch(ringk_kernel_t *k);
-/** The emulated device: ringk_exec_dev_launch() unless a launch of @a k still runs (then 0):
- *  never waits for a running launch. */
+/** The emulated device: ringk_exec_dev_launch() unless a launch of @a k still runs (then
+ *  -EBUSY, nothing done): never waits for a running launch. */
 int ringk_exec_dev_launch_idle(ringk_kernel_t *k);
 
 /* ---- ringk_dev_device.c ---- */

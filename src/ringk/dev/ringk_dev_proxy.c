@@ -235,10 +235,17 @@ static unsigned proxy_control(ringk_kernel_t *k, uint64_t now)
     unsigned did = k->dev->bar_pending ? proxy_barrier_poll(k) : 0;
 
     if (__atomic_load_n(&c->doorbell, __ATOMIC_ACQUIRE)) {
-        /* the device sender took 'idle' back already: it asks for the launch */
+        /* the device sender took 'idle' back already: it asks for the launch. On the emulated
+         * device a launch joins the last one: while that still runs (it is returning, or a
+         * repair rang: ringk_dev_remote.c) the doorbell stays for a later round, so the proxy
+         * never waits for a launch's handler */
         __atomic_store_n(&c->doorbell, 0, __ATOMIC_RELAXED);
-        ringk_exec_dev_launch(k);
-        did++;
+        if ((k->dev->device->cuda_index < 0) ? (ringk_exec_dev_launch_idle(k) == -EBUSY)
+                                             : (ringk_exec_dev_launch(k), 0)) {
+            __atomic_store_n(&c->doorbell, 1, __ATOMIC_RELAXED);
+        } else {
+            did++;
+        }
     }
     if (__atomic_load_n(&c->term_req, __ATOMIC_ACQUIRE)) {
         __atomic_store_n(&c->term_req, 0, __ATOMIC_RELAXED);

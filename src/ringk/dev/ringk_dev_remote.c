@@ -310,13 +310,18 @@ static uint64_t repair_wait_pos(const ringk_ring_t *r, uint64_t head, uint64_t t
     const ringk_cell_hdr_t *c;
     unsigned i;
 
+    uint16_t ncells;
+
     for (i = 0; (i < 256) && (pos != tail); i++) {
         c = ringk_ring_cell(r, pos);
-        if ((ringk_ring_ld_acq(r, &c->seq) != pos + 1) || (c->ncells < 1) ||
-            (c->ncells > tail - pos)) {
+        if (ringk_ring_ld_acq(r, &c->seq) != pos + 1) {
             break;
         }
-        pos += c->ncells;
+        ncells = __atomic_load_n(&c->ncells, __ATOMIC_RELAXED);
+        if ((ncells < 1) || (ncells > tail - pos)) {
+            break;
+        }
+        pos += ncells;
     }
     return pos;
 }
@@ -324,7 +329,8 @@ static uint64_t repair_wait_pos(const ringk_ring_t *r, uint64_t head, uint64_t t
 /* Event-driven kernel @a k, active, has a message waiting at the head of its inbox (of @a r)
  * for two looks and no launch: a sender of a lost process published and died before waking
  * it, or took 'idle' and died before ringing. Takes 'idle' as a sender would, or, once 'idle'
- * stayed 0 for two looks with no launch between, launches it (only while none runs). */
+ * stayed 0 for two looks with no launch between, rings the doorbell: the proxy launches it
+ * once no launch runs (proxy_control()). */
 static unsigned repair_wake(ringk_ctx_t *ctx, ringk_kernel_t *k, const ringk_ring_t *r,
                             uint64_t head)
 {
@@ -348,7 +354,7 @@ static unsigned repair_wake(ringk_ctx_t *ctx, ringk_kernel_t *k, const ringk_rin
     d->repair_idle = 1;
     ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': messages wait in its device inbox and no "
                   "launch runs while a process of the job is lost: relaunched", k->name);
-    ringk_exec_dev_launch_idle(k);
+    __atomic_store_n(&d->ctl->doorbell, 1, __ATOMIC_RELEASE);
     return 1;
 }
 
@@ -377,8 +383,11 @@ static unsigned repair_inbox(ringk_ctx_t *ctx, ringk_kernel_t *k)
     }
     pos = repair_wait_pos(&r, head, tail);
     if ((pos != tail) && ringk_ring_claimed_by(&r, pos, tail, &owner, &ncells)) {
-        /* only a claim of a kernel whose process ended: a live one may still publish */
+        /* only a claim of a kernel whose process ended: a live one may still publish. Read
+         * again once that is known: what the first read found may have been published since */
         if ((ringk_sender_rank(owner) == (uint32_t)ctx->job.rank) ||
+            !ringk_job_rank_dead(ctx, (int)ringk_sender_rank(owner)) ||
+            !ringk_ring_claimed_by(&r, pos, tail, &owner, &ncells) ||
             !ringk_job_rank_dead(ctx, (int)ringk_sender_rank(owner))) {
             return 0;
         }

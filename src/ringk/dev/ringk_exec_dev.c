@@ -463,7 +463,7 @@ static int dev_launch(ringk_kernel_t *k, int only_idle)
     if (only_idle && (__atomic_load_n(&d->emu_returns, __ATOMIC_ACQUIRE) !=
                       __atomic_load_n(&d->launches, __ATOMIC_ACQUIRE))) {
         ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
-        return 0; /* 'launches' moves only under the lock: a launch runs, and takes what waits */
+        return -EBUSY; /* 'launches' moves only under the lock: a launch runs */
     }
     if (ringk_dev_life(d) >= RINGK_DEV_JOINED) {
         /* a wake that comes after the kernel finished and was joined (a host sender that
