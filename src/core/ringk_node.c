@@ -187,3 +187,25 @@ err:
     errno = saved;
     return -1;
 }
+
+const char *ringk_node_proc_stat(int pid, char *buf, size_t len)
+{
+    char path[64];
+    ssize_t n;
+    int fd;
+
+    if ((pid <= 0) || (len < 2)) {
+        return NULL;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        return NULL;
+    }
+    n = read(fd, buf, len - 1);
+    close(fd);
+    if (n <= 0) {
+        return NULL;
+    }
+    buf[n] = '\0';
+    return strrchr(buf, ')');
+}

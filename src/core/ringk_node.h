@@ -41,6 +41,14 @@ int ringk_node_id_same(const ringk_node_id_t *a, const ringk_node_id_t *b, char 
  */
 int ringk_node_ptrace_allow(const char *scope_file, char *why, size_t why_len);
 
+/**
+ * Reads /proc/<pid>/stat of process @a pid into @a buf (@a len bytes, terminated) and returns
+ * the last ')' in it: the process's name (field 2) may hold spaces and ')', so the fields after
+ * it follow that one (" S ppid ..."). NULL when @a pid is not positive, the process is not there,
+ * or the file cannot be read.
+ */
+const char *ringk_node_proc_stat(int pid, char *buf, size_t len);
+
 /** Which check of ringk_node_open_peer() failed. */
 typedef enum {
     RINGK_PEER_OK = 0,

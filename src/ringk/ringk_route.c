@@ -7,12 +7,11 @@
 #include "ringk_internal.h"
 #include "net/ringk_net.h"
 #include "ringk_route.h"
+#include "core/ringk_node.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -183,10 +182,9 @@ int ringk_job_rank_gone(const ringk_ctx_t *ctx, int rank)
 
 int ringk_job_rank_dead(const ringk_ctx_t *ctx, int rank)
 {
-    char path[48], buf[256], *close_paren;
+    const char *close_paren;
+    char buf[256];
     uint32_t pid;
-    ssize_t n;
-    int fd;
 
     /* a pid out of range (0: none known; above INT_MAX kill() would take it for a group) */
     if (!ringk_job_rank_gone(ctx, rank) || ((pid = ringk_remote_rank_pid(ctx, rank)) == 0) ||
@@ -197,17 +195,7 @@ int ringk_job_rank_dead(const ringk_ctx_t *ctx, int rank)
         return errno == ESRCH;
     }
     /* there: a zombie (ended, not yet reaped) is dead too; a reused pid reads as alive */
-    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-        return 0;
-    }
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return 0;
-    }
-    buf[n] = '\0';
-    close_paren = strrchr(buf, ')');
-    return (close_paren != NULL) && ((close_paren[1] == ' ') &&
-                                     ((close_paren[2] == 'Z') || (close_paren[2] == 'X')));
+    close_paren = ringk_node_proc_stat((int)pid, buf, sizeof(buf));
+    return (close_paren != NULL) && (close_paren[1] == ' ') &&
+           ((close_paren[2] == 'Z') || (close_paren[2] == 'X'));
 }

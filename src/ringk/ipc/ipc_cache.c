@@ -9,6 +9,7 @@
 #include "../ringk_log.h"
 
 #include <core/ringk_cuda.h>
+#include <core/ringk_node.h>
 #include <ringk/api/ringk_ipc.h>
 
 #include <errno.h>
@@ -139,23 +140,12 @@ static uint64_t handle_key(const ringk_ipc_handle_t *h)
 
 uint64_t ringk_ipc_proc_start(int32_t pid)
 {
-    char path[64], buf[1024], *p;
     unsigned long long start = 0;
-    ssize_t n;
-    int fd, i;
+    const char *p;
+    char buf[1024];
+    int i;
 
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((pid <= 0) || ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)) {
-        return 0;
-    }
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return 0;
-    }
-    buf[n] = '\0';
-    /* the name (field 2) may hold spaces and ')': the fields after it follow the last ')' */
-    if ((p = strrchr(buf, ')')) == NULL) {
+    if ((p = ringk_node_proc_stat(pid, buf, sizeof(buf))) == NULL) {
         return 0;
     }
     for (i = 2; (i < 22) && (p != NULL); i++) { /* field 22: starttime */
