@@ -17,8 +17,9 @@
 #                          build: unpack, configure, make, and the test programs (skipped when
 #                          the work directory has a build and 'build' is not named); gpu: the
 #                          GPU tests (test_kernels, test_device_gpu, test_device_gpu's
-#                          scenarios again without CUDA_DEVICE_MAX_CONNECTIONS, and
-#                          test_examples.sh with the nvcc-built examples), one at a time, and
+#                          scenarios again without CUDA_DEVICE_MAX_CONNECTIONS,
+#                          test_examples.sh with the nvcc-built examples, and
+#                          test_job_gpu.sh), one at a time, and
 #                          the count of GPU test cases executed; bench: bench/device_bench,
 #                          bench/p2pq_bench, bench/gpu_rma, bench/peer_copy and
 #                          bench/small_copy; sanitizer: compute-sanitizer on
@@ -109,7 +110,8 @@ gpu_verdict() {
     local executed passed skips name="GPU test cases executed"
     read -r executed passed <<<"$(gpu_cases)"
     skips=$(cat "$build"/test/check/test_kernels.log \
-                "$build"/test/check/test_device_gpu*.log 2>/dev/null | grep '^SKIP: ' |
+                "$build"/test/check/test_device_gpu*.log \
+                "$build"/test/check/test_job_gpu.sh.log 2>/dev/null | grep '^SKIP: ' |
             tr '\n' ' ')
     if [ "$passed" -lt "$executed" ]; then
         record "$name" fail "$executed executed, $passed passed"
@@ -130,16 +132,19 @@ gpu_verdict() {
     fi
 }
 
-# The GPU test cases the test logs name, as "EXECUTED PASSED": every case of test_kernels (it
-# runs only on a GPU) and test_device_gpu's cases of TCase "gpu" (both of its runs; those of
+# The GPU test cases the test logs name, as "EXECUTED PASSED": every case of test_kernels and
+# of test_job_gpu.sh (they run only on a GPU) and test_device_gpu's cases of TCase "gpu" (both
+# of its runs; those of
 # test_device_block.c among them); a binary
 # skipped as a whole or one that crashed is no case.
 gpu_cases() {
     local logs=()
     [ -n "${build:-}" ] && logs=("$build"/test/check/test_kernels.log \
-                                 "$build"/test/check/test_device_gpu*.log)
+                                 "$build"/test/check/test_device_gpu*.log \
+                                 "$build"/test/check/test_job_gpu.sh.log)
     cat "${logs[@]}" /dev/null 2>/dev/null |
         awk '/^(PASS|FAIL|XFAIL|XPASS): test\/check\/test_kernels [0-9]+ / ||
+             /^(PASS|FAIL|XFAIL|XPASS): test\/check\/test_job_gpu\.sh [0-9]+ / ||
              /^(PASS|FAIL|XFAIL|XPASS): .*:gpu:test_device_(gpu|block)_/ { n++; if ($1 == "PASS:") p++ }
              END { printf "%d %d\n", n, p }'
 }
@@ -241,7 +246,7 @@ write_report() {
             printf '  %-5s %5ss  %-9s %s (%s)\n' "$st" "$t" "$g" "$n" "$d"
         done
         echo
-        echo "GPU test cases (test_kernels, test_device_gpu's TCase gpu): ${gcases% *} executed," \
+        echo "GPU test cases (test_kernels, test_job_gpu.sh, test_device_gpu's TCase gpu): ${gcases% *} executed," \
              "${gcases#* } passed"
         echo "tests: $(printf '%s\n' "${tests[@]}" | grep -c '^PASS') passed," \
              "$(printf '%s\n' "${tests[@]}" | grep -c '^\(FAIL\|ERROR\|XPASS\)') failed," \
@@ -397,7 +402,7 @@ elif [ -n "$src" ]; then
 fi
 # the tests that use the GPU: run alone, one at a time (two at once would share the GPU's time
 # and stretch their bounded waits)
-gpu_tests="test/check/test_kernels test/check/test_device_gpu"
+gpu_tests="test/check/test_kernels test/check/test_device_gpu test/check/test_job_gpu.sh"
 examples_test=test/check/test_examples.sh
 
 if [ $built = 1 ] && stage build; then
@@ -448,6 +453,11 @@ if [ $built = 1 ] && stage gpu; then
     step "make check TESTS=$examples_test" 180 \
         make -C "$build" -j1 check TESTS="$examples_test" TEST_SUITE_LOG=test-suite-examples.log
     cp "$build/test-suite-examples.log" "$report/" 2>/dev/null
+    # device kernels of two processes on the GPU, one writing the other's inbox directly
+    step "make check TESTS=test/check/test_job_gpu.sh" 150 \
+        make -C "$build" -j1 check TESTS=test/check/test_job_gpu.sh \
+        TEST_SUITE_LOG=test-suite-gpu-job.log
+    cp "$build/test-suite-gpu-job.log" "$report/" 2>/dev/null
     gpu_verdict
 fi
 if [ $built = 0 ] && stage gpu; then

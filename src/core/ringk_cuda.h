@@ -140,6 +140,22 @@ int ringk_cuda_vmm_export(const void *ptr, unsigned types, ringk_cuda_vmm_export
 int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *busid,
                           uint64_t size, void **base_p, char *why, size_t why_len);
 
+/**
+ * Allocates @a size bytes (rounded up to the driver's granularity: the size in *@a size_p) of
+ * device memory on CUDA device @a dev (an ordinal of this process) with cuMemCreate, mapped
+ * here readable and writable from @a dev, exportable as a POSIX file descriptor: that
+ * descriptor in *@a fd_p (the caller's to close; the memory lives while a mapping or a
+ * descriptor names it). No call that waits for the device is made.
+ * @return 0; -ENODEV (no CUDA), -EOPNOTSUPP (no POSIX fd handles), -ENOMEM, -EIO, with the
+ *         reason in @a why.
+ */
+int ringk_cuda_vmm_alloc(int dev, uint64_t size, void **ptr_p, uint64_t *size_p, int *fd_p,
+                         char *why, size_t why_len);
+
+/** Unmaps what ringk_cuda_vmm_alloc() mapped, as ringk_cuda_vmm_close() (later, while ringk
+ *  device kernels of the process run: cuMemUnmap may wait for the device's work). */
+void ringk_cuda_vmm_free(void *ptr, uint64_t size);
+
 /** Unmaps what ringk_cuda_vmm_import() mapped (a legacy mapping as ringk_cuda_ipc_close()). */
 void ringk_cuda_vmm_close(int type, void *base, uint64_t size);
 
@@ -173,6 +189,15 @@ int ringk_cuda_host_register(void *ptr, size_t len);
  *  caller then keeps the memory mapped for the rest of the process (unmapped, pages CUDA still
  *  holds pinned could be mapped at that address again). */
 int ringk_cuda_host_unregister(void *ptr);
+
+/** Registers host memory [@a ptr, +@a len) (a shared mapping another process may map too)
+ *  with CUDA, in the context of device @a on (an ordinal of this process), mapped into the
+ *  device address space (cudaHostRegisterMapped | Portable): its device address in *@a dev_p;
+ *  undone by ringk_cuda_host_unregister(). The calling thread's device is kept. @return 0;
+ *  -ENODEV (no CUDA); -EBUSY while ringk device kernels of the process run (the call waits for
+ *  the device); -EIO, with the reason in @a why. */
+int ringk_cuda_host_map(int on, void *ptr, size_t len, void **dev_p, char *why,
+                        size_t why_len);
 
 /** CUDA devices ringk_cuda_resident(-1) looks at. */
 #define RINGK_CUDA_DEVICES_MAX 8

@@ -21,7 +21,7 @@
     X(cudaDeviceGetP2PAttribute) X(cudaMemcpyPeerAsync) X(cudaLaunchHostFunc) \
     X(cudaEventCreateWithFlags) X(cudaEventRecord) X(cudaStreamWaitEvent) \
     X(cudaHostRegister) X(cudaHostUnregister) X(cudaStreamIsCapturing) \
-    X(cudaEventDestroy)
+    X(cudaEventDestroy) X(cudaHostGetDevicePointer)
 
 typedef struct {
 #define RINGK_CUDART_MEMBER(f) __typeof__(&f) f;

@@ -10,6 +10,7 @@
 #include "ringk_cuda_rt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,7 +28,8 @@
     X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle) X(cuMemAddressReserve) \
     X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) X(cuMemRelease) \
     X(cuMemGetAddressRange) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) \
-    X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent)
+    X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuMemCreate) \
+    X(cuMemGetAllocationGranularity)
 
 static struct {
 #define RINGK_CU_VMM_MEMBER(f) __typeof__(&f) f;
@@ -335,6 +337,85 @@ static void vmm_unmap(void *base, uint64_t size)
     vmm_cu.cuMemAddressFree((CUdeviceptr)(uintptr_t)base, size);
 }
 
+int ringk_cuda_vmm_alloc(int dev, uint64_t size, void **ptr_p, uint64_t *size_p, int *fd_p,
+                         char *why, size_t why_len)
+{
+    CUmemGenericAllocationHandle h;
+    CUmemAllocationProp prop;
+    CUdeviceptr va = 0;
+    CUcontext ctx;
+    size_t gran = 0;
+    int ret, fd = -1;
+
+    if (!ringk_cuda_usable_cached()) {
+        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
+        return -ENODEV;
+    }
+    if ((ret = vmm_cu_load(why, why_len)) != 0) {
+        return ret;
+    }
+    memset(&prop, 0, sizeof(prop));
+    prop.type                 = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type        = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id          = dev;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    if (vmm_ctx_enter(dev, &ctx, why, why_len) != CUDA_SUCCESS) {
+        return -EIO;
+    }
+    ret = vmm_cu.cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    if ((ret != CUDA_SUCCESS) || (gran == 0)) {
+        snprintf(why, why_len, "cuMemGetAllocationGranularity(device %d, POSIX fd) failed with "
+                 "CUresult %d", dev, ret);
+        vmm_ctx_leave(dev);
+        return -EOPNOTSUPP;
+    }
+    size = (size + gran - 1) / gran * gran;
+    if ((ret = vmm_cu.cuMemCreate(&h, size, &prop, 0)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemCreate(%llu bytes on device %d, POSIX fd) failed with "
+                 "CUresult %d", (unsigned long long)size, dev, ret);
+        vmm_ctx_leave(dev);
+        return (ret == CUDA_ERROR_OUT_OF_MEMORY) ? -ENOMEM : -EOPNOTSUPP;
+    }
+    if ((ret = vmm_cu.cuMemExportToShareableHandle(&fd, h,
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                   0)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemExportToShareableHandle(POSIX fd) failed with CUresult %d",
+                 ret);
+        fd = -1;
+    } else if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) { /* a child's exec must not hold it */
+        snprintf(why, why_len, "fcntl(FD_CLOEXEC): %s", strerror(errno));
+        ret = CUDA_ERROR_UNKNOWN;
+    } else if ((ret = vmm_cu.cuMemAddressReserve(&va, size, gran, 0, 0)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemAddressReserve(%llu bytes) failed with CUresult %d",
+                 (unsigned long long)size, ret);
+    } else if ((ret = vmm_cu.cuMemMap(va, size, 0, h, 0)) != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemMap(%llu bytes) failed with CUresult %d",
+                 (unsigned long long)size, ret);
+        vmm_cu.cuMemAddressFree(va, size);
+    } else if ((ret = vmm_set_access(va, size, dev, dev, why, why_len)) != CUDA_SUCCESS) {
+        vmm_unmap((void*)(uintptr_t)va, size);
+    }
+    vmm_cu.cuMemRelease(h); /* the mapping holds the allocation, the descriptor names it */
+    vmm_ctx_leave(dev);
+    if (ret != CUDA_SUCCESS) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -EIO;
+    }
+    *ptr_p  = (void*)(uintptr_t)va;
+    *size_p = size;
+    *fd_p   = fd;
+    return 0;
+}
+
+void ringk_cuda_vmm_free(void *ptr, uint64_t size)
+{
+    if (ptr != NULL) {
+        ringk_cuda_vmm_close(RINGK_CUDA_IPC_POSIX_FD, ptr, size); /* later while kernels run */
+    }
+}
+
 void ringk_cuda_vmm_close(int type, void *base, uint64_t size)
 {
     vmm_deferred_t *d;
@@ -414,6 +495,24 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
     (void)base_p;
     snprintf(why, why_len, RINGK_NO_CUDA ": a device allocation cannot be mapped");
     return -ENODEV;
+}
+
+int ringk_cuda_vmm_alloc(int dev, uint64_t size, void **ptr_p, uint64_t *size_p, int *fd_p,
+                         char *why, size_t why_len)
+{
+    (void)dev;
+    (void)size;
+    (void)ptr_p;
+    (void)size_p;
+    (void)fd_p;
+    snprintf(why, why_len, RINGK_NO_CUDA ": no device memory to allocate");
+    return -ENODEV;
+}
+
+void ringk_cuda_vmm_free(void *ptr, uint64_t size)
+{
+    (void)ptr;
+    (void)size;
 }
 
 void ringk_cuda_vmm_close(int type, void *base, uint64_t size)

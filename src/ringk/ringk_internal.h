@@ -653,6 +653,9 @@ void ringk_kernel_terminating(ringk_kernel_t *k);
  * between processes. */
 #define RINGK_DEV_EXPORT_NONE 0u
 #define RINGK_DEV_EXPORT_EMU  1u  /* the emulated device's slabs: a memfd, /proc/<pid>/fd/<fd> */
+#define RINGK_DEV_EXPORT_CUDA 2u  /* a CUDA device's: its mapped slab a memfd as the emulated
+                                     device's, its device memory a cuMem allocation whose
+                                     descriptor the exporter hands out (ringk_dev_share.c) */
 typedef struct {
     uint32_t kind;
     uint32_t pid;          /* the exporting process, and its descriptor of the slab file */
@@ -660,9 +663,12 @@ typedef struct {
     uint32_t receiver;     /* the kernel's id there */
     uint64_t token;        /* the file's header says the same */
     uint64_t node[3];      /* ringk_node_id_t of the exporter */
-    uint64_t inbox_off;    /* the inbox ring and the control block: offsets in the file */
+    uint64_t inbox_off;    /* the inbox ring: offset in the file (EMU), in the device memory
+                              (CUDA); the control block: offset in the file */
     uint64_t ctl_off;
     uint32_t log2_ncells, cell_size, max_in, event_driven;
+    uint64_t mem_bytes;    /* CUDA: the size of the device memory allocation; else 0 */
+    char     busid[16];    /* CUDA: the PCI bus id of its GPU, NUL-terminated; else "" */
 } ringk_dev_export_t;
 
 /* What this process tells the others of its job at start: its kernels, and its topics and

@@ -16,11 +16,17 @@
  * of event-driven sink, parked, without waking it: rank 1 must wake it).
  * Whether the route was direct is read from fwd's statistics (sent_direct) and sink's counter
  * of messages that came through the host (staged), and from the log line rank 0 writes about
- * the route. Ends with "RESULT job_device rank=R size=2 ok=0|1 key=value ...". */
+ * the route. Ends with "RESULT job_device rank=R size=2 ok=0|1 key=value ...".
+ * Built with JOB_DEVICE_GPU (job_device_gpu, driven by test_job_gpu.sh), the same kernels
+ * compiled by nvcc run on GPU 0 in both processes, their result blocks in mapped memory; mode
+ * probe exits 0 where a GPU is usable, 77 where not. */
 #include "test/kernels/ringk_dev_test_params.h"
 
 #include <ringk/api/ringk.h>
 
+#ifdef JOB_DEVICE_GPU
+#include <cuda_runtime_api.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +34,7 @@
 #include <unistd.h>
 
 static uint64_t routes_direct, routes_host, routes_dropped, repaired, relaunched;
+static ringk_dev_test_t *t_arg; /* the kernels' result block as the device addresses it */
 static uint64_t done_got;
 
 static int done_handler(ringk_kernel_t *k, const ringk_msg_t *msg, void *arg)
@@ -96,7 +103,7 @@ static int run_fwd(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_tes
     int die = (strcmp(mode, "die") == 0);
 
     static const char *const to_sink[] = {"sink", NULL};
-    ringk_kernel_params_t p = dev_params("fwd", &ringk_dev_test_forward, tf);
+    ringk_kernel_params_t p = dev_params("fwd", &ringk_dev_test_forward, t_arg);
     ringk_kernel_params_t dp = {
         .field_mask = RINGK_KERNEL_PARAM_FIELD_NAME | RINGK_KERNEL_PARAM_FIELD_HANDLER,
         .name = "done", .handler = done_handler
@@ -136,7 +143,7 @@ static int run_sink(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_te
                     ringk_kernel_stats_t *st)
 {
     static const char *const only_fwd[] = {"fwd", NULL};
-    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, ts);
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, t_arg);
     ringk_kernel_t *sink;
 
     p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
@@ -191,44 +198,69 @@ int main(int argc, char **argv)
     const char *mode = (argc > 2) ? argv[2] : "persistent";
     ringk_ctx_params_t cp = {.field_mask = RINGK_CTX_PARAM_FIELD_LOG, .log = count_routes};
     ringk_kernel_stats_t st = {.field_mask = RINGK_KERNEL_STATS_FIELD_ALL};
-    static ringk_dev_test_t t; /* the kernel's argument: memory it may write until it is gone */
+    static ringk_dev_test_t t_emu; /* the kernel's argument: memory it may write until it is
+                                      gone */
+    ringk_dev_test_t *tp = &t_emu;
     ringk_ctx_t *ctx;
     int rank, fails;
 
+#ifdef JOB_DEVICE_GPU
+    void *host = NULL, *dev = NULL;
+    int ngpu = 0;
+
+    if ((cudaGetDeviceCount(&ngpu) != cudaSuccess) || (ngpu < 1)) {
+        printf("job_device_gpu: no usable CUDA device\n");
+        return 77;
+    }
+    if (strcmp(mode, "probe") == 0) {
+        return 0;
+    }
+    /* before the context: a pinned allocation may wait for resident kernels */
+    if ((cudaHostAlloc(&host, sizeof(ringk_dev_test_t),
+                       cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) ||
+        (cudaHostGetDevicePointer(&dev, host, 0) != cudaSuccess)) {
+        return 2;
+    }
+    memset(host, 0, sizeof(ringk_dev_test_t));
+    tp    = host;
+    t_arg = dev;
+#else
+    t_arg = tp;
+#endif
     if ((ringk_ctx_create(&cp, &ctx) != 0) || (ringk_ctx_size(ctx) != 2)) {
         return 2;
     }
     rank  = ringk_ctx_rank(ctx);
-    fails = (rank == 0) ? run_fwd(ctx, n, mode, &t, &st) : run_sink(ctx, n, mode, &t, &st);
+    fails = (rank == 0) ? run_fwd(ctx, n, mode, tp, &st) : run_sink(ctx, n, mode, tp, &st);
     ringk_ctx_destroy(ctx);
     if (rank == 0) {
-        fails += (t.last_error != 0);
+        fails += (tp->last_error != 0);
         printf("job_device [rank 0 of 2]: fwd forwarded %llu of %llu, %llu of them straight "
-               "into sink's device inbox: %s\n", (unsigned long long)t.count,
+               "into sink's device inbox: %s\n", (unsigned long long)tp->count,
                (unsigned long long)n, (unsigned long long)st.sent_direct, fails ? "FAIL" : "OK");
         printf("RESULT job_device rank=0 size=2 ok=%d sent=%llu expected=%llu sent_direct=%llu "
                "send_failed=%llu last_error=%d routes_direct=%llu routes_host=%llu "
-               "routes_dropped=%llu\n", fails == 0, (unsigned long long)t.count,
+               "routes_dropped=%llu\n", fails == 0, (unsigned long long)tp->count,
                (unsigned long long)n, (unsigned long long)st.sent_direct,
-               (unsigned long long)st.send_failed, t.last_error,
+               (unsigned long long)st.send_failed, tp->last_error,
                (unsigned long long)routes_direct, (unsigned long long)routes_host,
                (unsigned long long)routes_dropped);
     } else {
         /* nowake: and the message rank 0 published before it ended */
         uint64_t want = n + (strcmp(mode, "nowake") == 0);
 
-        fails += (t.count != want) || (t.out_of_order != 0) || (t.bad != 0) ||
-                 (t.next[0] != want);
+        fails += (tp->count != want) || (tp->out_of_order != 0) || (tp->bad != 0) ||
+                 (tp->next[0] != want);
         printf("job_device [rank 1 of 2]: sink (%s) got %llu of %llu, %llu out of order, %llu "
-               "through the host, %llu launches: %s\n", mode, (unsigned long long)t.count,
-               (unsigned long long)want, (unsigned long long)t.out_of_order,
-               (unsigned long long)t.staged, (unsigned long long)st.launches,
+               "through the host, %llu launches: %s\n", mode, (unsigned long long)tp->count,
+               (unsigned long long)want, (unsigned long long)tp->out_of_order,
+               (unsigned long long)tp->staged, (unsigned long long)st.launches,
                fails ? "FAIL" : "OK");
         printf("RESULT job_device rank=1 size=2 ok=%d got=%llu expected=%llu out_of_order=%llu "
                "bad=%llu staged=%llu launches=%llu repaired=%llu relaunched=%llu\n", fails == 0,
-               (unsigned long long)t.count, (unsigned long long)want,
-               (unsigned long long)t.out_of_order, (unsigned long long)t.bad,
-               (unsigned long long)t.staged, (unsigned long long)st.launches,
+               (unsigned long long)tp->count, (unsigned long long)want,
+               (unsigned long long)tp->out_of_order, (unsigned long long)tp->bad,
+               (unsigned long long)tp->staged, (unsigned long long)st.launches,
                (unsigned long long)repaired, (unsigned long long)relaunched);
     }
     return fails ? 1 : 0;

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Reads the line each process of the examples and job programs ends with, for test_examples.sh
-# and test_job.sh (sourced):
+# Reads the line each process of the examples and job programs ends with, for test_examples.sh,
+# test_job.sh and test_job_gpu.sh (sourced), and runs jobs of them (job):
 #   RESULT <program> rank=<r> size=<n> ok=<0|1> key=value ...
 # with integer values; ok=1 means the program's own checks passed, and then it exits 0.
 
@@ -101,4 +101,39 @@ results() {
         fi
     done
     return $bad
+}
+
+# job NAME NPROCS SPEC... -- CMD...: runs CMD as NPROCS processes joined by RINGK_*; each must
+# exit 0 and its RESULT line say ok=1, size=NPROCS and what the SPECs (results) ask. Uses the
+# caller's ok, nok and port (the job's port is the next one).
+job() {
+    local name=$1 np=$2 r rc=0 why all logs=() pids=() specs=()
+    shift 2
+    while [ "$1" != -- ]; do
+        specs+=("$1")
+        shift
+    done
+    shift
+    port=$((port + 1))
+    for r in $(seq 1 $((np - 1))); do
+        logs[$r]=$(mktemp)
+        env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=$np RINGK_RANK=$r UCX_TLS=ringk,self \
+            timeout 120 "$@" >"${logs[$r]}" 2>&1 &
+        pids[$r]=$!
+    done
+    logs[0]=$(mktemp)
+    env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=$np RINGK_RANK=0 UCX_TLS=ringk,self \
+        timeout 120 "$@" >"${logs[0]}" 2>&1 || rc=$?
+    for r in $(seq 1 $((np - 1))); do
+        wait ${pids[$r]} || rc=$?
+    done
+    all=$(mktemp)
+    cat "${logs[@]}" >"$all"
+    if why=$(results "$all" "$np" "${specs[@]}" -- "$@") && [ $rc -eq 0 ]; then
+        ok "$name"
+        grep -v -e "^\[" -e "^RESULT " "$all" | sed 's/^/# /'
+    else
+        nok "$name (exit $rc)" "$(cat "$all"; echo "$why")"
+    fi
+    rm -f "${logs[@]}" "$all"
 }

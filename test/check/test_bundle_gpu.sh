@@ -79,10 +79,12 @@ fake_build() {
             tap_prog "$b/$t/test_kernels" \
                 "1..0 # SKIP built without CUDA (configure --without-cuda or no CUDA Toolkit)"
             tap_prog "$b/$t/test_device_gpu" \
-                "1..0 # SKIP built without CUDA (configure --without-cuda or no CUDA Toolkit)" ;;
+                "1..0 # SKIP built without CUDA (configure --without-cuda or no CUDA Toolkit)"
+            tap_prog "$b/$t/test_job_gpu.sh" "1..0 # SKIP built without CUDA" ;;
         unusable)
             echo "#define HAVE_CUDA 1" > "$b/ringk_config.h"
             tap_prog "$b/$t/test_kernels" "1..0 # SKIP cudaGetDeviceCount: $insufficient"
+            tap_prog "$b/$t/test_job_gpu.sh" "1..0 # SKIP no usable CUDA device: $insufficient"
             tap_prog "$b/$t/test_device_gpu" "# no CUDA device: the GPU scenarios are not run"
             cat >> "$b/$t/test_device_gpu" <<EOF
 [ -n "\${RINGK_DEVICE_GPU_ONLY:-}" ] && { echo "1..0"; exit 0; }
@@ -94,6 +96,7 @@ EOF
         gpu)
             echo "#define HAVE_CUDA 1" > "$b/ringk_config.h"
             tap_prog "$b/$t/test_kernels" "ok 1 - $f:ring:test_kernels_ring_selftest: Passed" "1..1"
+            tap_prog "$b/$t/test_job_gpu.sh" "ok 1 - GPU device kernel to GPU device kernel" "1..1"
             tap_prog "$b/$t/test_device_gpu"
             cat >> "$b/$t/test_device_gpu" <<EOF
 if [ -n "\${RINGK_DEVICE_GPU_ONLY:-}" ]; then
@@ -161,7 +164,7 @@ bundle "a GPU listed, a build without CUDA: the gpu stage fails, no GPU case ran
 bundle "a GPU listed, CUDA that finds no device (host cases pass): the gpu stage fails" \
     unusable 1 1 fail 0 0
 bundle "a GPU listed, GPU cases ran: the gpu stage passes and counts them (both runs)" \
-    gpu 1 0 pass 4 4
+    gpu 1 0 pass 5 5
 if [ $driver_gpu = 0 ]; then
     bundle "no GPU listed, a build without CUDA: the gpu stage does not fail" \
         nocuda 0 0 'fail!' 0 0

@@ -3,16 +3,26 @@
  * (src/ringk/dev/ringk_dev_slab.c): first fit between the regions held, alignment, both slabs
  * at once, holds, and a full slab; of the device executor's lock order (dev/dev.h), which
  * aborts a thread that breaks it; of its rule for device kernels sending into another GPU's
- * inboxes (ringk_dev_peer_usable()); and of the checks of another process's directory entry
- * for a device inbox (ringk_dev_export_check()). */
+ * inboxes (ringk_dev_peer_usable()); of the checks of another process's directory entry
+ * for a device inbox (ringk_dev_export_check()); and of the service that hands a CUDA device
+ * memory's descriptor to other processes (ringk_dev_fdsvc.c), a memfd standing in for the
+ * cuMem descriptor. */
+#define _GNU_SOURCE
 #include "test_util.h"
 
 #include <ringk/dev/dev.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define A RINGK_DEV_SLAB_ALIGN
 
@@ -331,6 +341,177 @@ START_TEST(test_dev_peer_enable_rule)
 }
 END_TEST
 
+/* A CUDA export names its inbox in the device memory (offsets from 0, inside mem_bytes) and
+ * its control block in the file past the header; the size it claims is bounded, and its bus
+ * id must end inside the field. */
+START_TEST(test_dev_export_check_cuda)
+{
+    const uint64_t file = RINGK_DEV_SLAB_FILE_HDR + (1u << 20);
+    const uint64_t ring = ringk_ring_bytes(64, RINGK_CELL);
+    ringk_dev_export_t ok = {
+        .kind = RINGK_DEV_EXPORT_CUDA, .pid = 1, .fd = 3, .receiver = 1, .token = 7,
+        .inbox_off = 0, .ctl_off = RINGK_DEV_SLAB_FILE_HDR + 65536,
+        .log2_ncells = 6, .cell_size = RINGK_CELL, .max_in = 256, .mem_bytes = 2u << 20,
+        .busid = "0000:07:00.0"
+    }, e;
+    char why[256];
+
+    ck_assert_int_eq(ringk_dev_export_check(&ok, file, why, sizeof(why)), 0);
+    e = ok;
+    e.inbox_off = e.mem_bytes - ring; /* ends where the device memory does */
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), 0);
+    e.inbox_off += RINGK_RING_LINE;
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), -EINVAL);
+    ck_assert_msg(strstr(why, "device memory") != NULL, "%s", why);
+    e = ok;
+    e.inbox_off = file; /* inside the file, not inside the device memory it names */
+    e.mem_bytes = file;
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), -EINVAL);
+    e = ok;
+    e.mem_bytes = RINGK_DEV_EXPORT_MEM_MAX + 1;
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), -EINVAL);
+    ck_assert_msg(strstr(why, "bus id") != NULL, "%s", why);
+    e = ok;
+    memset(e.busid, 'f', sizeof(e.busid)); /* no NUL */
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), -EINVAL);
+    e.busid[0] = '\0';
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), -EINVAL);
+    e = ok;
+    e.ctl_off = 64; /* the control block is still past the file's header */
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), -EINVAL);
+    e = ok;
+    e.inbox_off = 8; /* unaligned */
+    ck_assert_int_eq(ringk_dev_export_check(&e, file, why, sizeof(why)), -EINVAL);
+}
+END_TEST
+
+/* A memfd of 4096 bytes with @a text at its start, standing in for a cuMem descriptor. */
+static int memfd_with(const char *text)
+{
+    int fd = memfd_create("fdsvc-test", MFD_CLOEXEC);
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(ftruncate(fd, 4096), 0);
+    ck_assert_int_eq(pwrite(fd, text, strlen(text) + 1, 0), (ssize_t)strlen(text) + 1);
+    return fd;
+}
+
+/* The descriptor a service hands out is the same memory: what a process that fetched it
+ * writes, the owner reads. A child process fetches it (SCM_RIGHTS between processes), then
+ * this one does too; a wrong token or pid finds no service, nor does anyone after the stop. */
+START_TEST(test_dev_fdsvc_fetch)
+{
+    const uint64_t token = 0x1234abcd5678ef01ull;
+    ringk_dev_fdsvc_t *svc = NULL;
+    uint64_t bytes = 0;
+    char why[256], buf[32];
+    int fd = memfd_with("owner"), got = -1, status;
+    pid_t child;
+
+    ck_assert_int_eq(ringk_dev_fdsvc_start(&svc, fd, token, 4096, why, sizeof(why)), 0);
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        uint8_t *p;
+
+        if ((ringk_dev_fdsvc_fetch((uint32_t)getppid(), token, 5000, &got, &bytes, why,
+                                   sizeof(why)) != 0) || (bytes != 4096)) {
+            _exit(2);
+        }
+        p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, got, 0);
+        if ((p == MAP_FAILED) || (strcmp((char*)p, "owner") != 0)) {
+            _exit(3);
+        }
+        strcpy((char*)p, "written by the child");
+        _exit(0);
+    }
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0), "child: status 0x%x",
+                  status);
+    ck_assert_int_eq(pread(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+    ck_assert_str_eq(buf, "written by the child");
+    ck_assert_int_eq(ringk_dev_fdsvc_fetch((uint32_t)getpid(), token, 5000, &got, &bytes, why,
+                                           sizeof(why)), 0);
+    ck_assert_int_ne(got, fd);
+    ck_assert_int_eq(fcntl(got, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+    ck_assert_int_eq(pread(got, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+    ck_assert_str_eq(buf, "written by the child");
+    close(got);
+    ck_assert_int_eq(ringk_dev_fdsvc_fetch((uint32_t)getpid(), token ^ 1, 1000, &got, &bytes,
+                                           why, sizeof(why)), -ESRCH);
+    ck_assert_int_eq(ringk_dev_fdsvc_fetch((uint32_t)getpid() + 1, token, 1000, &got, &bytes,
+                                           why, sizeof(why)), -ESRCH);
+    ck_assert_uint_eq(ringk_dev_fdsvc_stop(svc), 2);
+    ck_assert_int_eq(ringk_dev_fdsvc_fetch((uint32_t)getpid(), token, 1000, &got, &bytes, why,
+                                           sizeof(why)), -ESRCH);
+    ck_assert_msg(strstr(why, "no descriptor service") != NULL, "%s", why);
+    close(fd);
+}
+END_TEST
+
+/* A process that listens under another's name is not taken for it: the asker checks whose the
+ * socket is. */
+START_TEST(test_dev_fdsvc_impostor)
+{
+    const uint64_t token = 0x42ull;
+    const uint32_t other = 1; /* init: never this test */
+    struct sockaddr_un sa;
+    uint64_t bytes;
+    char why[256];
+    int s, got = -1, n;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "ringk-devmem-%u-%016llx", other,
+                 (unsigned long long)token);
+    s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(s, 0);
+    ck_assert_int_eq(bind(s, (struct sockaddr*)&sa,
+                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)), 0);
+    ck_assert_int_eq(listen(s, 4), 0);
+    ck_assert_int_eq(ringk_dev_fdsvc_fetch(other, token, 1000, &got, &bytes, why, sizeof(why)),
+                     -EPERM);
+    ck_assert_msg(strstr(why, "not process 1 of this user") != NULL, "%s", why);
+    ck_assert_int_eq(got, -1);
+    close(s);
+}
+END_TEST
+
+/* A process of another user gets nothing: it refuses the answer of a service not of its user,
+ * and the service refuses it (run as root only: the child becomes nobody). */
+START_TEST(test_dev_fdsvc_other_user)
+{
+    const uint64_t token = 0x77ull;
+    ringk_dev_fdsvc_t *svc = NULL;
+    char why[256];
+    int fd = memfd_with("secret"), status;
+    pid_t child;
+
+    if (geteuid() != 0) {
+        close(fd);
+        return; /* needs root to become another user */
+    }
+    ck_assert_int_eq(ringk_dev_fdsvc_start(&svc, fd, token, 4096, why, sizeof(why)), 0);
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        uint64_t bytes;
+        int got = -1;
+
+        if ((setgid(65534) != 0) || (setuid(65534) != 0)) {
+            _exit(2);
+        }
+        _exit((ringk_dev_fdsvc_fetch((uint32_t)getppid(), token, 2000, &got, &bytes, why,
+                                     sizeof(why)) == -EPERM) && (got == -1) ? 0 : 3);
+    }
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert_msg(WIFEXITED(status) && (WEXITSTATUS(status) == 0), "child: status 0x%x",
+                  status);
+    ck_assert_uint_eq(ringk_dev_fdsvc_stop(svc), 0);
+    close(fd);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("dev_slab");
@@ -343,6 +524,10 @@ int main(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("export");
     tcase_add_test(tc, test_dev_export_check);
+    tcase_add_test(tc, test_dev_export_check_cuda);
+    tcase_add_test(tc, test_dev_fdsvc_fetch);
+    tcase_add_test(tc, test_dev_fdsvc_impostor);
+    tcase_add_test(tc, test_dev_fdsvc_other_user);
     suite_add_tcase(s, tc);
     tc = tcase_create("peer");
     tcase_add_test(tc, test_dev_peer_rule);

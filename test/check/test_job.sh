@@ -41,39 +41,6 @@ else
 fi
 rm -f "$log0" "$log1" "$logs"
 
-# job NAME NPROCS SPEC... -- CMD...: runs CMD as NPROCS processes joined by RINGK_*; each must
-# exit 0 and its RESULT line say ok=1, size=NPROCS and what the SPECs (results) ask
-job() {
-    local name=$1 np=$2 r rc=0 why all logs=() pids=() specs=()
-    shift 2
-    while [ "$1" != -- ]; do
-        specs+=("$1")
-        shift
-    done
-    shift
-    port=$((port + 1))
-    for r in $(seq 1 $((np - 1))); do
-        logs[$r]=$(mktemp)
-        env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=$np RINGK_RANK=$r UCX_TLS=ringk,self \
-            timeout 120 "$@" >"${logs[$r]}" 2>&1 &
-        pids[$r]=$!
-    done
-    logs[0]=$(mktemp)
-    env RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=$np RINGK_RANK=0 UCX_TLS=ringk,self \
-        timeout 120 "$@" >"${logs[0]}" 2>&1 || rc=$?
-    for r in $(seq 1 $((np - 1))); do
-        wait ${pids[$r]} || rc=$?
-    done
-    all=$(mktemp)
-    cat "${logs[@]}" >"$all"
-    if why=$(results "$all" "$np" "${specs[@]}" -- "$@") && [ $rc -eq 0 ]; then
-        ok "$name"
-        grep -v -e "^\[" -e "^RESULT " "$all" | sed 's/^/# /'
-    else
-        nok "$name (exit $rc)" "$(cat "$all"; echo "$why")"
-    fi
-    rm -f "${logs[@]}" "$all"
-}
 job "pipeline across 3 processes (RINGK_* bootstrap)" 3 \
     "0: items=100000 workers=4 sum=sequential match=1" -- "$top/examples/pipeline" 100000 4
 job "pipeline across 4 processes (RINGK_* bootstrap)" 4 \

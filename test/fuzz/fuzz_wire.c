@@ -82,8 +82,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             /* a device inbox offered by a kernel is that kernel's, or none at all */
             check(!dir[i].used || ((dir[i].dev.kind == RINGK_DEV_EXPORT_NONE) &&
                                    (dir[i].dev.pid == 0) && (dir[i].dev.inbox_off == 0)) ||
-                  ((dir[i].dev.kind == RINGK_DEV_EXPORT_EMU) &&
+                  (((dir[i].dev.kind == RINGK_DEV_EXPORT_EMU) ||
+                    (dir[i].dev.kind == RINGK_DEV_EXPORT_CUDA)) &&
                    (dir[i].dev.receiver == dir[i].id)));
+            check(memchr(dir[i].dev.busid, '\0', sizeof(dir[i].dev.busid)) != NULL);
         }
         break;
     default:

@@ -96,6 +96,13 @@ typedef struct {
     uint64_t                       file_token;
     uint8_t                       *anon_base;
     size_t                         anon_bytes;
+    /* a CUDA device whose memory other processes of the job may map (ringk_dev_share.c):
+     * the mapped slab is the file's (registered with CUDA), the device memory slab a cuMem
+     * allocation of mem_bytes whose descriptor mem_fd the service hands out */
+    int                            cuda_shared;
+    int                            mem_fd;
+    uint64_t                       mem_bytes;
+    struct ringk_dev_fdsvc        *svc;
     uint32_t                       peer_in;      /* bit j: device kernels of CUDA device j may
                                                     send straight into its device inboxes
                                                     (peer access from j on, native atomics);
@@ -412,13 +419,20 @@ typedef struct {
     uint64_t bytes;   /* the file's size */
 } ringk_dev_slab_file_t;
 
+/* The most device memory a CUDA export may say it has (a directory entry is not trusted). */
+#define RINGK_DEV_EXPORT_MEM_MAX (1ull << 40)
+
 /* Checks the directory entry @a e of a kernel of another process against the size of the file
- * it names, @a file_bytes (all ones before the file is opened): the inbox ring and the control
- * block inside it past its header page, aligned, the geometry one this code understands. 0, or
- * -EINVAL with what is wrong in @a why. */
+ * it names, @a file_bytes (all ones before the file is opened): the inbox ring inside it past
+ * its header page (EMU), or inside the device memory it names (CUDA: mem_bytes, at most
+ * RINGK_DEV_EXPORT_MEM_MAX, a bus id that ends), the control block inside the file past its
+ * header page, aligned, the geometry one this code understands. 0, or -EINVAL with what is
+ * wrong in @a why. */
 static inline int ringk_dev_export_check(const ringk_dev_export_t *e, uint64_t file_bytes,
                                          char *why, size_t why_len)
 {
+    const int cuda   = (e->kind == RINGK_DEV_EXPORT_CUDA);
+    uint64_t in_bytes = cuda ? e->mem_bytes : file_bytes;
     uint64_t ring;
 
     /* a kernel's inbox holds two of its largest messages (ringk_kernel.c) */
@@ -432,13 +446,21 @@ static inline int ringk_dev_export_check(const ringk_dev_export_t *e, uint64_t f
         return -EINVAL;
     }
     ring = ringk_ring_bytes(1u << e->log2_ncells, e->cell_size);
-    if ((e->inbox_off < RINGK_DEV_SLAB_FILE_HDR) || (e->ctl_off < RINGK_DEV_SLAB_FILE_HDR) ||
-        (e->inbox_off % RINGK_RING_LINE) || (e->ctl_off % 64) || (e->inbox_off > file_bytes) ||
-        (ring > file_bytes - e->inbox_off) || (e->ctl_off > file_bytes) ||
-        (sizeof(ringk_dev_ctl_t) > file_bytes - e->ctl_off)) {
-        snprintf(why, why_len, "its inbox (%" PRIu64 " bytes at %" PRIu64 ") or control block "
-                 "(at %" PRIu64 ") is not inside the %" PRIu64 " bytes of its file past the header",
-                 ring, e->inbox_off, e->ctl_off, file_bytes);
+    if (cuda && ((e->mem_bytes > RINGK_DEV_EXPORT_MEM_MAX) ||
+                 (memchr(e->busid, '\0', sizeof(e->busid)) == NULL) || (e->busid[0] == '\0'))) {
+        snprintf(why, why_len, "its device memory (%" PRIu64 " bytes, at most %llu) or GPU's bus "
+                 "id is not one this code takes", e->mem_bytes, RINGK_DEV_EXPORT_MEM_MAX);
+        return -EINVAL;
+    }
+    if (((e->inbox_off < RINGK_DEV_SLAB_FILE_HDR) && !cuda) ||
+        (e->ctl_off < RINGK_DEV_SLAB_FILE_HDR) || (e->inbox_off % RINGK_RING_LINE) ||
+        (e->ctl_off % 64) || (e->inbox_off > in_bytes) || (ring > in_bytes - e->inbox_off) ||
+        (e->ctl_off > file_bytes) || (sizeof(ringk_dev_ctl_t) > file_bytes - e->ctl_off)) {
+        snprintf(why, why_len, "its inbox (%" PRIu64 " bytes at %" PRIu64 ") is not inside the "
+                 "%" PRIu64 " bytes of its %s, or its control block (at %" PRIu64 ") not inside "
+                 "the %" PRIu64 " bytes of its file past the header", ring, e->inbox_off,
+                 in_bytes, cuda ? "device memory" : "file past the header", e->ctl_off,
+                 file_bytes);
         return -EINVAL;
     }
     return 0;
@@ -448,21 +470,70 @@ static inline int ringk_dev_export_check(const ringk_dev_export_t *e, uint64_t f
 struct ringk_dev_rmap {
     struct ringk_dev_rmap *next;
     int                    rank;
+    uint32_t               kind;     /* RINGK_DEV_EXPORT_EMU or _CUDA */
     uint32_t               pid;
     int32_t                fd;
     uint64_t               token;
     uint8_t               *base;
     size_t                 bytes;
     int                    dropped;  /* its routes went back to the host (atomic) */
+    /* CUDA: the file's device address (registered here), the device memory mapped here */
+    uint8_t               *dev_base;
+    uint8_t               *mem_dev;
+    uint64_t               mem_bytes;
 };
+
+/* ---- ringk_dev_share.c ---- */
+
+/* A process hands the descriptor of its CUDA device memory to processes of its user on the
+ * node that ask with the token of its directory: a thread answers on an abstract Unix socket
+ * named after the pid and the token, the descriptor travels by SCM_RIGHTS. */
+typedef struct ringk_dev_fdsvc ringk_dev_fdsvc_t;
+
+/** Starts handing out descriptor @a fd (which stays the caller's) of @a bytes bytes to those who
+ *  name @a token: 0, or -errno with why in @a why. */
+int ringk_dev_fdsvc_start(ringk_dev_fdsvc_t **svc_p, int fd, uint64_t token, uint64_t bytes,
+                          char *why, size_t why_len);
+/** Stops the service (no-op for NULL); how many descriptors it handed out. */
+uint64_t ringk_dev_fdsvc_stop(ringk_dev_fdsvc_t *svc);
+/** Asks process @a pid's service for the descriptor of @a token, waiting up to @a timeout_ms:
+ *  0 with it in *@a fd_p (the caller's, close-on-exec) and its size in *@a bytes_p; -ESRCH no
+ *  such service; -EPERM the answer came from another process or user, or refused the token;
+ *  -ETIMEDOUT; -EPROTO a malformed answer; with why in @a why. */
+int ringk_dev_fdsvc_fetch(uint32_t pid, uint64_t token, int timeout_ms, int *fd_p,
+                          uint64_t *bytes_p, char *why, size_t why_len);
+/** Under ringk_dev_proc.mu, CUDA device @a device's slabs (sizes set) shared with other
+ *  processes: the mapped slab in a sealed memfd registered with CUDA, the device memory a
+ *  cuMem allocation with a descriptor service. 0, or -errno with why in @a why (nothing
+ *  allocated: the caller allocates as for one process). */
+int ringk_dev_cuda_slabs_share(ringk_dev_device_t *device, char *why, size_t why_len);
+/** Under ringk_dev_proc.mu, no kernel of @a device left: frees what
+ *  ringk_dev_cuda_slabs_share() allocated (the file stays mapped where CUDA cannot unregister
+ *  it now; other processes' mappings keep their pages). */
+void ringk_dev_cuda_slabs_unshare(ringk_dev_device_t *device);
+/** A sealed, owner-only memfd of @a bytes with the slab file header, mapped at device->file
+ *  (ringk_dev_remote.c): 0, or -errno with why in @a why. */
+int ringk_dev_slab_file_make(ringk_dev_device_t *device, size_t bytes, char *why,
+                             size_t why_len);
+/** How long a sender waits for another process's descriptor service (connect and answer). */
+#define RINGK_DEV_FDSVC_WAIT_MS 5000
+/** Under ctx->lock: maps what a CUDA export @a e names into map @a m (its file mapped already)
+ *  for CUDA device @a dev (the sender's): registers the file, fetches and maps the device
+ *  memory. 0, or -errno with why in @a why: then nothing is mapped, and m->dev_base is NULL
+ *  unless the file stays registered (CUDA could not unregister it: it must stay mapped). */
+int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_rmap *m,
+                        char *why, size_t why_len);
+/** Undoes ringk_dev_rmap_cuda(): 1, or 0 where the file must stay mapped (CUDA cannot
+ *  unregister it while device kernels run). */
+int ringk_dev_rmap_cuda_free(struct ringk_dev_rmap *m);
 
 /** The RINGK_DEVICE_REMOTE setting: 0 none of this; 1, empty or unset on (the default);
  *  another value is logged and taken as 1. */
 int ringk_dev_remote_on(ringk_ctx_t *ctx);
 /** Under ctx->lock: the slab file of process @a rank that @a e names, mapped (once per file;
- *  never for a process that is gone): 0 with it in *@a map_p, or a negative errno with why in
- *  @a why. */
-int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
+ *  never for a process that is gone), with its device memory for a CUDA export (for a sender
+ *  on CUDA device @a dev): 0 with it in *@a map_p, or a negative errno with why in @a why. */
+int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, int dev, const ringk_dev_export_t *e,
                        struct ringk_dev_rmap **map_p, char *why, size_t why_len);
 /** Under ringk_dev_proc.mu: the emulated device's slabs (sizes set), in a sealed memfd others
  *  of the user may map, or in anonymous memory where that fails (logged): 0 or -ENOMEM. */

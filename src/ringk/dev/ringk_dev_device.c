@@ -146,6 +146,20 @@ static int device_init(ringk_ctx_t *ctx, ringk_dev_device_t *device)
         ringk_dev_relax_end(ops, mode);
         return ret;
     }
+    if ((ctx->job.size > 1) && ringk_dev_remote_on(ctx)) {
+        /* device kernels of the job's other processes may send into its inboxes */
+        if (ringk_dev_cuda_slabs_share(device, why, sizeof(why)) == 0) {
+            ringk_dev_relax_end(ops, mode);
+            ringk_log_msg(ctx, RINGK_LOG_INFO, "CUDA device %d: its device kernels' inboxes "
+                          "are shared with the job's other processes (%zu MiB of cuMem "
+                          "memory, %zu MiB of registered memory)", device->cuda_index,
+                          (size_t)(device->mem_bytes >> 20), device->mapped.size >> 20);
+            return 0;
+        }
+        ringk_log_msg(ctx, RINGK_LOG_INFO, "CUDA device %d: its memory is not shareable (%s): "
+                      "device kernels of other processes send to its kernels through the host",
+                      device->cuda_index, why);
+    }
     if ((ret = ops->alloc_mapped(device->cuda_index, &host, &dev, device->mapped.size, why,
                                  sizeof(why))) != 0) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "CUDA device %d: %s", device->cuda_index, why);
@@ -345,6 +359,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
 {
     ringk_dev_device_t *device;
     unsigned i;
+    int shared;
 
     if (ctx->devs == NULL) {
         return;
@@ -371,13 +386,19 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
         if (device->cuda_index >= 0) {
             device->ops = ringk_dev_ops_live(device->ops);
         }
+        shared = device->cuda_shared;
         if (device->cuda_index < 0) {
             ringk_dev_emu_slabs_free(device);
-        } else if (device->ops != NULL) { /* NULL: no entry left to make the calls with */
+        } else if (shared) {
+            ringk_dev_cuda_slabs_unshare(device); /* libringk's own calls: no entry needed */
+        }
+        if ((device->cuda_index >= 0) && (device->ops != NULL)) { /* NULL: no entry left */
             int mode = ringk_dev_relax_begin(device->ops);
 
-            device->ops->free_device(device->cuda_index, device->mem.dev);
-            device->ops->free_mapped(device->mapped.host);
+            if (!shared) {
+                device->ops->free_device(device->cuda_index, device->mem.dev);
+                device->ops->free_mapped(device->mapped.host);
+            }
             device_streams_destroy(device);
             ringk_dev_relax_end(device->ops, mode);
         }

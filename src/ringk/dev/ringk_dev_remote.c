@@ -15,6 +15,7 @@
 
 #define _GNU_SOURCE
 #include "dev.h"
+#include "core/ringk_cuda.h"
 #include "core/ringk_node.h"
 
 #include <errno.h>
@@ -55,8 +56,8 @@ static uint64_t token_new(void)
     return t | 1; /* never 0: 0 is "not shared" */
 }
 
-/* The slabs in a sealed memfd: 0, or -errno with why in @a why. */
-static int emu_slabs_file(ringk_dev_device_t *device, size_t bytes, char *why, size_t why_len)
+int ringk_dev_slab_file_make(ringk_dev_device_t *device, size_t bytes, char *why,
+                             size_t why_len)
 {
     ringk_dev_slab_file_t *hdr;
     uint8_t *base;
@@ -103,7 +104,7 @@ int ringk_dev_emu_slabs_alloc(ringk_ctx_t *ctx, ringk_dev_device_t *device)
     char why[160];
 
     device->file = NULL;
-    if (emu_slabs_file(device, bytes, why, sizeof(why)) == 0) {
+    if (ringk_dev_slab_file_make(device, bytes, why, sizeof(why)) == 0) {
         base = device->file;
     } else {
         ringk_log_msg(ctx, RINGK_LOG_INFO, "emulated device: its memory is not shareable (%s): "
@@ -143,9 +144,10 @@ static const char *export_refused(ringk_ctx_t *ctx, const ringk_kernel_t *k, cha
     if (!ringk_dev_remote_on(ctx)) {
         return "RINGK_DEVICE_REMOTE=0";
     }
-    if (device->cuda_index >= 0) {
-        snprintf(why, why_len, "a CUDA device's inboxes are not shared with other processes "
-                 "(CUDA device %d)", device->cuda_index);
+    if ((device->cuda_index >= 0) && !device->cuda_shared) {
+        snprintf(why, why_len, "CUDA device %d's memory is not shared with other processes (a "
+                 "process of a job of one, or the sharing failed: logged at its setup)",
+                 device->cuda_index);
         return why;
     }
     if (device->file == NULL) {
@@ -171,8 +173,16 @@ void ringk_exec_dev_export(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_
                       "send to it through the host: %s", k->name, no);
         return;
     }
+    if ((device->cuda_index >= 0) &&
+        !ringk_cuda_ptr_is_device(device->mem.dev, e->busid, sizeof(e->busid))) {
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': device kernels of other processes send "
+                      "to it through the host: CUDA does not name the GPU of its inbox",
+                      k->name);
+        memset(e, 0, sizeof(*e));
+        return;
+    }
     ringk_node_id_get(&node);
-    e->kind         = RINGK_DEV_EXPORT_EMU;
+    e->kind         = (device->cuda_index >= 0) ? RINGK_DEV_EXPORT_CUDA : RINGK_DEV_EXPORT_EMU;
     e->pid          = (uint32_t)getpid();
     e->fd           = device->file_fd;
     e->receiver     = k->id;
@@ -180,7 +190,10 @@ void ringk_exec_dev_export(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_
     e->node[0]      = node.boot;
     e->node[1]      = node.pid_ns;
     e->node[2]      = node.ipc_shm;
-    e->inbox_off    = (uint64_t)((uint8_t*)d->view.inbox.shm - device->file);
+    e->inbox_off    = (device->cuda_index >= 0) ?
+                      (uint64_t)((uint8_t*)d->view.inbox.shm - device->mem.dev) :
+                      (uint64_t)((uint8_t*)d->view.inbox.shm - device->file);
+    e->mem_bytes    = (device->cuda_index >= 0) ? device->mem_bytes : 0;
     e->ctl_off      = (uint64_t)((uint8_t*)d->ctl - device->file);
     e->log2_ncells  = ringk_ring_log2(d->view.inbox.ncells);
     e->cell_size    = d->view.inbox.cell_size;
@@ -191,12 +204,29 @@ void ringk_exec_dev_export(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_
     __atomic_store_n(&ctx->devs->exported, 1, __ATOMIC_RELEASE);
 }
 
-int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
-                    struct ringk_dev_rmap **map_p, char *why, size_t why_len)
+/* The header of the file mapped in @a m must name the exporter of @a e and the token of its
+ * directory entry: 0, or -EINVAL with why in @a why. */
+static int rmap_header_check(const ringk_dev_export_t *e, const struct ringk_dev_rmap *m,
+                             char *why, size_t why_len)
+{
+    const ringk_dev_slab_file_t *hdr = (const ringk_dev_slab_file_t*)m->base;
+
+    if ((__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != RINGK_DEV_SLAB_FILE_MAGIC) ||
+        (hdr->version != RINGK_DEV_SLAB_FILE_VERSION) || (hdr->owner_pid != e->pid) ||
+        (hdr->token != e->token) || (hdr->bytes != m->bytes)) {
+        snprintf(why, why_len, "/proc/%" PRIu32 "/fd/%d is not the device memory the directory "
+                 "names (header of pid %" PRIu32 ", %" PRIu64 " bytes, token %s)", e->pid, e->fd,
+                 hdr->owner_pid, hdr->bytes, (hdr->token == e->token) ? "equal" : "differs");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, int dev, const ringk_dev_export_t *e,
+                       struct ringk_dev_rmap **map_p, char *why, size_t why_len)
 {
     struct ringk_dev_rmap *m;
     ringk_peer_err_t perr;
-    const ringk_dev_slab_file_t *hdr;
     struct stat st;
     char link[128];
     int fd, seals, err;
@@ -206,8 +236,9 @@ int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
         return -ESRCH;
     }
     for (m = ctx->devs->rmaps; m != NULL; m = m->next) {
-        if ((m->rank == rank) && (m->pid == e->pid) && (m->fd == e->fd) &&
-            (m->token == e->token)) {
+        if ((m->rank == rank) && (m->kind == e->kind) && (m->pid == e->pid) &&
+            (m->fd == e->fd) && (m->token == e->token) &&
+            ((e->kind != RINGK_DEV_EXPORT_CUDA) || (m->mem_bytes == e->mem_bytes))) {
             *map_p = m;
             return 0;
         }
@@ -247,19 +278,17 @@ int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, const ringk_dev_export_t *e,
         return err;
     }
     m->bytes = (size_t)st.st_size;
-    hdr      = (const ringk_dev_slab_file_t*)m->base;
-    /* the file's own header must name the exporter and the token of its directory entry */
-    if ((__atomic_load_n(&hdr->magic, __ATOMIC_ACQUIRE) != RINGK_DEV_SLAB_FILE_MAGIC) ||
-        (hdr->version != RINGK_DEV_SLAB_FILE_VERSION) || (hdr->owner_pid != e->pid) ||
-        (hdr->token != e->token) || (hdr->bytes != m->bytes)) {
-        snprintf(why, why_len, "/proc/%" PRIu32 "/fd/%d is not the device memory the directory "
-                 "names (header of pid %" PRIu32 ", %" PRIu64 " bytes, token %s)", e->pid, e->fd,
-                 hdr->owner_pid, hdr->bytes, (hdr->token == e->token) ? "equal" : "differs");
-        munmap(m->base, m->bytes);
+    if (((err = rmap_header_check(e, m, why, why_len)) != 0) ||
+        ((e->kind == RINGK_DEV_EXPORT_CUDA) &&
+         ((err = ringk_dev_rmap_cuda(dev, e, m, why, why_len)) != 0))) {
+        if (m->dev_base == NULL) { /* else CUDA still has it registered: it stays mapped */
+            munmap(m->base, m->bytes);
+        }
         free(m);
-        return -EINVAL;
+        return err;
     }
     m->rank  = rank;
+    m->kind  = e->kind;
     m->pid   = e->pid;
     m->fd    = e->fd;
     m->token = e->token;
@@ -445,7 +474,11 @@ void ringk_dev_remote_unmap(ringk_devs_t *devs)
 
     while ((m = devs->rmaps) != NULL) {
         devs->rmaps = m->next;
-        munmap(m->base, m->bytes);
+        /* a file CUDA cannot unregister now stays mapped (unmapped, pages CUDA holds pinned
+         * could be mapped at that address again) */
+        if ((m->kind != RINGK_DEV_EXPORT_CUDA) || ringk_dev_rmap_cuda_free(m)) {
+            munmap(m->base, m->bytes);
+        }
         free(m);
     }
 }

@@ -8,21 +8,25 @@
 
 #define _GNU_SOURCE
 #include "dev.h"
+#include "core/ringk_cuda.h"
 #include "core/ringk_node.h"
 
 #include <inttypes.h>
 #include <string.h>
+#include <strings.h>
 
 /* Whether device kernel @a s may write device kernel @a t's inbox: the same device, or another
  * GPU whose inboxes take sends of s's (peer access, native atomics: ringk_dev_device_t.peer_in,
  * decided at a device's setup) where t's inbox was made with system-scope atomics (one made
- * before the pair was turned on keeps device scope, and sends to it go through the host). */
+ * before the pair was turned on keeps device scope, and sends to it go through the host) and
+ * is not cuMem memory shared with other processes (peer access does not reach that: only its
+ * own GPU has access to it). */
 static int dev_reaches(const ringk_dev_host_t *s, const ringk_dev_host_t *t)
 {
     int from = s->device->cuda_index;
 
     return (t->device == s->device) ||
-           ((from >= 0) && (t->device->cuda_index >= 0) &&
+           ((from >= 0) && (t->device->cuda_index >= 0) && !t->device->cuda_shared &&
             (__atomic_load_n(&t->device->peer_in, __ATOMIC_RELAXED) & (1u << from)) &&
             (t->view.inbox.scope == RINGK_RING_SCOPE_SYSTEM));
 }
@@ -76,6 +80,59 @@ void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone)
     }
 }
 
+/* Why device kernel of device @a sd cannot write the device memory export @a e names: NULL
+ * where it can (the emulated device's into an emulated device's; a GPU's into memory on that
+ * same GPU: no peer access between processes' contexts is asked for). */
+static const char *remote_device_mismatch(const ringk_dev_device_t *sd,
+                                          const ringk_dev_export_t *e, char *why, size_t why_len)
+{
+    char busid[16] = "";
+
+    if ((e->kind == RINGK_DEV_EXPORT_EMU) && (sd->cuda_index >= 0)) {
+        snprintf(why, why_len, "this kernel runs on CUDA device %d, which cannot write the "
+                 "emulated device's memory of another process", sd->cuda_index);
+        return why;
+    }
+    if ((e->kind == RINGK_DEV_EXPORT_CUDA) && (sd->cuda_index < 0)) {
+        return "its inbox is on a GPU, this kernel runs on the emulated device";
+    }
+    if (e->kind == RINGK_DEV_EXPORT_CUDA) {
+        if (!ringk_cuda_ptr_is_device(sd->mem.dev, busid, sizeof(busid))) {
+            snprintf(why, why_len, "CUDA does not name the GPU of CUDA device %d",
+                     sd->cuda_index);
+            return why;
+        }
+        if (strncasecmp(busid, e->busid, sizeof(busid)) != 0) {
+            snprintf(why, why_len, "its inbox is on the GPU at %.15s, this kernel runs on the "
+                     "one at %s", e->busid, busid);
+            return why;
+        }
+    }
+    return NULL;
+}
+
+/* Whether the inbox export @a e names, in map @a m, has the header of the ring it says: read
+ * in place from a file, copied from device memory. */
+static int remote_inbox_is(const struct ringk_dev_rmap *m, const ringk_dev_export_t *e)
+{
+    const uint64_t ring = ringk_ring_bytes(1u << e->log2_ncells, e->cell_size);
+    uint8_t hdr[RINGK_RING_HDR_BYTES] __attribute__((aligned(RINGK_RING_LINE)));
+    ringk_ring_t view;
+    const void *at = m->base + e->inbox_off;
+    char why[160];
+
+    if (m->kind == RINGK_DEV_EXPORT_CUDA) {
+        if (ringk_cuda_copy(hdr, m->mem_dev + e->inbox_off, sizeof(hdr), why,
+                            sizeof(why)) != 0) {
+            return 0;
+        }
+        at = hdr;
+    }
+    /* the ring's header only is read: its size, checked, is the export's */
+    return (ringk_ring_attach(&view, (void*)at, ring) == 0) &&
+           (view.ncells == (1u << e->log2_ncells)) && (view.cell_size == e->cell_size);
+}
+
 /* Why kernel @a s's route @a j to kernel @a name of process @a rank, which exported @a e,
  * cannot be direct: NULL when it can, with its target in @a t and the mapping in *@a map_p. */
 static const char *remote_target(ringk_ctx_t *ctx, ringk_kernel_t *s, int rank,
@@ -84,17 +141,16 @@ static const char *remote_target(ringk_ctx_t *ctx, ringk_kernel_t *s, int rank,
 {
     ringk_node_id_t here, there;
     const ringk_dev_ctl_t *ctl;
-    ringk_ring_t view;
+    const char *no;
     char same[96];
 
     if (e->kind == RINGK_DEV_EXPORT_NONE) {
-        return "it does not share its inbox (a CPU kernel, a CUDA device's, one that "
-               "subscribes to some kernels only, or RINGK_DEVICE_REMOTE=0 there)";
+        return "it does not share its inbox (a CPU kernel, a CUDA device's in a process of a "
+               "job of one, one that subscribes to some kernels only, or RINGK_DEVICE_REMOTE=0 "
+               "there)";
     }
-    if (s->dev->device->cuda_index >= 0) {
-        snprintf(why, why_len, "this kernel runs on CUDA device %d, which cannot write the "
-                 "emulated device's memory of another process", s->dev->device->cuda_index);
-        return why;
+    if ((no = remote_device_mismatch(s->dev->device, e, why, why_len)) != NULL) {
+        return no;
     }
     ringk_node_id_get(&here);
     there.boot    = e->node[0];
@@ -107,21 +163,24 @@ static const char *remote_target(ringk_ctx_t *ctx, ringk_kernel_t *s, int rank,
     if (ringk_dev_export_check(e, ~(uint64_t)0, why, why_len) != 0) {
         return why;
     }
-    if (ringk_dev_rmap_get(ctx, rank, e, map_p, why, why_len) != 0) {
+    if (ringk_dev_rmap_get(ctx, rank, s->dev->device->cuda_index, e, map_p, why, why_len) != 0) {
         return why;
     }
     if ((ringk_dev_export_check(e, (*map_p)->bytes, why, why_len) != 0)) {
         return why;
     }
-    /* what the file holds there must be that inbox and that control block */
+    if (((*map_p)->kind == RINGK_DEV_EXPORT_CUDA) && ((*map_p)->mem_bytes != e->mem_bytes)) {
+        snprintf(why, why_len, "its directory entry says %" PRIu64 " bytes of device memory, "
+                 "%" PRIu64 " are mapped", e->mem_bytes, (*map_p)->mem_bytes);
+        return why;
+    }
+    /* what the memory holds there must be that inbox and that control block */
     ctl = (const ringk_dev_ctl_t*)((*map_p)->base + e->ctl_off);
-    if ((ringk_ring_attach(&view, (*map_p)->base + e->inbox_off,
-                           (*map_p)->bytes - e->inbox_off) != 0) ||
-        (view.ncells != (1u << e->log2_ncells)) || (view.cell_size != e->cell_size) ||
-        (ctl->magic != RINGK_DEV_CTL_MAGIC) || (ctl->abi != RINGK_DEV_ABI) ||
-        (ctl->id != e->receiver)) {
-        snprintf(why, why_len, "its inbox or control block in /proc/%" PRIu32 "/fd/%d is not "
-                 "what its directory entry says", e->pid, e->fd);
+    if (!remote_inbox_is(*map_p, e) || (ctl->magic != RINGK_DEV_CTL_MAGIC) ||
+        (ctl->abi != RINGK_DEV_ABI) || (ctl->id != e->receiver)) {
+        snprintf(why, why_len, "its inbox or control block in /proc/%" PRIu32 "/fd/%d%s is not "
+                 "what its directory entry says", e->pid, e->fd,
+                 ((*map_p)->kind == RINGK_DEV_EXPORT_CUDA) ? " and its device memory" : "");
         return why;
     }
     memset(t, 0, sizeof(*t));
@@ -131,6 +190,13 @@ static const char *remote_target(ringk_ctx_t *ctx, ringk_kernel_t *s, int rank,
     t->cell_size    = e->cell_size;
     t->event_driven = (e->event_driven != 0);
     t->scope        = RINGK_RING_SCOPE_SYSTEM;
+    if ((*map_p)->kind == RINGK_DEV_EXPORT_CUDA) {
+        /* the sender's GPU writes the device memory and the file as registered here; the
+         * target's host cannot read its inbox to repair it: no marks (ringk_dev_remote.c) */
+        t->inbox = (*map_p)->mem_dev + e->inbox_off;
+        t->ctl   = (ringk_dev_ctl_t*)((*map_p)->dev_base + e->ctl_off);
+        return NULL;
+    }
     t->marks        = 1;
     t->inbox        = (*map_p)->base + e->inbox_off;
     t->ctl          = (ringk_dev_ctl_t*)((*map_p)->base + e->ctl_off);

@@ -103,8 +103,9 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
                     RINGK_CELL);
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
     /* device scope while only kernels of this device write it; system scope where kernels of
-     * other GPUs may (peer access, device->peer_in) */
-    d->view.inbox.scope = (__atomic_load_n(&device->peer_in, __ATOMIC_RELAXED) != 0) ?
+     * other GPUs (peer access, device->peer_in) or of other processes (cuda_shared) may */
+    d->view.inbox.scope = ((__atomic_load_n(&device->peer_in, __ATOMIC_RELAXED) != 0) ||
+                           device->cuda_shared) ?
                           RINGK_RING_SCOPE_SYSTEM : RINGK_RING_SCOPE_DEVICE;
     d->view.stage       = md + in_bytes;
     if (mh != NULL) {

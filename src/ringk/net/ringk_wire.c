@@ -85,6 +85,7 @@ void ringk_wire_dir_fix(dir_entry_t *entries, size_t n)
         dir_entry_t *e = &entries[i];
 
         e->name[RINGK_NAME_MAX - 1] = '\0';
+        e->dev.busid[sizeof(e->dev.busid) - 1] = '\0';
         if (!e->used) {
             continue;
         }
@@ -93,7 +94,8 @@ void ringk_wire_dir_fix(dir_entry_t *entries, size_t n)
             continue;
         }
         e->window = (e->window < 1) ? 1 : (e->window > 65536) ? 65536 : e->window;
-        if ((e->dev.kind != RINGK_DEV_EXPORT_EMU) || (e->dev.receiver != e->id)) {
+        if (((e->dev.kind != RINGK_DEV_EXPORT_EMU) && (e->dev.kind != RINGK_DEV_EXPORT_CUDA)) ||
+            (e->dev.receiver != e->id)) {
             memset(&e->dev, 0, sizeof(e->dev));
         }
     }
