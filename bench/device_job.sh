@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Device kernel to device kernel between two processes of a job, against the same kernels in
 # one process, on the emulated device (host threads standing in for GPU blocks: the cost of
-# the protocol and of the host path, not of a GPU), side by side in one run. Each round runs
-# the three ways back to back (interleaved); after ROUNDS rounds it prints medians and ratios.
+# the protocol and of the host path, not of a GPU), or with -g on GPU 0 (both processes' kernels
+# on the one GPU: without MPS the GPU gives each process time slices), side by side in one run.
+# Each round runs the three ways back to back (interleaved); after ROUNDS rounds it prints
+# medians and ratios.
 #
-#   bench/device_job.sh [BUILDDIR]          (default _build; ROUNDS=5, N=20000, M=200000)
+#   bench/device_job.sh [-g] [BUILDDIR]     (default _build; ROUNDS=5, N=20000, M=200000)
 #
 #   same     "a", "b", "sink" in one process: device inbox to device inbox
 #   direct   "a" in rank 0, "b" and "sink" in rank 1: a and b write each other's device
@@ -17,13 +19,20 @@
 # direct sends: all, all, none) and no message out of order.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+where="emulated device"
+kind=emu
+if [ "${1:-}" = -g ]; then
+    where="GPU 0"
+    kind=gpu
+    shift
+fi
 build=${1:-$top/_build}
 rounds=${ROUNDS:-5}
 n=${N:-20000}
 m=${M:-200000}
-prog=$build/bench/device_job_emu
+prog=$build/bench/device_job_$kind
 run=$build/contrib/ringk-run
-[ -x "$prog" ] && [ -x "$run" ] || { echo "bench: build first (bash contrib/build.sh _build)" >&2; exit 1; }
+[ -x "$prog" ] && [ -x "$run" ] || { echo "bench: build first (bash contrib/build.sh _build; -g: with CUDA)" >&2; exit 1; }
 port=$((20000 + ($$ % 10000)))
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -78,7 +87,7 @@ median() {
 for way in same direct host; do
     eval "lat_$way=$(median "$out/$way" 1) tput_$way=$(median "$out/$way" 2)"
 done
-echo "device kernel to device kernel, emulated device, medians of $rounds interleaved rounds"
+echo "device kernel to device kernel, $where, medians of $rounds interleaved rounds"
 printf '  %-8s one-way latency %8.3f us   throughput %7.3f Mmsg/s\n' \
     same "$lat_same" "$tput_same" direct "$lat_direct" "$tput_direct" host "$lat_host" "$tput_host"
 awk -v ls="$lat_same" -v ld="$lat_direct" -v lh="$lat_host" \

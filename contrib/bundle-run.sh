@@ -21,8 +21,9 @@
 #                          test_examples.sh with the nvcc-built examples, and
 #                          test_job_gpu.sh), one at a time, and
 #                          the count of GPU test cases executed; bench: bench/device_bench,
-#                          bench/p2pq_bench, bench/gpu_rma, bench/peer_copy and
-#                          bench/small_copy; sanitizer: compute-sanitizer on
+#                          bench/p2pq_bench, bench/gpu_rma, bench/peer_copy,
+#                          bench/small_copy and bench/device_job.sh -g (also under
+#                          MPS where it starts); sanitizer: compute-sanitizer on
 #                          the GPU ping-pong;
 #                          check: the other tests of 'make check' (last: they need no GPU)
 #   RINGK_BUNDLE_DEADLINE  seconds this run may take in all (default 570)
@@ -266,6 +267,8 @@ p2pq_bench|P2P queue (bench/p2pq_bench)
 gpu_rma|GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower)
 peer_copy|peer-copy benchmark (bench/peer_copy; x d2d, x staged_raw: time ratios)
 small_copy|small copies (bench/small_copy; x copy: SM stores' time over the copy engine's)
+device_job|device kernels of two processes on the GPU (bench/device_job.sh -g)
+device_job_mps|the same under MPS (bench/device_job.sh -g)
 BENCHES
     } > "$report/report.txt"
     {
@@ -518,6 +521,35 @@ if [ $built = 1 ] && stage bench; then
     else
         skipped "small-copy benchmark (bench/small_copy)" "built without CUDA"
     fi
+    # device kernels of two processes on the GPU, one writing the other's inbox, against one
+    # process and against the hosts' path; without MPS the GPU gives each process time slices
+    if [ -x "$build/bench/device_job_gpu" ] && [ -n "$src" ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "two-process K2K benchmark (bench/device_job.sh -g)" 150 bash -c \
+            'ROUNDS=3 N=1000 M=20000 bash "$1/bench/device_job.sh" -g "$2" > "$3" 2>&1' _ \
+            "$src" "$build" "$report/device_job.txt"
+    else
+        skipped "two-process K2K benchmark (bench/device_job.sh -g)" "built without CUDA"
+    fi
+    # the same with both processes' kernels resident together: an MPS control daemon of this
+    # run's own (its pipe and log directories private to it), quit afterwards; a skip where it
+    # does not start
+    if [ -x "$build/bench/device_job_gpu" ] && [ -n "$src" ] &&
+       command -v nvidia-cuda-mps-control >/dev/null; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "two-process K2K benchmark under MPS (bench/device_job.sh -g)" 150 bash -c \
+            'd=$(mktemp -d) && mkdir -p "$d/pipe" "$d/log" || exit 1
+             export CUDA_MPS_PIPE_DIRECTORY=$d/pipe CUDA_MPS_LOG_DIRECTORY=$d/log
+             nvidia-cuda-mps-control -d || { echo "MPS did not start"; exit 77; }
+             ROUNDS=3 N=1000 M=20000 bash "$1/bench/device_job.sh" -g "$2" > "$3" 2>&1
+             rc=$?
+             echo quit | nvidia-cuda-mps-control
+             cat "$d"/log/* 2>/dev/null | tail -n 20
+             exit $rc' _ "$src" "$build" "$report/device_job_mps.txt"
+    else
+        skipped "two-process K2K benchmark under MPS (bench/device_job.sh -g)" \
+            "no CUDA build or no nvidia-cuda-mps-control"
+    fi
 fi
 if [ $built = 1 ] && stage sanitizer; then
     cur_stage=sanitizer
@@ -570,7 +602,7 @@ pack_logs() {
     local loose fails
     loose=$(cd "$report" && ls test-suite*.log sanitizer-*.txt ringk_info.json \
                                device_bench*.txt gpu_rma.txt peer_copy.txt p2pq_bench.txt \
-                               small_copy.txt \
+                               small_copy.txt device_job*.txt \
                                2>/dev/null)
     fails=$(printf '%s\n' "${tests[@]}" | awk -F'\t' '$1 ~ /^(FAIL|ERROR|XPASS)$/ {
                 split($2, w, " "); print w[1] ".log" }' | sort -u |

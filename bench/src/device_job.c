@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Device kernel to device kernel between two processes, against the same kernels in one
  * process, on the emulated device (the ring kernels of device_bench_ring.cu compiled as host
- * C). Run by bench/device_job.sh, which interleaves the three ways and prints medians:
+ * C: device_job_emu) or, built with BENCH_GPU (device_job_gpu), on GPU 0 (the kernels compiled
+ * by nvcc; their words in mapped memory, the sink's state in device memory, read back once its
+ * kernels are gone). Run by bench/device_job.sh, which interleaves the three ways and prints
+ * medians:
  *   one process (no RINGK_SIZE): "a", "b" and "sink" in it, device inbox to device inbox;
  *   a job of two: "a" in rank 0, "b" and "sink" in rank 1: a writes b's and sink's device
  *   inboxes in the other process directly, or, with RINGK_DEVICE_REMOTE=0, through both hosts.
@@ -25,8 +28,14 @@
 #define DIE(...) do { fprintf(stderr, "device_job: " __VA_ARGS__); fputc('\n', stderr); \
                       exit(1); } while (0)
 
-static uint64_t a_done, sink_done, done_msg, far_errors;
-static bench_sink_t sink_st = {.done = &sink_done};
+static uint64_t done_msg, far_errors;
+/* what the kernels store and the host polls (a_done, sink_done), and the kernels' arguments */
+static uint64_t *a_done, *sink_done;
+static void *a_arg, *sink_arg;
+#ifndef BENCH_GPU
+static uint64_t a_done_v, sink_done_v;
+static bench_sink_t sink_st = {.done = &sink_done_v};
+#endif
 
 static double now(void)
 {
@@ -92,13 +101,54 @@ static void send_a(ringk_ctx_t *ctx, const bench_ball_t *ball)
     }
 }
 
-/* The far side: "b" and "sink" (rank 1 of a job, or the one process). */
-static void far_side(ringk_ctx_t *ctx)
+/* The far side: "b" and "sink" (rank 1 of a job, or the one process), in @a k. */
+static void far_side(ringk_ctx_t *ctx, ringk_kernel_t **k)
 {
     static const char *const to_a[] = {"a", NULL};
 
-    dev_kernel(ctx, "b", &bench_echo_entry, to_a, NULL);
-    dev_kernel(ctx, "sink", &bench_sink_entry, NULL, &sink_st);
+    k[0] = dev_kernel(ctx, "b", &bench_echo_entry, to_a, NULL);
+    k[1] = dev_kernel(ctx, "sink", &bench_sink_entry, NULL, sink_arg);
+}
+
+/* The words and the sink's state, before any kernel runs. */
+static void words_init(void)
+{
+#ifdef BENCH_GPU
+    bench_sink_t s0 = {0, 0, 0, NULL};
+    char gpu[256];
+    int ndev = 0;
+
+    if ((bench_cuda_init(&ndev, gpu, sizeof(gpu)) != 0) || (ndev == 0)) {
+        DIE("no usable CUDA device");
+    }
+    a_done    = bench_mapped_alloc(sizeof(uint64_t), &a_arg);
+    sink_done = bench_mapped_alloc(sizeof(uint64_t), (void**)&s0.done);
+    sink_arg  = bench_device_alloc(sizeof(s0));
+    if ((a_done == NULL) || (sink_done == NULL) || (sink_arg == NULL) ||
+        (bench_copy_to_device(sink_arg, &s0, sizeof(s0)) != 0)) {
+        DIE("CUDA allocations failed");
+    }
+#else
+    a_done    = a_arg = &a_done_v;
+    sink_done = &sink_done_v;
+    sink_arg  = &sink_st;
+#endif
+}
+
+/* Messages out of order at the sink, read once no kernel of the process runs (on a GPU a copy
+ * would wait for them). */
+static uint64_t sink_errors(void)
+{
+#ifdef BENCH_GPU
+    bench_sink_t s;
+
+    if (bench_copy_from_device(&s, sink_arg, sizeof(s)) != 0) {
+        DIE("the sink's state could not be read back");
+    }
+    return s.errors;
+#else
+    return sink_st.errors;
+#endif
 }
 
 int main(int argc, char **argv)
@@ -112,10 +162,11 @@ int main(int argc, char **argv)
     ringk_ctx_params_t cp = {.field_mask = 0};
     uint64_t n = 20000, m = 200000;
     bench_ball_t ball = {BENCH_OP_BALL, 0, 100};
-    ringk_kernel_t *a = NULL, *done;
+    ringk_kernel_t *a = NULL, *done, *far[2] = {NULL, NULL};
     ringk_ctx_t *ctx;
     double t0, lat, tput;
     int opt, rank, size;
+    uint64_t errors;
 
     while ((opt = getopt(argc, argv, "n:m:")) != -1) {
         if (opt == 'n') {
@@ -126,16 +177,20 @@ int main(int argc, char **argv)
             DIE("usage: device_job [-n N] [-m M]");
         }
     }
-    if ((n <= ball.limit) || (m == 0) || (ringk_ctx_create(&cp, &ctx) != 0)) {
-        DIE("bad arguments (N > 100, M > 0) or no context");
+    if ((n <= ball.limit) || (m == 0)) {
+        DIE("bad arguments (N > 100, M > 0)");
+    }
+    words_init();
+    if (ringk_ctx_create(&cp, &ctx) != 0) {
+        DIE("no context");
     }
     rank = ringk_ctx_rank(ctx);
     size = ringk_ctx_size(ctx);
     if ((size == 1) || (rank == 1)) {
-        far_side(ctx);
+        far_side(ctx, far);
     }
     if (rank == 0) {
-        a = dev_kernel(ctx, "a", &bench_k2k_a_entry, to_b_sink, &a_done);
+        a = dev_kernel(ctx, "a", &bench_k2k_a_entry, to_b_sink, a_arg);
         if (ringk_kernel_create(ctx, &dp, &done) != 0) {
             DIE("kernel 'done' not created");
         }
@@ -146,9 +201,13 @@ int main(int argc, char **argv)
     if (rank == 1) {
         uint64_t v[2];
 
-        wait_for(&sink_done, m, "the sink's messages");
-        v[0] = sink_done;
-        v[1] = sink_st.errors;
+        wait_for(sink_done, m, "the sink's messages");
+        /* the sink's state is read once its kernels are gone (the ping-pong is over) */
+        if ((ringk_kernel_terminate(far[1]) != 0) || (ringk_kernel_terminate(far[0]) != 0)) {
+            DIE("rank 1's kernels did not terminate");
+        }
+        v[0] = *sink_done;
+        v[1] = sink_errors();
         if (ringk_send(ctx, NULL, "done", RINGK_MSG_DATA, v, sizeof(v), RINGK_WAIT_FOREVER) != 0) {
             DIE("rank 1 could not tell rank 0");
         }
@@ -156,25 +215,25 @@ int main(int argc, char **argv)
         return 0;
     }
     send_a(ctx, &ball);
-    wait_for(&a_done, ball.limit, "warm-up ping-pong");
+    wait_for(a_done, ball.limit, "warm-up ping-pong");
     ball.limit = n;
     t0 = now();
     send_a(ctx, &ball);
-    wait_for(&a_done, n, "ping-pong");
+    wait_for(a_done, n, "ping-pong");
     lat = (now() - t0) * 1e6 / (2.0 * (double)n);
     ball.op    = BENCH_OP_BURST;
     ball.limit = m;
     t0 = now();
     send_a(ctx, &ball);
-    wait_for((size == 1) ? &sink_done : &done_msg, (size == 1) ? m : 1, "the burst");
+    wait_for((size == 1) ? sink_done : &done_msg, (size == 1) ? m : 1, "the burst");
     tput = (double)m / (now() - t0) / 1e6;
     if (ringk_kernel_stats_query(a, &st) != 0) {
         DIE("no statistics of 'a'");
     }
+    ringk_ctx_destroy(ctx);
+    errors = (size == 1) ? sink_errors() : far_errors;
     printf("RESULT device_job size=%d lat_us=%.3f tput_mmsg=%.3f sent=%llu direct=%llu "
            "errors=%llu\n", size, lat, tput, (unsigned long long)st.msgs_out,
-           (unsigned long long)st.sent_direct,
-           (unsigned long long)((size == 1) ? sink_st.errors : far_errors));
-    ringk_ctx_destroy(ctx);
+           (unsigned long long)st.sent_direct, (unsigned long long)errors);
     return 0;
 }
