@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -208,4 +209,49 @@ const char *ringk_node_proc_stat(int pid, char *buf, size_t len)
     }
     buf[n] = '\0';
     return strrchr(buf, ')');
+}
+
+ssize_t ringk_node_recv_fd(int s, void *buf, size_t len, int *fd_p, int *nfd_p, int *flags_p)
+{
+    union {
+        char           buf[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } cbuf;
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    struct msghdr mh;
+    struct cmsghdr *cm;
+    size_t i;
+    ssize_t n;
+    int got;
+
+    *fd_p  = -1;
+    *nfd_p = 0;
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov        = &iov;
+    mh.msg_iovlen     = 1;
+    mh.msg_control    = cbuf.buf;
+    mh.msg_controllen = sizeof(cbuf.buf);
+    do {
+        n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    } while ((n < 0) && (errno == EINTR));
+    if (n < 0) {
+        *flags_p = 0;
+        return -errno;
+    }
+    *flags_p = mh.msg_flags;
+    for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+        if ((cm->cmsg_level != SOL_SOCKET) || (cm->cmsg_type != SCM_RIGHTS)) {
+            continue;
+        }
+        for (i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+            memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            if (*fd_p < 0) {
+                *fd_p = got;
+            } else {
+                close(got);
+            }
+            (*nfd_p)++;
+        }
+    }
+    return n;
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 /**
  * The identity of this process's node as seen for shared memory: the kernel boot id, the PID
@@ -69,5 +70,14 @@ typedef enum {
  */
 int ringk_node_open_peer(uint32_t pid, int fd, int flags, const char *name, struct stat *st,
                          char *link, size_t link_len, ringk_peer_err_t *err_p);
+
+/**
+ * Receives one message of at most @a len bytes into @a buf from Unix socket @a s without
+ * waiting (MSG_DONTWAIT; EINTR retried), with the descriptors it carries (SCM_RIGHTS,
+ * close-on-exec): the first in *@a fd_p (-1 if none), any others closed; how many came in
+ * *@a nfd_p, the message's flags (MSG_TRUNC, MSG_CTRUNC) in *@a flags_p.
+ * @return the message's length, or -errno (-EAGAIN: nothing there).
+ */
+ssize_t ringk_node_recv_fd(int s, void *buf, size_t len, int *fd_p, int *nfd_p, int *flags_p);
 
 #endif

@@ -11,6 +11,7 @@
 
 #define _GNU_SOURCE
 #include "dev.h"
+#include "core/ringk_node.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -195,53 +196,24 @@ uint64_t ringk_dev_fdsvc_stop(ringk_dev_fdsvc_t *svc)
 static int fdsvc_recv(int c, uint64_t token, int timeout_ms, int *fd_p, uint64_t *bytes_p,
                       char *why, size_t why_len)
 {
-    union {
-        char           buf[CMSG_SPACE(2 * sizeof(int))];
-        struct cmsghdr align;
-    } u;
     struct pollfd pf = { .fd = c, .events = POLLIN };
     fdsvc_ans_t ans;
-    struct iovec iov = { .iov_base = &ans, .iov_len = sizeof(ans) };
-    struct msghdr mh;
-    struct cmsghdr *cm;
-    int fds[2] = { -1, -1 }, nfd = 0, i;
+    int fd, nfd, flags;
     ssize_t n;
 
     if (poll(&pf, 1, timeout_ms) <= 0) {
         snprintf(why, why_len, "no answer within %d ms", timeout_ms);
         return -ETIMEDOUT;
     }
-    memset(&mh, 0, sizeof(mh));
-    mh.msg_iov        = &iov;
-    mh.msg_iovlen     = 1;
-    mh.msg_control    = u.buf;
-    mh.msg_controllen = sizeof(u.buf);
-    n = recvmsg(c, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    for (cm = (n >= 0) ? CMSG_FIRSTHDR(&mh) : NULL; cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-        if ((cm->cmsg_level == SOL_SOCKET) && (cm->cmsg_type == SCM_RIGHTS)) {
-            for (i = 0; CMSG_LEN((i + 1) * sizeof(int)) <= cm->cmsg_len; i++) {
-                int got;
-
-                memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                if (nfd < 2) {
-                    fds[nfd] = got;
-                } else {
-                    close(got);
-                }
-                nfd++;
-            }
-        }
-    }
+    n = ringk_node_recv_fd(c, &ans, sizeof(ans), &fd, &nfd, &flags);
     if ((n == (ssize_t)sizeof(ans)) && (ans.magic == FDSVC_MAGIC) && (ans.status == 0) &&
-        (ans.token == token) && (nfd == 1) && !(mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC))) {
-        *fd_p    = fds[0];
+        (ans.token == token) && (nfd == 1) && !(flags & (MSG_CTRUNC | MSG_TRUNC))) {
+        *fd_p    = fd;
         *bytes_p = ans.bytes;
         return 0;
     }
-    for (i = 0; i < 2; i++) {
-        if (fds[i] >= 0) {
-            close(fds[i]);
-        }
+    if (fd >= 0) {
+        close(fd);
     }
     if ((n == (ssize_t)sizeof(ans)) && (ans.magic == FDSVC_MAGIC) && (ans.status != 0)) {
         snprintf(why, why_len, "refused (%s)", strerror(-ans.status));

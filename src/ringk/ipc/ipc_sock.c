@@ -6,6 +6,7 @@
 
 #include "ipc.h"
 #include "../ringk_log.h"
+#include <core/ringk_node.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -48,15 +49,8 @@ int ipc_sock_send(ringk_ipc_channel_t *ch, const ipc_wire_t *w, int fd)
  * -EPROTO. */
 int ipc_sock_recv(ringk_ipc_channel_t *ch, ipc_wire_t *w, int *fd_p, uint64_t deadline)
 {
-    union {
-        char           buf[CMSG_SPACE(4 * sizeof(int))];
-        struct cmsghdr align;
-    } cbuf;
-    struct iovec iov = {w, sizeof(*w)};
-    struct msghdr mh;
-    struct cmsghdr *cm;
     struct pollfd pfd = {ch->fd, POLLIN, 0};
-    int fds[4], nfd = 0, i, ret;
+    int fd, nfd, flags, ret;
     ssize_t n;
 
     *fd_p = -1;
@@ -66,42 +60,25 @@ int ipc_sock_recv(ringk_ipc_channel_t *ch, ipc_wire_t *w, int *fd_p, uint64_t de
     if (ret == 0) {
         return -EAGAIN;
     }
-    memset(&mh, 0, sizeof(mh));
-    mh.msg_iov        = &iov;
-    mh.msg_iovlen     = 1;
-    mh.msg_control    = cbuf.buf;
-    mh.msg_controllen = sizeof(cbuf.buf);
-    do {
-        n = recvmsg(ch->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    } while ((n < 0) && (errno == EINTR));
-    if ((n < 0) && (errno == EAGAIN)) {
+    n = ringk_node_recv_fd(ch->fd, w, sizeof(*w), &fd, &nfd, &flags);
+    if (n == -EAGAIN) {
         return -EAGAIN;
     }
-    if ((n == 0) || ((n < 0) && (errno == ECONNRESET))) {
+    if ((n == 0) || (n == -ECONNRESET)) {
         return ipc_peer_gone(ch);
     }
     if (n < 0) {
-        return ipc_channel_fail(ch, -errno, "recvmsg: %s", strerror(errno));
+        return ipc_channel_fail(ch, (int)n, "recvmsg: %s", strerror((int)-n));
     }
-    for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-        if ((cm->cmsg_level != SOL_SOCKET) || (cm->cmsg_type != SCM_RIGHTS)) {
-            continue;
-        }
-        for (i = 0; (size_t)i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-            if (nfd < 4) {
-                memcpy(&fds[nfd++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            }
-        }
-    }
-    if ((n != (ssize_t)sizeof(*w)) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (nfd > 1)) {
-        for (i = 0; i < nfd; i++) {
-            close(fds[i]);
+    if ((n != (ssize_t)sizeof(*w)) || (flags & (MSG_TRUNC | MSG_CTRUNC)) || (nfd > 1)) {
+        if (fd >= 0) {
+            close(fd);
         }
         return ipc_channel_fail(ch, -EPROTO, "a message of %zd bytes (flags 0x%x) with %d "
                                 "descriptors: messages are %zu bytes with at most one", n,
-                                mh.msg_flags, nfd, sizeof(*w));
+                                flags, nfd, sizeof(*w));
     }
-    *fd_p = (nfd == 1) ? fds[0] : -1;
+    *fd_p = fd;
     return 0;
 }
 
