@@ -276,53 +276,6 @@ int ringk_cuda_host_register(void *ptr, size_t len)
     return pinned;
 }
 
-int ringk_cuda_host_map(int on, void *ptr, size_t len, void **dev_p, char *why,
-                        size_t why_len)
-{
-    enum cudaStreamCaptureMode mode;
-    cudaError_t err;
-    void *dev = NULL;
-    int cur = -1;
-
-    if (!ringk_cudart(why, why_len)) {
-        return -ENODEV;
-    }
-    if (ringk_cuda_resident(-1) > 0) {
-        snprintf(why, why_len, "ringk device kernels of this process run (cudaHostRegister "
-                 "would wait for them)");
-        return -EBUSY;
-    }
-    mode = ringk_cuda_capture_relax();
-    /* in device @a on's context: no context is made on a GPU the process does not use */
-    if ((ringk_rt.cudaGetDevice(&cur) != cudaSuccess) ||
-        (ringk_rt.cudaSetDevice(on) != cudaSuccess)) {
-        cur = -1;
-    }
-    err = ringk_rt.cudaHostRegister(ptr, len, cudaHostRegisterMapped | cudaHostRegisterPortable);
-    if (err == cudaSuccess) {
-        err = ringk_rt.cudaHostGetDevicePointer(&dev, ptr, 0);
-        if (err != cudaSuccess) {
-            ringk_rt.cudaGetLastError();
-            ringk_rt.cudaHostUnregister(ptr);
-        }
-    }
-    if (err != cudaSuccess) {
-        ringk_rt.cudaGetLastError();
-        snprintf(why, why_len, "cudaHostRegister(%zu bytes, mapped, on device %d): %s", len, on,
-                 ringk_rt.cudaGetErrorString(err));
-    }
-    if (cur >= 0) {
-        ringk_rt.cudaSetDevice(cur);
-    }
-    ringk_rt.cudaGetLastError();
-    ringk_cuda_capture_end(mode);
-    if (err != cudaSuccess) {
-        return -EIO;
-    }
-    *dev_p = dev;
-    return 0;
-}
-
 int ringk_cuda_host_unregister(void *ptr)
 {
     enum cudaStreamCaptureMode mode;
@@ -508,17 +461,6 @@ int ringk_cuda_host_register(void *ptr, size_t len)
 int ringk_cuda_host_unregister(void *ptr)
 {
     return 0;
-}
-
-int ringk_cuda_host_map(int on, void *ptr, size_t len, void **dev_p, char *why,
-                        size_t why_len)
-{
-    (void)on;
-    (void)ptr;
-    (void)len;
-    (void)dev_p;
-    snprintf(why, why_len, RINGK_NO_CUDA);
-    return -ENODEV;
 }
 
 int ringk_cuda_device_count(char *why, size_t why_len)

@@ -409,6 +409,50 @@ int ringk_cuda_vmm_alloc(int dev, uint64_t size, void **ptr_p, uint64_t *size_p,
     return 0;
 }
 
+int ringk_cuda_host_map(int on, void *ptr, size_t len, void **dev_p, char *why,
+                        size_t why_len)
+{
+    enum cudaStreamCaptureMode mode;
+    cudaError_t err;
+    CUcontext ctx;
+    void *dev = NULL;
+    int ret;
+
+    if ((ret = vmm_cu_load(why, why_len)) != 0) {
+        return ret;
+    }
+    if (ringk_cuda_resident(-1) > 0) {
+        snprintf(why, why_len, "ringk device kernels of this process run (cudaHostRegister "
+                 "would wait for them)");
+        return -EBUSY;
+    }
+    /* in device @a on's primary context, pushed: no other GPU gets a context */
+    if (vmm_ctx_enter(on, &ctx, why, why_len) != CUDA_SUCCESS) {
+        return -EIO;
+    }
+    mode = ringk_cuda_capture_relax();
+    err  = ringk_rt.cudaHostRegister(ptr, len, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (err == cudaSuccess) {
+        err = ringk_rt.cudaHostGetDevicePointer(&dev, ptr, 0);
+        if (err != cudaSuccess) {
+            ringk_rt.cudaGetLastError();
+            ringk_rt.cudaHostUnregister(ptr);
+        }
+    }
+    if (err != cudaSuccess) {
+        ringk_rt.cudaGetLastError();
+        snprintf(why, why_len, "cudaHostRegister(%zu bytes, mapped, on device %d): %s", len, on,
+                 ringk_rt.cudaGetErrorString(err));
+    }
+    ringk_cuda_capture_end(mode);
+    vmm_ctx_leave(on);
+    if (err != cudaSuccess) {
+        return -EIO;
+    }
+    *dev_p = dev;
+    return 0;
+}
+
 void ringk_cuda_vmm_free(void *ptr, uint64_t size)
 {
     if (ptr != NULL) {
@@ -506,6 +550,17 @@ int ringk_cuda_vmm_alloc(int dev, uint64_t size, void **ptr_p, uint64_t *size_p,
     (void)size_p;
     (void)fd_p;
     snprintf(why, why_len, RINGK_NO_CUDA ": no device memory to allocate");
+    return -ENODEV;
+}
+
+int ringk_cuda_host_map(int on, void *ptr, size_t len, void **dev_p, char *why,
+                        size_t why_len)
+{
+    (void)on;
+    (void)ptr;
+    (void)len;
+    (void)dev_p;
+    snprintf(why, why_len, RINGK_NO_CUDA);
     return -ENODEV;
 }
 

@@ -77,7 +77,7 @@ results() {
         shift
     done
     for w in "$@"; do
-        case $w in */*) prog=${w##*/}; prog=${prog%_mpi}; prog=${prog%_emu}; break ;; esac
+        case $w in */*) prog=${w##*/}; prog=${prog%_mpi}; prog=${prog%_emu}; prog=${prog%_gpu}; break ;; esac
     done
     for r in $(seq 0 $((np - 1))); do
         if ! line=$(result "$log" "$prog" "$r"); then

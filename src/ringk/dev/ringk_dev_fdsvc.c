@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #define FDSVC_MAGIC    0x6d65647665646b72ull /* "rkdevdem" */
-#define FDSVC_RECV_MS  1000                  /* how long the service waits for a request */
+#define FDSVC_RECV_MS  250                   /* how long the service waits for a request */
 
 struct ringk_dev_fdsvc {
     int       sock;     /* listening */
@@ -32,6 +32,7 @@ struct ringk_dev_fdsvc {
     int       fd;       /* what it hands out */
     uint64_t  token, bytes;
     uint64_t  given;    /* descriptors handed out (atomic) */
+    pid_t     pid;      /* the process whose thread it is (a fork()ed child has none) */
     pthread_t thread;
 };
 
@@ -62,7 +63,8 @@ static void fdsvc_addr(struct sockaddr_un *sa, socklen_t *len_p, uint32_t pid, u
 /* Answers one connection @a c: the descriptor to a process of this user naming the token. */
 static void fdsvc_answer(ringk_dev_fdsvc_t *svc, int c)
 {
-    struct timeval tv = { .tv_sec = FDSVC_RECV_MS / 1000, .tv_usec = 0 };
+    struct timeval tv = { .tv_sec = FDSVC_RECV_MS / 1000,
+                          .tv_usec = (FDSVC_RECV_MS % 1000) * 1000 };
     union {
         char           buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -142,6 +144,7 @@ int ringk_dev_fdsvc_start(ringk_dev_fdsvc_t **svc_p, int fd, uint64_t token, uin
         return -ENOMEM;
     }
     svc->stop[0] = svc->stop[1] = -1;
+    svc->pid     = getpid();
     svc->fd      = fd;
     svc->token   = token;
     svc->bytes   = bytes;
@@ -179,6 +182,13 @@ uint64_t ringk_dev_fdsvc_stop(ringk_dev_fdsvc_t *svc)
     char b = 1;
 
     if (svc == NULL) {
+        return 0;
+    }
+    if (svc->pid != getpid()) { /* a fork()ed child: its parent's thread serves on */
+        close(svc->sock);
+        close(svc->stop[0]);
+        close(svc->stop[1]);
+        free(svc);
         return 0;
     }
     while ((write(svc->stop[1], &b, 1) < 0) && (errno == EINTR)) {
