@@ -16,7 +16,8 @@
 #            other process's host ingress ring
 # lat: one-way latency of a ball bounced N times a -> b -> a, us; tput: M messages of 16 bytes
 # a -> sink, millions per second. Every run must show the path it was meant to take (a's
-# direct sends: all, all, none) and no message out of order.
+# direct sends: all, all, none) and no message out of order. Exits 77 (-g) where CUDA finds no
+# GPU.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 where="emulated device"
@@ -55,6 +56,10 @@ one() {
             want=$([ "$way" = direct ] && echo $((n + m + 100)) || echo 0) ;;
     esac
     line=$(grep "^RESULT device_job " <<<"$line")
+    if [ $rc -eq 77 ]; then
+        cat "$out"/err* >&2
+        exit 77 # no usable GPU: nothing to measure
+    fi
     if [ $rc -ne 0 ] || [ -z "$line" ]; then
         echo "bench: $way failed (exit $rc)" >&2
         cat "$out"/err* >&2
