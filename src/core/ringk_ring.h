@@ -426,9 +426,9 @@ RINGK_HD void ringk_ring_cancel(const ringk_ring_t *r, uint64_t pos, uint32_t nc
  * Marks the @a ncells cells a multi-producer claim took at @a pos as claimed by @a owner (an id
  * of the caller's choosing), before the payload is written: len = @a owner, then (release)
  * seq = (pos + 1) | RINGK_CELL_SEQ_CLAIMED, which no consumer takes for a message. For rings
- * whose producers live in other processes: once the owner is known dead, whoever watches the
- * ring gives its cells up (ringk_ring_claimed_by(), ringk_ring_cancel()) instead of the
- * consumer waiting at them for ever. The owner unmarks before its publish (seq 0, a fence,
+ * whose producers live in other processes: once the owner is known dead, the consumer gives
+ * its cells up (ringk_ring_cancel(); a device kernel's loop: ringk_dev_give_up_dead()) instead
+ * of waiting at them for ever. The owner unmarks before its publish (seq 0, a fence,
  * the header, seq), so a reader that finds the mark around its reads read the mark's fields.
  */
 RINGK_HD void ringk_ring_mark_claimed(const ringk_ring_t *r, uint64_t pos, uint32_t ncells,
@@ -439,39 +439,6 @@ RINGK_HD void ringk_ring_mark_claimed(const ringk_ring_t *r, uint64_t pos, uint3
     cell->len    = owner;
     cell->ncells = (uint16_t)ncells;
     ringk_ring_st_rel(r, &cell->seq, (pos + 1) | RINGK_CELL_SEQ_CLAIMED);
-}
-
-/**
- * Whether the cell at @a pos, where the consumer waits (every cell before it consumed; the
- * tail @a tail), is a claim marked by ringk_ring_mark_claimed() and not published: 1 with its
- * owner and its cells (checked: at least one, not past the tail, not crossing the ring's end)
- * in *@a owner_p and *@a ncells_p, else 0. The header is another producer's writing, and a
- * live producer may publish meanwhile: seq is read again after the fields (a seqlock's
- * reader), and must not have changed. The host's only (whoever watches the ring).
- */
-static inline int ringk_ring_claimed_by(const ringk_ring_t *r, uint64_t pos, uint64_t tail,
-                                        uint32_t *owner_p, uint32_t *ncells_p)
-{
-    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
-    const uint64_t mark    = (pos + 1) | RINGK_CELL_SEQ_CLAIMED;
-    uint32_t ncells, owner;
-
-    if (__atomic_load_n(&cell->seq, __ATOMIC_ACQUIRE) != mark) {
-        return 0;
-    }
-    owner  = __atomic_load_n(&cell->len, __ATOMIC_RELAXED);
-    ncells = __atomic_load_n(&cell->ncells, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the fields before the second read of seq */
-    if (__atomic_load_n(&cell->seq, __ATOMIC_RELAXED) != mark) {
-        return 0; /* published (or given up) while the fields were read */
-    }
-    if ((ncells < 1) || (ncells > tail - pos) ||
-        (ncells > r->ncells - (uint32_t)(pos & r->mask))) {
-        return 0;
-    }
-    *owner_p  = owner;
-    *ncells_p = ncells;
-    return 1;
 }
 
 /**

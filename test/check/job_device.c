@@ -215,11 +215,6 @@ int main(int argc, char **argv)
     if (strcmp(mode, "probe") == 0) {
         return 0;
     }
-    if ((strcmp(mode, "abandon") == 0) || (strcmp(mode, "nowake") == 0)) {
-        printf("job_device_gpu: %s: a dead sender is repaired on the emulated device only\n",
-               mode);
-        return 77;
-    }
     /* before the context: a pinned allocation may wait for resident kernels */
     if ((cudaHostAlloc(&host, sizeof(ringk_dev_test_t),
                        cudaHostAllocMapped | cudaHostAllocPortable) != cudaSuccess) ||

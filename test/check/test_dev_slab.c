@@ -512,6 +512,56 @@ START_TEST(test_dev_fdsvc_other_user)
 }
 END_TEST
 
+/* The loop of a device kernel gives up a claim in its device inbox only where it waits, only
+ * one marked by a sender of a process the host said ended (ctl->dead), only with a size inside
+ * the claim's bounds and the mark of this lap; it counts what it gave up, and the message
+ * claimed after it arrives. */
+START_TEST(test_dev_give_up_dead)
+{
+    static ringk_dev_ctl_t ctl;
+    static ringk_dev_kernel_t k;
+    const uint64_t bytes = ringk_ring_bytes(16, 64);
+    const uint32_t owner = (7u << RINGK_DEV_RANK_SHIFT) | 5u;
+    uint64_t cons = 0, pos, head_cache = 0;
+    void *mem = aligned_alloc(RINGK_RING_LINE, bytes);
+    const ringk_cell_hdr_t *h;
+
+    ck_assert_ptr_nonnull(mem);
+    memset(mem, 0, bytes);
+    ck_assert_int_eq(ringk_ring_init(&k.inbox, mem, bytes, 16, 64), 0);
+    k.ctl      = &ctl;
+    k.dev_head = 0;
+    ck_assert_int_eq(ringk_ring_mp_claim_open(&k.inbox, 3, &head_cache, NULL, &pos), 1);
+    ringk_ring_mark_claimed(&k.inbox, pos, 3, owner);
+    ck_assert_int_eq(ringk_ring_mp_claim_open(&k.inbox, 1, &head_cache, NULL, &pos), 1);
+    ringk_ring_publish(&k.inbox, pos, 8, 1, 4, 0);
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 0); /* no process ended */
+    ctl.dead[0] = 3;
+    ctl.ndead   = 1;
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 0); /* another one did */
+    ctl.dead[1] = 7;
+    ctl.ndead   = 2;
+    ringk_ring_cell(&k.inbox, 0)->ncells = 5; /* past the tail (4) */
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 0);
+    ringk_ring_cell(&k.inbox, 0)->ncells = 0;
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 0);
+    ringk_ring_cell(&k.inbox, 0)->ncells = 3;
+    k.dev_head = 16; /* the same cell a lap later: the mark is not that lap's */
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 0);
+    k.dev_head = 0;
+    ck_assert_uint_eq(ctl.given_up, 0);
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 1);
+    ck_assert_uint_eq(ctl.given_up, 3);
+    ck_assert_uint_eq(ctl.given_up_owner, owner);
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 0); /* a cancel cell now */
+    h = ringk_ring_peek(&k.inbox, &cons);
+    ck_assert_ptr_nonnull(h);
+    ck_assert_uint_eq(cons, 3);
+    ck_assert_uint_eq(h->id, 4);
+    free(mem);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s  = suite_create("dev_slab");
@@ -525,6 +575,7 @@ int main(void)
     tc = tcase_create("export");
     tcase_add_test(tc, test_dev_export_check);
     tcase_add_test(tc, test_dev_export_check_cuda);
+    tcase_add_test(tc, test_dev_give_up_dead);
     tcase_add_test(tc, test_dev_fdsvc_fetch);
     tcase_add_test(tc, test_dev_fdsvc_impostor);
     tcase_add_test(tc, test_dev_fdsvc_other_user);

@@ -4,8 +4,9 @@
 # compiled by nvcc, on GPU 0 in both processes): fwd in rank 0 writes straight into the device
 # inbox of sink in rank 1, which its process shares as cuMem memory handed over by descriptor;
 # the path from fwd's sent_direct and sink's count of messages that came through the host
-# (staged). Skipped without a CUDA build or a usable GPU. The two processes' resident kernels
-# share the GPU by time slices unless MPS runs: the counts are kept small.
+# (staged); and the senders that die. Skipped without a CUDA build or a usable GPU. The two
+# processes' resident kernels share the GPU by time slices unless MPS runs: the counts are
+# kept small.
 set -u
 top=${RINGK_TOP_BUILDDIR:?}
 . "$(dirname "$0")/result.sh"
@@ -31,7 +32,7 @@ elif [ $rc -ne 0 ]; then
     nok "job_device_gpu runs (its probe exited $rc)" "$probe"
     exit 1
 fi
-echo "1..4"
+echo "1..6"
 job "GPU device kernel to GPU device kernel of another process: straight into its inbox" 2 \
     "0: sent=2000 sent_direct=2000 send_failed=0 routes_direct=1 routes_host=0" \
     "1: got=2000 out_of_order=0 bad=0 staged=0" -- "$prog" 2000
@@ -44,4 +45,11 @@ RINGK_DEVICE_REMOTE=0 job "... with RINGK_DEVICE_REMOTE=0: through the host" 2 \
 job "... whose process ends without leaving: the wait ends, the rest fail through the host" 2 \
     "0: sent=1000 sent_direct>=64 sent_direct<1000 send_failed>=1 routes_direct=1 routes_dropped=1" \
     "1: died=1" -- "$prog" 1000 die
+# the sender's process ends right after claiming cells it never fills, or after publishing into
+# a parked event-driven target without waking it: the target's loop gives the cells up, or its
+# process wakes it
+job "a GPU sender of another process dies between its claim and its publish: cells given up" 2 \
+    "0: direct=1" "1: got=300 out_of_order=0 staged=0 repaired=1" -- "$prog" 300 abandon
+job "a GPU sender of another process dies between its publish and the wake-up: target woken" 2 \
+    "0: direct=1" "1: got=301 out_of_order=0 staged=0 relaunched=1" -- "$prog" 300 nowake
 [ $fails -eq 0 ]

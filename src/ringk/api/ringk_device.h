@@ -298,7 +298,8 @@ RINGK_DEV_FN int ringk_dev_outbox_claim(ringk_dev_kernel_t *k, uint32_t op, uint
 /* Publishes the claimed message @a cl once its payload is written, without the wake-up of
  * ringk_dev_commit(). A marked claim (a target in another process) is unmarked first: seq 0,
  * then a fence, then the header and the publish, so that whoever reads the mark and the
- * fields and the mark again (ringk_ring_claimed_by()) never takes this header for the mark's. */
+ * fields and the mark again (the target's loop: ringk_dev_give_up_dead()) never takes this
+ * header for the mark's. */
 RINGK_DEV_FN void ringk_dev_claim_publish(const ringk_dev_claim_t *cl)
 {
     if (cl->marked) {
@@ -387,7 +388,7 @@ RINGK_DEV_FN int ringk_dev_direct_claim(ringk_dev_kernel_t *k, int route,
         }
     }
     /* a target in another process: who holds the cells until the publish, so that the target's
-     * process can give them up if this one dies in between */
+     * loop can give them up if this one's process dies in between */
     if (rt->marks) {
         ringk_ring_mark_claimed(r, pos, nc, k->own.sender);
     }

@@ -212,7 +212,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        17u
+#define RINGK_DEV_ABI        18u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -237,6 +237,9 @@ RINGK_DEV_FN int ringk_dev_leader(void)
                                               is less: the launch checks) */
 #define RINGK_DEV_EMU_THREADS_MAX 1024u    /* threads x blocks on the emulated device (host
                                               threads) */
+#define RINGK_DEV_DEAD_MAX    8u           /* processes that ended whose claims in a device
+                                              inbox its loop gives up (ringk_dev_ctl_t.dead) */
+#define RINGK_DEV_RANK_SHIFT  20u          /* sender ids: rank << 20 | kernel id */
 
 /* Outbox record operations (the cell id of an outbox message). */
 #define RINGK_DEV_OUT_SEND    1u   /* op_arg: route index */
@@ -262,7 +265,7 @@ typedef struct ringk_dev_target {
                                 other GPUs may too (peer access) */
     uint32_t marks;        /**< 1: the target is in another process: each claim is marked
                                 with the sender (ringk_ring_mark_claimed), so that the target's
-                                process can give the cells up if this one dies */
+                                loop can give the cells up if this one's process dies */
     uint32_t pad;
     void    *inbox;        /**< target's device inbox (device address; on another GPU, valid
                                 here through peer access) */
@@ -295,6 +298,10 @@ typedef struct ringk_dev_ctl {
     uint64_t barrier_done;       /**< barrier waits answered (release, after barrier_result) */
     uint64_t launch_ns;          /**< the host's wall clock (ns since the epoch) just before
                                       the latest launch: the device clock's offset */
+    int32_t  ndead;              /**< of dead[], those set (release, after them) */
+    uint32_t dead[RINGK_DEV_DEAD_MAX]; /**< ranks of processes of the job that ended (they
+                                      never publish again): their marked claims in the device
+                                      inbox are given up by the loop */
     /* written by the device: lines of their own */
     int32_t  done __attribute__((aligned(64)));  /**< the loop finished terminating */
     int32_t  idle;               /**< event-driven: no launch runs the loop (senders wake it) */
@@ -305,6 +312,9 @@ typedef struct ringk_dev_ctl {
     uint64_t seq;                /**< its next sequence number */
     uint64_t hlc;                /**< its hybrid logical clock (ringk_hlc_t's format) */
     uint64_t barrier_req;        /**< barrier waits asked for */
+    uint64_t given_up;           /**< cells of dead processes' claims the loop gave up
+                                      (release, after given_up_owner) */
+    uint32_t given_up_owner;     /**< the sender id of the last such claim */
 } ringk_dev_ctl_t;
 
 /* A launch's own copies of the control block's configuration (read once per launch) and of

@@ -201,10 +201,9 @@ typedef struct ringk_dev_host {
                                          tables the device gets a copy of (RINGK_DEV_NAMES_BYTES) */
     uint32_t           route_ever;    /* routes once made direct: never written again */
     uint32_t           remote_tried;  /* routes to a kernel of another process, looked at */
-    uint64_t           repair_head;   /* exported: where the proxy last saw the loop wait, */
-    unsigned           repair_still;  /* how many of its looks in a row saw it there, */
-    uint64_t           repair_launches; /* and the launches and 'idle' at the last look */
-    int                repair_idle;
+    uint64_t           given_up_seen; /* exported: ctl->given_up the proxy logged */
+    int                dead_full;     /* exported: a process that ended could not be told
+                                         (ctl->dead full: logged once) */
     uint64_t           emu_returns;   /* emulated: launches that returned (atomic); none runs
                                          when it equals 'launches' */
     struct ringk_dev_rmap *remote[RINGK_DEV_ROUTES_MAX]; /* per route made direct into another

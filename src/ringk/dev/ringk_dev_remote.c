@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libringk: direct sends between device kernels of different processes of a node, all but the
- * routes themselves (ringk_dev_routes.c). A device's slabs are one file another process of the
- * user can open through /proc/<pid>/fd (a sealed, owner-only memfd; the emulated device's for
- * now): a kernel's directory entry names the file and where its device inbox and control block
- * are in it, and a device kernel of another process that can write that memory gets a direct
- * route, as one to a kernel of its own device: it claims cells with a compare-and-swap on the
- * inbox's tail, writes the message and wakes the target through its control block, whose
- * doorbell the target's proxy polls. The sender's mapping keeps the pages after the exporter
- * exits; the exporter never gives an exported kernel's memory to another kernel (a late
- * sender's wake-up writes its control block). The proxy drops routes into a process that is
- * gone, and repairs what a sender that died left in an exported inbox. docs/gpu.md, "Device
- * kernels of several processes". */
+ * routes themselves (ringk_dev_routes.c). A device's slabs are a file another process of the
+ * user can open through /proc/<pid>/fd (a sealed, owner-only memfd: the emulated device's
+ * slabs, or a CUDA device's mapped slab, whose device memory ringk_dev_share.c shares): a
+ * kernel's directory entry names the file and where its device inbox and control block are,
+ * and a device kernel of another process that can write that memory gets a direct route, as
+ * one to a kernel of its own device: it claims cells with a compare-and-swap on the inbox's
+ * tail, writes the message and wakes the target through its control block, whose doorbell
+ * the target's proxy polls. The sender's mapping keeps the pages after the exporter exits;
+ * the exporter never gives an exported kernel's memory to another kernel (a late sender's
+ * wake-up writes its control block). The proxy drops routes into a process that is gone, and
+ * tells an exported kernel's loop which processes ended, whose claims it then gives up.
+ * docs/gpu.md, "Device kernels of several processes". */
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
@@ -27,6 +28,9 @@
 #include <unistd.h>
 
 #define DEV_WATCH_NS       100000000ull /* how often the proxy looks for gone processes */
+
+_Static_assert(RINGK_DEV_RANK_SHIFT == RINGK_RANK_SHIFT, "device code finds a sender's rank "
+               "as the host does");
 
 int ringk_dev_remote_on(ringk_ctx_t *ctx)
 {
@@ -330,105 +334,76 @@ static unsigned remote_drop_gone(ringk_ctx_t *ctx)
     return did;
 }
 
-/* Where the loop of an exported kernel waits in its device inbox (@a r, tail @a tail): past
- * the published messages from the head it released, @a head (a handler in ringk_dev_recv()
- * holds the head back), at most 256 of them. */
-static uint64_t repair_wait_pos(const ringk_ring_t *r, uint64_t head, uint64_t tail)
+/* Tells exported kernel @a k's loop that process @a rank ended, once (ctl->dead: the loop
+ * gives up the claims that process's senders marked in its inbox and never published,
+ * ringk_dev_give_up_dead()), and wakes an active event-driven kernel: a sender of that
+ * process may have published and died before waking it, or taken 'idle' and died before
+ * ringing. The doorbell is rung after taking 'idle' as a sender would, or where 'idle' was
+ * taken already (a launch runs, or that sender took it): a launch with nothing to take parks
+ * again. */
+static unsigned dead_tell(ringk_ctx_t *ctx, ringk_kernel_t *k, int rank)
 {
-    uint64_t pos = head;
-    const ringk_cell_hdr_t *c;
-    unsigned i;
+    ringk_dev_ctl_t *c = k->dev->ctl;
+    int32_t n = __atomic_load_n(&c->ndead, __ATOMIC_RELAXED), i, idle = 1;
 
-    uint16_t ncells;
-
-    for (i = 0; (i < 256) && (pos != tail); i++) {
-        c = ringk_ring_cell(r, pos);
-        if (ringk_ring_ld_acq(r, &c->seq) != pos + 1) {
-            break;
+    for (i = 0; (i < n) && (i < (int32_t)RINGK_DEV_DEAD_MAX); i++) {
+        if (c->dead[i] == (uint32_t)rank) {
+            return 0;
         }
-        ncells = __atomic_load_n(&c->ncells, __ATOMIC_RELAXED);
-        if ((ncells < 1) || (ncells > tail - pos)) {
-            break;
-        }
-        pos += ncells;
     }
-    return pos;
-}
-
-/* Event-driven kernel @a k, active, has a message waiting at the head of its inbox (of @a r)
- * for two looks and no launch: a sender of a lost process published and died before waking
- * it, or took 'idle' and died before ringing. Takes 'idle' as a sender would, or, once 'idle'
- * stayed 0 for two looks with no launch between, rings the doorbell: the proxy launches it
- * once no launch runs (proxy_control()). */
-static unsigned repair_wake(ringk_ctx_t *ctx, ringk_kernel_t *k, const ringk_ring_t *r,
-                            uint64_t head)
-{
-    ringk_dev_host_t *d = k->dev;
-    uint64_t launches   = __atomic_load_n(&d->launches, __ATOMIC_ACQUIRE);
-    int idle            = 1;
-
-    if ((__atomic_load_n(&d->ctl->state, __ATOMIC_RELAXED) != RINGK_KERNEL_ACTIVE) ||
-        (ringk_ring_ld_acq(r, &ringk_ring_cell(r, head)->seq) != head + 1) ||
-        (__atomic_load_n(&d->emu_returns, __ATOMIC_ACQUIRE) != launches)) {
-        d->repair_idle = 1;
+    if (n >= (int32_t)RINGK_DEV_DEAD_MAX) {
+        if (!k->dev->dead_full) {
+            ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': more than %u processes of the job "
+                          "ended: claims of process %d's kernels in its device inbox are not "
+                          "given up", k->name, RINGK_DEV_DEAD_MAX, rank);
+            k->dev->dead_full = 1;
+        }
         return 0;
     }
-    if (!__atomic_compare_exchange_n(&d->ctl->idle, &idle, 0, 0, __ATOMIC_SEQ_CST,
-                                     __ATOMIC_RELAXED) &&
-        ((d->repair_idle != 0) || (d->repair_launches != launches))) {
-        d->repair_idle     = 0; /* 0 now: again at the next look, with no launch between */
-        d->repair_launches = launches;
-        return 0;
+    c->dead[n] = (uint32_t)rank;
+    __atomic_store_n(&c->ndead, n + 1, __ATOMIC_RELEASE); /* A: after dead[n] */
+    if ((k->mode == RINGK_MODE_EVENT_DRIVEN) &&
+        (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == RINGK_KERNEL_ACTIVE)) {
+        __atomic_compare_exchange_n(&c->idle, &idle, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->doorbell, 1, __ATOMIC_RELEASE);
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': woken: process %d of the job ended (no "
+                      "launch runs while a process of the job is lost may leave messages "
+                      "waiting)", k->name, rank);
     }
-    d->repair_idle = 1;
-    ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': messages wait in its device inbox and no "
-                  "launch runs while a process of the job is lost: relaunched", k->name);
-    __atomic_store_n(&d->ctl->doorbell, 1, __ATOMIC_RELEASE);
     return 1;
 }
 
-/* Exported kernel @a k's inbox, looked at every 100 ms while a process of the job is gone:
- * where the loop's head has not moved for two looks, cells a kernel of a process that ended
- * claimed and never published, where the loop waits, are given up (the loop would wait at
- * them for ever, and could not terminate); an event-driven kernel nobody woke is woken
- * (repair_wake()). */
+/* What exported kernel @a k's loop gave up since the last look (ctl->given_up), logged. */
+static unsigned given_up_log(ringk_ctx_t *ctx, ringk_kernel_t *k)
+{
+    const ringk_dev_ctl_t *c = k->dev->ctl;
+    uint64_t n     = __atomic_load_n(&c->given_up, __ATOMIC_ACQUIRE);
+    uint32_t owner = __atomic_load_n(&c->given_up_owner, __ATOMIC_RELAXED);
+
+    if (n == k->dev->given_up_seen) {
+        return 0;
+    }
+    ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': gave up %llu cells of its device inbox "
+                  "that kernel %u of process %u claimed and did not fill before it was lost",
+                  k->name, (unsigned long long)(n - k->dev->given_up_seen),
+                  ringk_sender_kernel(owner), ringk_sender_rank(owner));
+    k->dev->given_up_seen = n;
+    return 1;
+}
+
+/* Exported kernel @a k, looked at every 100 ms while a process of the job is gone: the
+ * processes of the job that ended, told to its loop; what the loop gave up, logged. */
 static unsigned repair_inbox(ringk_ctx_t *ctx, ringk_kernel_t *k)
 {
-    ringk_dev_host_t *d = k->dev;
-    ringk_ring_t r      = d->view.inbox; /* the emulated device's addresses are the host's */
-    uint64_t tail       = ringk_ring_ld_acq(&r, &r.prod->pos) & ~RINGK_RING_CLOSED;
-    uint64_t head       = ringk_ring_ld_acq(&r, &r.cons->pos);
-    uint64_t pos;
-    uint32_t owner, ncells;
+    unsigned did = given_up_log(ctx, k);
+    int rank;
 
-    if ((head == tail) || (head != d->repair_head)) {
-        d->repair_head  = head;
-        d->repair_still = 0;
-        d->repair_idle  = 1;
-        return 0;
-    }
-    if (++d->repair_still < 2) {
-        return 0;
-    }
-    pos = repair_wait_pos(&r, head, tail);
-    if ((pos != tail) && ringk_ring_claimed_by(&r, pos, tail, &owner, &ncells)) {
-        /* only a claim of a kernel whose process ended: a live one may still publish. Read
-         * again once that is known: what the first read found may have been published since */
-        if ((ringk_sender_rank(owner) == (uint32_t)ctx->job.rank) ||
-            !ringk_job_rank_dead(ctx, (int)ringk_sender_rank(owner)) ||
-            !ringk_ring_claimed_by(&r, pos, tail, &owner, &ncells) ||
-            !ringk_job_rank_dead(ctx, (int)ringk_sender_rank(owner))) {
-            return 0;
+    for (rank = 0; rank < ctx->job.size; rank++) {
+        if ((rank != ctx->job.rank) && ringk_job_rank_dead(ctx, rank)) {
+            did += dead_tell(ctx, k, rank);
         }
-        ringk_ring_cancel(&r, pos, ncells);
-        d->repair_still = 0;
-        ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': gave up %u cells of its device inbox "
-                      "that kernel %u of process %u claimed and did not fill before it was lost",
-                      k->name, ncells, ringk_sender_kernel(owner), ringk_sender_rank(owner));
-        return 1;
     }
-    return ((k->mode == RINGK_MODE_EVENT_DRIVEN) && (pos != head)) ?
-           repair_wake(ctx, k, &r, head) : 0;
+    return did;
 }
 
 /* Whether a process of the job other than this one left or was lost. */
@@ -460,7 +435,7 @@ unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now)
     count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
     for (i = 0; i < count; i++) {
         k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
-        if ((k != NULL) && (k->dev != NULL) && (k->dev->device->cuda_index < 0) &&
+        if ((k != NULL) && (k->dev != NULL) &&
             __atomic_load_n(&k->dev->region->exported, __ATOMIC_ACQUIRE)) {
             did += repair_inbox(ctx, k);
         }

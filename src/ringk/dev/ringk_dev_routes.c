@@ -190,14 +190,13 @@ static const char *remote_target(ringk_ctx_t *ctx, ringk_kernel_t *s, int rank,
     t->cell_size    = e->cell_size;
     t->event_driven = (e->event_driven != 0);
     t->scope        = RINGK_RING_SCOPE_SYSTEM;
+    t->marks        = 1; /* the target's loop gives up a dead sender's claims */
     if ((*map_p)->kind == RINGK_DEV_EXPORT_CUDA) {
-        /* the sender's GPU writes the device memory and the file as registered here; the
-         * target's host cannot read its inbox to repair it: no marks (ringk_dev_remote.c) */
+        /* the sender's GPU writes the device memory and the file as registered here */
         t->inbox = (*map_p)->mem_dev + e->inbox_off;
         t->ctl   = (ringk_dev_ctl_t*)((*map_p)->dev_base + e->ctl_off);
         return NULL;
     }
-    t->marks        = 1;
     t->inbox        = (*map_p)->base + e->inbox_off;
     t->ctl          = (ringk_dev_ctl_t*)((*map_p)->base + e->ctl_off);
     return NULL;
