@@ -692,8 +692,9 @@ typedef struct {
 int ringk_job_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, ringk_dev_export_t *e_p);
 /** In a job whose network layer started: whether process @a rank left or was lost. */
 int ringk_job_rank_gone(const ringk_ctx_t *ctx, int rank);
-/** In a job whose network layer started: whether process @a rank, of this node, is gone and
- *  its process has ended too (a process the job lost may still run: an endpoint that failed). */
+/** In a job whose network layer started: whether process @a rank, of this node, was lost (gone
+ *  without saying goodbye) and its process has ended too, every thread of it (a process the
+ *  job lost may still run: an endpoint that failed). */
 int ringk_job_rank_dead(const ringk_ctx_t *ctx, int rank);
 /** Fills @a dir with this process's directory; takes ctx->lock itself. */
 void ringk_ctx_directory(ringk_ctx_t *ctx, ringk_directory_t *dir);

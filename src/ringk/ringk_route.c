@@ -10,6 +10,7 @@
 #include "core/ringk_node.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -180,22 +181,43 @@ int ringk_job_rank_gone(const ringk_ctx_t *ctx, int rank)
     return (ringk_remote_of(ctx) != NULL) && ringk_remote_gone(ctx, rank);
 }
 
+/* Whether zombie @a pid has no thread left: a main thread that ended while others run shows
+ * 'Z' too, with Threads above 1 in /proc/<pid>/status. */
+static int zombie_threadless(int pid)
+{
+    char path[64], line[128];
+    long threads = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    if ((f = fopen(path, "re")) == NULL) {
+        return errno == ENOENT; /* reaped meanwhile */
+    }
+    while ((fgets(line, sizeof(line), f) != NULL) &&
+           (sscanf(line, "Threads: %ld", &threads) != 1)) {
+    }
+    fclose(f);
+    return threads == 1;
+}
+
 int ringk_job_rank_dead(const ringk_ctx_t *ctx, int rank)
 {
     const char *close_paren;
     char buf[256];
     uint32_t pid;
 
-    /* a pid out of range (0: none known; above INT_MAX kill() would take it for a group) */
-    if (!ringk_job_rank_gone(ctx, rank) || ((pid = ringk_remote_rank_pid(ctx, rank)) == 0) ||
-        (pid > INT_MAX)) {
+    /* lost (a process that said goodbye left nothing behind) and of this node (a pid is a
+     * node's); a pid out of range (0: none known; above INT_MAX kill() takes it for a group) */
+    if ((ringk_remote_of(ctx) == NULL) || !ringk_remote_lost_here(ctx, rank) ||
+        ((pid = ringk_remote_rank_pid(ctx, rank)) == 0) || (pid > INT_MAX)) {
         return 0;
     }
     if (kill((pid_t)pid, 0) != 0) {
         return errno == ESRCH;
     }
-    /* there: a zombie (ended, not yet reaped) is dead too; a reused pid reads as alive */
+    /* there: a zombie (ended, not yet reaped) is dead too once no thread of it runs; a reused
+     * pid reads as alive */
     close_paren = ringk_node_proc_stat((int)pid, buf, sizeof(buf));
     return (close_paren != NULL) && (close_paren[1] == ' ') &&
-           ((close_paren[2] == 'Z') || (close_paren[2] == 'X'));
+           ((close_paren[2] == 'Z') || (close_paren[2] == 'X')) && zombie_threadless((int)pid);
 }

@@ -558,6 +558,16 @@ START_TEST(test_dev_give_up_dead)
     ck_assert_ptr_nonnull(h);
     ck_assert_uint_eq(cons, 3);
     ck_assert_uint_eq(h->id, 4);
+    /* a size that would cross the ring's end is not believed either */
+    memset(mem, 0, bytes);
+    ck_assert_int_eq(ringk_ring_init(&k.inbox, mem, bytes, 16, 64), 0);
+    k.inbox.prod->pos = 17;
+    k.dev_head        = 14;
+    ringk_ring_mark_claimed(&k.inbox, 14, 3, owner);
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 0);
+    ringk_ring_cell(&k.inbox, 14)->ncells = 2;
+    ck_assert_int_eq(ringk_dev_give_up_dead(&k), 1);
+    ck_assert_uint_eq(ctl.given_up, 5);
     free(mem);
 }
 END_TEST

@@ -349,9 +349,6 @@ START_TEST(test_ring_cancel_passed)
 }
 END_TEST
 
-/* A producer's guess of the tail (the end of its last claim) stands in for a read of the
- * tail: a stale guess (another producer claimed since), one behind the consumer's head, or the
- * first guess (0) each fail one swap and claim at the real tail. */
 /* A claim marked with its owner is not a message, in no lap: the consumer waits at it. Given
  * up (a cancel cell in its place, as the loop of a device kernel gives up a dead sender's:
  * test_dev_slab), the message claimed after it arrives; a publish overwrites a mark. */
@@ -385,6 +382,9 @@ START_TEST(test_ring_claimed_marked)
 }
 END_TEST
 
+/* A producer's guess of the tail (the end of its last claim) stands in for a read of the
+ * tail: a stale guess (another producer claimed since), one behind the consumer's head, or the
+ * first guess (0) each fail one swap and claim at the real tail. */
 START_TEST(test_ring_claim_tail_guess)
 {
     uint64_t bytes, pos, cons = 0, ha = 0, hb = 0, ta = 0, tb = 0;

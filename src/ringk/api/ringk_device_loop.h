@@ -254,6 +254,62 @@ RINGK_DEV_FN int ringk_dev_recv_from(ringk_dev_kernel_t *k, const ringk_ring_t *
     }
 }
 
+/* Whether sender id @a owner is of a process the host says ended (ctl->dead). A: ndead's
+ * acquire pairs with the host's release after dead[n] (ringk_dev_remote.c, dead_tell()). */
+RINGK_DEV_FN int ringk_dev_owner_dead(const ringk_dev_ctl_t *c, uint32_t owner)
+{
+    int32_t n = ringk_dev_load_acq_sys_i32(&c->ndead), i;
+
+    for (i = 0; (i < n) && (i < (int32_t)RINGK_DEV_DEAD_MAX); i++) {
+        if (((const volatile uint32_t*)c->dead)[i] == (owner >> RINGK_DEV_RANK_SHIFT)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The cell of the device inbox where the loop (or a handler's ringk_dev_recv()) waits, while
+ * it is a claim marked by a sender (ringk_ring_mark_claimed()) of a process the host says
+ * ended: its cells given up (a cancel cell, which the consumer passes), or it would wait there
+ * for ever (and could not terminate). The mark is another process's writing: a seqlock's
+ * reader. M1: seq is the mark (acquire: pairs with the mark's release), then the fields (one
+ * relaxed load of the header's second word: len, ncells), then the owner found dead, then
+ * M2: a fence and seq still the mark (pairs with the fence a live sender makes between its
+ * unmark and its publish, ringk_dev_claim_publish()). A mark still there once its owner is
+ * known dead is never published. Device memory is read first, the control block (mapped
+ * memory, across the bus) only for a mark. @return 1 if cells were given up. */
+RINGK_DEV_FN int ringk_dev_give_up_dead(ringk_dev_kernel_t *k)
+{
+    ringk_dev_ctl_t *c    = k->ctl;
+    const ringk_ring_t *r = &k->inbox;
+    const uint64_t pos    = k->dev_head, mark = (pos + 1) | RINGK_CELL_SEQ_CLAIMED;
+    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+    uint64_t tail, w;
+    uint32_t owner, ncells;
+
+    if (ringk_ring_ld_acq(r, &cell->seq) != mark) { /* M1 */
+        return 0;
+    }
+    w      = ringk_ring_ld_rlx(r, &cell->seq + 1); /* len, then ncells (little-endian) */
+    owner  = (uint32_t)w;
+    ncells = (uint16_t)(w >> 32);
+    tail   = ringk_ring_ld_acq(r, &r->prod->pos) & ~RINGK_RING_CLOSED;
+    if ((ncells < 1) || (ncells > tail - pos) ||
+        (ncells > r->ncells - (uint32_t)(pos & r->mask)) || !ringk_dev_owner_dead(c, owner)) {
+        return 0;
+    }
+    ringk_dev_fence_sc_sys(); /* M2 */
+    if (ringk_ring_ld_rlx(r, &cell->seq) != mark) {
+        return 0;
+    }
+    ringk_ring_cancel(r, pos, ncells);
+    ((volatile ringk_dev_ctl_t*)c)->given_up_owner = owner;
+    /* G: the count after the owner; pairs with the host's acquire (given_up_log()) */
+    ringk_dev_store_rel_sys_u64(&c->given_up,
+                                ringk_dev_load_rlx_sys_u64(&c->given_up) + ncells);
+    return 1;
+}
+
 /* ringk_dev_recv() in one thread. */
 RINGK_DEV_FN int ringk_dev_recv_in(ringk_dev_kernel_t *k, ringk_msg_t *out, uint32_t cap,
                                    int timeout_ms)
@@ -281,6 +337,9 @@ RINGK_DEV_FN int ringk_dev_recv_in(ringk_dev_kernel_t *k, ringk_msg_t *out, uint
         }
         if (state == RINGK_KERNEL_TERMINATING) {
             return -ECANCELED;
+        }
+        if (ringk_dev_give_up_dead(k)) {
+            continue; /* the next look passes the cells given up */
         }
         if ((ret = ringk_dev_wait_step(k, timeout_ms, &t0, &nap)) != 0) {
             return ret;
@@ -459,54 +518,6 @@ RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
     }
     k->targets_copied = 0;
     k->own_changed    = 0;
-}
-
-/* Whether sender id @a owner is of a process the host says ended (ctl->dead). */
-RINGK_DEV_FN int ringk_dev_owner_dead(const ringk_dev_ctl_t *c, uint32_t owner)
-{
-    int32_t n = ringk_dev_load_acq_sys_i32(&c->ndead), i; /* A: dead[] after ndead */
-
-    for (i = 0; (i < n) && (i < (int32_t)RINGK_DEV_DEAD_MAX); i++) {
-        if (((const volatile uint32_t*)c->dead)[i] == (owner >> RINGK_DEV_RANK_SHIFT)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* The cell of the device inbox where the loop waits, while it is a claim marked by a sender
- * (ringk_ring_mark_claimed()) of a process that ended: its cells given up (a cancel cell, which
- * the loop passes), or it would wait there for ever (and could not terminate). The header is
- * another process's writing, and a live sender unmarks before it publishes (seq 0, a fence,
- * the header, seq): seq is read again after the fields, behind a fence, and must still be the
- * mark (a seqlock's reader). @return 1 if cells were given up. */
-RINGK_DEV_FN int ringk_dev_give_up_dead(ringk_dev_kernel_t *k)
-{
-    ringk_dev_ctl_t *c        = k->ctl;
-    const ringk_ring_t *r     = &k->inbox;
-    const uint64_t pos        = k->dev_head, mark = (pos + 1) | RINGK_CELL_SEQ_CLAIMED;
-    const volatile ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
-    uint64_t tail;
-    uint32_t owner, ncells;
-
-    if ((ringk_dev_load_acq_sys_i32(&c->ndead) == 0) ||
-        (ringk_ring_ld_acq(r, (const uint64_t*)&cell->seq) != mark)) {
-        return 0;
-    }
-    owner  = cell->len;
-    ncells = cell->ncells;
-    ringk_dev_fence_sc_sys(); /* the fields before the second read of seq */
-    tail = ringk_ring_ld_acq(r, &r->prod->pos) & ~RINGK_RING_CLOSED;
-    if ((ringk_ring_ld_acq(r, (const uint64_t*)&cell->seq) != mark) || (ncells < 1) ||
-        (ncells > tail - pos) || (ncells > r->ncells - (uint32_t)(pos & r->mask)) ||
-        !ringk_dev_owner_dead(c, owner)) {
-        return 0;
-    }
-    ringk_ring_cancel(r, pos, ncells);
-    ((volatile ringk_dev_ctl_t*)c)->given_up_owner = owner;
-    ringk_dev_store_rel_sys_u64(&c->given_up,
-                                ringk_dev_load_rlx_sys_u64(&c->given_up) + ncells);
-    return 1;
 }
 
 /* The dispatch loop (ringk_dev_run()) in the loop's thread. */

@@ -140,6 +140,8 @@ typedef struct ringk_devs {
     uint64_t         watch_ns;        /* the proxy's next look at them */
     int              exported;        /* a kernel's inbox was offered to other processes
                                          (atomic): the proxy watches for lost senders */
+    uint64_t        *dead_since;      /* by rank: since when the proxy saw it dead (0: not,
+                                         all ones: told to the loops); NULL until needed */
 } ringk_devs_t;
 
 /* Where a device kernel's launches stand, as the host sees them. Moves only through

@@ -42,6 +42,15 @@ static long slab_mb(ringk_ctx_t *ctx, const char *var, long def)
 
 /* A launch copies the kernel a word at a time */
 _Static_assert(sizeof(ringk_dev_kernel_t) % sizeof(uint64_t) == 0, "ringk_dev_kernel_t in words");
+/* the host's run-time words on one line, the device's from the next (ringk_device_abi.h) */
+_Static_assert((offsetof(ringk_dev_ctl_t, state) == 64) &&
+               (offsetof(ringk_dev_ctl_t, done) == 128) &&
+               (offsetof(ringk_dev_ctl_t, dead) + sizeof(((ringk_dev_ctl_t*)0)->dead) <= 128),
+               "the control block's lines");
+/* ringk_dev_give_up_dead() reads len and ncells as the header's second word, little-endian */
+_Static_assert((offsetof(ringk_cell_hdr_t, len) == 8) &&
+               (offsetof(ringk_cell_hdr_t, ncells) == 12) &&
+               (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__), "a cell header's second word");
 
 /* libringk's own CUDA calls for device kernels are made in relaxed stream capture mode: a
  * capture of the program's in another thread (global mode, the default) would otherwise refuse
@@ -421,6 +430,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
     }
     ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
     ringk_dev_remote_unmap(ctx->devs);
+    free(ctx->devs->dead_since);
     free(ctx->devs);
     ctx->devs = NULL;
     /* unmaps of cuMem memory (shared slabs, other processes' inboxes) left for later while

@@ -236,9 +236,9 @@ static unsigned proxy_control(ringk_kernel_t *k, uint64_t now)
 
     if (__atomic_load_n(&c->doorbell, __ATOMIC_ACQUIRE)) {
         /* the device sender took 'idle' back already: it asks for the launch. On the emulated
-         * device a launch joins the last one: while that still runs (it is returning, or a
-         * repair rang: ringk_dev_remote.c) the doorbell stays for a later round, so the proxy
-         * never waits for a launch's handler */
+         * device a launch joins the last one: while that still runs (it is returning, or the
+         * proxy rang for a process that ended: ringk_dev_remote.c) the doorbell stays for a
+         * later round, so the proxy never waits for a launch's handler */
         __atomic_store_n(&c->doorbell, 0, __ATOMIC_RELAXED);
         if ((k->dev->device->cuda_index < 0) ? (ringk_exec_dev_launch_idle(k) == -EBUSY)
                                              : (ringk_exec_dev_launch(k), 0)) {

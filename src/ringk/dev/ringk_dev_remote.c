@@ -28,6 +28,8 @@
 #include <unistd.h>
 
 #define DEV_WATCH_NS       100000000ull /* how often the proxy looks for gone processes */
+#define DEV_DEAD_GRACE_NS 1000000000ull /* how long a process is dead before its claims are
+                                            given up */
 
 _Static_assert(RINGK_DEV_RANK_SHIFT == RINGK_RANK_SHIFT, "device code finds a sender's rank "
                "as the host does");
@@ -336,11 +338,11 @@ static unsigned remote_drop_gone(ringk_ctx_t *ctx)
 
 /* Tells exported kernel @a k's loop that process @a rank ended, once (ctl->dead: the loop
  * gives up the claims that process's senders marked in its inbox and never published,
- * ringk_dev_give_up_dead()), and wakes an active event-driven kernel: a sender of that
- * process may have published and died before waking it, or taken 'idle' and died before
+ * ringk_dev_give_up_dead()), and wakes an event-driven kernel not terminated: a sender of
+ * that process may have published and died before waking it, or taken 'idle' and died before
  * ringing. The doorbell is rung after taking 'idle' as a sender would, or where 'idle' was
  * taken already (a launch runs, or that sender took it): a launch with nothing to take parks
- * again. */
+ * again (an inactive kernel's at once). */
 static unsigned dead_tell(ringk_ctx_t *ctx, ringk_kernel_t *k, int rank)
 {
     ringk_dev_ctl_t *c = k->dev->ctl;
@@ -351,19 +353,18 @@ static unsigned dead_tell(ringk_ctx_t *ctx, ringk_kernel_t *k, int rank)
             return 0;
         }
     }
-    if (n >= (int32_t)RINGK_DEV_DEAD_MAX) {
-        if (!k->dev->dead_full) {
-            ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': more than %u processes of the job "
-                          "ended: claims of process %d's kernels in its device inbox are not "
-                          "given up", k->name, RINGK_DEV_DEAD_MAX, rank);
-            k->dev->dead_full = 1;
-        }
-        return 0;
+    if (n < (int32_t)RINGK_DEV_DEAD_MAX) {
+        c->dead[n] = (uint32_t)rank;
+        __atomic_store_n(&c->ndead, n + 1, __ATOMIC_RELEASE); /* A: after dead[n] */
+    } else if (!k->dev->dead_full) {
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': more than %u processes of the job "
+                      "ended: claims of process %d's kernels in its device inbox are not given "
+                      "up", k->name, RINGK_DEV_DEAD_MAX, rank);
+        k->dev->dead_full = 1;
     }
-    c->dead[n] = (uint32_t)rank;
-    __atomic_store_n(&c->ndead, n + 1, __ATOMIC_RELEASE); /* A: after dead[n] */
     if ((k->mode == RINGK_MODE_EVENT_DRIVEN) &&
-        (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == RINGK_KERNEL_ACTIVE)) {
+        (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != RINGK_KERNEL_TERMINATED) &&
+        !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
         __atomic_compare_exchange_n(&c->idle, &idle, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
         __atomic_store_n(&c->doorbell, 1, __ATOMIC_RELEASE);
         ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': woken: process %d of the job ended (no "
@@ -377,7 +378,7 @@ static unsigned dead_tell(ringk_ctx_t *ctx, ringk_kernel_t *k, int rank)
 static unsigned given_up_log(ringk_ctx_t *ctx, ringk_kernel_t *k)
 {
     const ringk_dev_ctl_t *c = k->dev->ctl;
-    uint64_t n     = __atomic_load_n(&c->given_up, __ATOMIC_ACQUIRE);
+    uint64_t n     = __atomic_load_n(&c->given_up, __ATOMIC_ACQUIRE); /* G */
     uint32_t owner = __atomic_load_n(&c->given_up_owner, __ATOMIC_RELAXED);
 
     if (n == k->dev->given_up_seen) {
@@ -391,16 +392,61 @@ static unsigned given_up_log(ringk_ctx_t *ctx, ringk_kernel_t *k)
     return 1;
 }
 
-/* Exported kernel @a k, looked at every 100 ms while a process of the job is gone: the
- * processes of the job that ended, told to its loop; what the loop gave up, logged. */
-static unsigned repair_inbox(ringk_ctx_t *ctx, ringk_kernel_t *k)
+/* Whether process @a rank has been dead (ringk_job_rank_dead()) for DEV_DEAD_GRACE_NS by
+ * @a now, and not told yet: then it is marked told. The grace covers what may outlive a
+ * process: its GPU work, which the driver (or an MPS server) tears down after it. */
+static int dead_due(ringk_ctx_t *ctx, int rank, uint64_t now)
 {
-    unsigned did = given_up_log(ctx, k);
+    uint64_t *since = ctx->devs->dead_since;
+
+    if ((since == NULL) &&
+        ((since = ctx->devs->dead_since = calloc((size_t)ctx->job.size,
+                                                 sizeof(*since))) == NULL)) {
+        return 0;
+    }
+    if (since[rank] == UINT64_MAX) {
+        return 0; /* told */
+    }
+    if (!ringk_job_rank_dead(ctx, rank)) {
+        since[rank] = 0;
+        return 0;
+    }
+    if (since[rank] == 0) {
+        since[rank] = now;
+    }
+    if (now - since[rank] < DEV_DEAD_GRACE_NS) {
+        return 0;
+    }
+    since[rank] = UINT64_MAX;
+    return 1;
+}
+
+/* Every 100 ms while a process of the job is gone: the processes of the job that ended, told
+ * to the loop of each exported kernel; what the loops gave up, logged. */
+static unsigned dead_watch(ringk_ctx_t *ctx, uint64_t now)
+{
+    unsigned i, count, did = 0;
+    ringk_kernel_t *k;
     int rank;
 
+    count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
     for (rank = 0; rank < ctx->job.size; rank++) {
-        if ((rank != ctx->job.rank) && ringk_job_rank_dead(ctx, rank)) {
-            did += dead_tell(ctx, k, rank);
+        if ((rank == ctx->job.rank) || !dead_due(ctx, rank, now)) {
+            continue;
+        }
+        for (i = 0; i < count; i++) {
+            k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
+            if ((k != NULL) && (k->dev != NULL) &&
+                __atomic_load_n(&k->dev->region->exported, __ATOMIC_ACQUIRE)) {
+                did += dead_tell(ctx, k, rank);
+            }
+        }
+    }
+    for (i = 0; i < count; i++) {
+        k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
+        if ((k != NULL) && (k->dev != NULL) &&
+            __atomic_load_n(&k->dev->region->exported, __ATOMIC_ACQUIRE)) {
+            did += given_up_log(ctx, k);
         }
     }
     return did;
@@ -421,8 +467,7 @@ static int job_lost_any(ringk_ctx_t *ctx)
 
 unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now)
 {
-    unsigned i, count, did;
-    ringk_kernel_t *k;
+    unsigned did;
 
     if (now < ctx->devs->watch_ns) {
         return 0;
@@ -432,15 +477,7 @@ unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now)
     if (!__atomic_load_n(&ctx->devs->exported, __ATOMIC_ACQUIRE) || !job_lost_any(ctx)) {
         return did;
     }
-    count = __atomic_load_n(&ctx->nkernels, __ATOMIC_ACQUIRE);
-    for (i = 0; i < count; i++) {
-        k = __atomic_load_n(&ctx->kernels[i], __ATOMIC_ACQUIRE);
-        if ((k != NULL) && (k->dev != NULL) &&
-            __atomic_load_n(&k->dev->region->exported, __ATOMIC_ACQUIRE)) {
-            did += repair_inbox(ctx, k);
-        }
-    }
-    return did;
+    return did + dead_watch(ctx, now);
 }
 
 void ringk_dev_remote_unmap(ringk_devs_t *devs)

@@ -223,8 +223,9 @@ static void remote_routes_of(ringk_ctx_t *ctx, ringk_kernel_t *s)
             continue; /* a kernel of this process, or of none (yet) */
         }
         d->remote_tried |= 1u << j;
-        no = ringk_dev_remote_on(ctx) ? remote_target(ctx, s, rank, &e, &d->routes[j].target, &map, why,
-                                         sizeof(why)) : "RINGK_DEVICE_REMOTE=0";
+        no = ringk_dev_remote_on(ctx) ?
+             remote_target(ctx, s, rank, &e, &d->routes[j].target, &map, why, sizeof(why)) :
+             "RINGK_DEVICE_REMOTE=0";
         if (no != NULL) {
             ringk_log_msg(ctx, RINGK_LOG_INFO, "kernel '%s': sends to kernel '%s' of process %d "
                           "go through the host: %s", s->name, s->publishes_to.names[j], rank, no);

@@ -46,6 +46,7 @@ struct ringk_remote {
     ucp_ep_h       *eps;          /* by rank; NULL for ourselves */
     int            *dead;         /* by rank: its endpoint failed, or it left */
     int            *left;         /* by rank: it said goodbye (destroyed its context) */
+    uint8_t        *here;         /* by rank: on this node (the node ids said at start) */
     int            *acked;        /* by rank: it acknowledged our goodbye */
     int            *ack_due;      /* by rank: we owe it an acknowledgement of its goodbye */
     uint64_t       *ctl_err_next; /* by rank: when a failed control message may be logged

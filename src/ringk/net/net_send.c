@@ -395,6 +395,14 @@ int ringk_remote_gone(const ringk_ctx_t *ctx, int rank)
     return (rank >= 0) && (rank < r->size) && __atomic_load_n(&r->dead[rank], __ATOMIC_ACQUIRE);
 }
 
+int ringk_remote_lost_here(const ringk_ctx_t *ctx, int rank)
+{
+    const ringk_remote_t *r = ctx->remote;
+
+    return ringk_remote_gone(ctx, rank) && r->here[rank] &&
+           !__atomic_load_n(&r->left[rank], __ATOMIC_ACQUIRE);
+}
+
 int ringk_remote_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p, uint32_t *id_p)
 {
     ringk_remote_t *r = ctx->remote;

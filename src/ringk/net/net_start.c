@@ -61,6 +61,7 @@ static void remote_free(ringk_remote_t *r)
     free(r->eps);
     free(r->dead);
     free(r->left);
+    free(r->here);
     free(r->acked);
     free(r->ack_due);
     free(r->ctl_err_next);
@@ -95,6 +96,7 @@ static int remote_alloc(ringk_remote_t *r, int size)
     } arrays[] = {
 #define REMOTE_ARRAY(_field, _n) {&r->_field, (_n), sizeof(*r->_field)}
         REMOTE_ARRAY(eps, size), REMOTE_ARRAY(dead, size), REMOTE_ARRAY(left, size),
+        REMOTE_ARRAY(here, size),
         REMOTE_ARRAY(event_state, size), REMOTE_ARRAY(event_kind, size),
         REMOTE_ARRAY(event_next, size), REMOTE_ARRAY(acked, size), REMOTE_ARRAY(ack_due, size),
         REMOTE_ARRAY(ctl_err_next, size), REMOTE_ARRAY(ctl_err_quiet, size),
@@ -229,6 +231,9 @@ static int addresses_exchange(ringk_remote_t *r, uint8_t **all_p, uint64_t *maxl
         }
         maxlen      = (lens[rank].len > maxlen) ? lens[rank].len : maxlen;
         nodes[rank] = lens[rank].node;
+    }
+    for (rank = 0; (ret == 0) && (rank < r->size); rank++) {
+        r->here[rank] = (uint8_t)ringk_node_id_same(&nodes[rank], &me.node, NULL, 0);
     }
     if (ret == 0) {
         mine = calloc(1, maxlen);

@@ -53,6 +53,8 @@ int ringk_remote_dev_lookup(ringk_ctx_t *ctx, const char *name, int *rank_p,
 uint32_t ringk_remote_rank_pid(const ringk_ctx_t *ctx, int rank);
 /** Whether process @a rank left the job or was lost (its endpoint failed). */
 int ringk_remote_gone(const ringk_ctx_t *ctx, int rank);
+/** Whether process @a rank, of this node, was lost (gone without saying goodbye). */
+int ringk_remote_lost_here(const ringk_ctx_t *ctx, int rank);
 /** Fills the remote fields of @a rt, a route of @a from (NULL: the host) resolved to kernel
  *  rt->remote_id of process rt->rank, for ringk_remote_send_try(). */
 void ringk_remote_route_init(ringk_ctx_t *ctx, const ringk_kernel_t *from, route_t *rt);
