@@ -10,9 +10,9 @@
 #include "core/ringk_node.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

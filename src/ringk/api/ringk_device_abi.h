@@ -73,6 +73,15 @@ RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
 {
     return RINGK_DEV_ATOMIC(uint64_t, system, p).load(cuda::memory_order_relaxed);
 }
+/* another writer's header fields, read whole (a seqlock's reader orders them by fences) */
+RINGK_DEV_FN uint32_t ringk_dev_load_rlx_u32(const uint32_t *p)
+{
+    return RINGK_DEV_ATOMIC(uint32_t, system, p).load(cuda::memory_order_relaxed);
+}
+RINGK_DEV_FN uint16_t ringk_dev_load_rlx_u16(const uint16_t *p)
+{
+    return *(const volatile uint16_t*)p; /* ld.volatile: no 16-bit atomic_ref */
+}
 /* fence.sc.sys: orders a store before a later load of another word, against the host too (the
  * sleep and terminate protocols: W1/W2, T1/T2 below) */
 RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
@@ -143,6 +152,14 @@ RINGK_DEV_FN void ringk_dev_store_rlx_sys_u64(uint64_t *p, uint64_t v)
     __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN uint32_t ringk_dev_load_rlx_u32(const uint32_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN uint16_t ringk_dev_load_rlx_u16(const uint16_t *p)
 {
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }

@@ -272,8 +272,8 @@ RINGK_DEV_FN int ringk_dev_owner_dead(const ringk_dev_ctl_t *c, uint32_t owner)
  * it is a claim marked by a sender (ringk_ring_mark_claimed()) of a process the host says
  * ended: its cells given up (a cancel cell, which the consumer passes), or it would wait there
  * for ever (and could not terminate). The mark is another process's writing: a seqlock's
- * reader. M1: seq is the mark (acquire: pairs with the mark's release), then the fields (one
- * relaxed load of the header's second word: len, ncells), then the owner found dead, then
+ * reader. M1: seq is the mark (acquire: pairs with the mark's release), then the fields
+ * (relaxed loads of len and ncells), then the owner found dead, then
  * M2: a fence and seq still the mark (pairs with the fence a live sender makes between its
  * unmark and its publish, ringk_dev_claim_publish()). A mark still there once its owner is
  * known dead is never published. Device memory is read first, the control block (mapped
@@ -284,15 +284,14 @@ RINGK_DEV_FN int ringk_dev_give_up_dead(ringk_dev_kernel_t *k)
     const ringk_ring_t *r = &k->inbox;
     const uint64_t pos    = k->dev_head, mark = (pos + 1) | RINGK_CELL_SEQ_CLAIMED;
     ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
-    uint64_t tail, w;
+    uint64_t tail;
     uint32_t owner, ncells;
 
     if (ringk_ring_ld_acq(r, &cell->seq) != mark) { /* M1 */
         return 0;
     }
-    w      = ringk_ring_ld_rlx(r, &cell->seq + 1); /* len, then ncells (little-endian) */
-    owner  = (uint32_t)w;
-    ncells = (uint16_t)(w >> 32);
+    owner  = ringk_dev_load_rlx_u32(&cell->len);
+    ncells = ringk_dev_load_rlx_u16(&cell->ncells);
     tail   = ringk_ring_ld_acq(r, &r->prod->pos) & ~RINGK_RING_CLOSED;
     if ((ncells < 1) || (ncells > tail - pos) ||
         (ncells > r->ncells - (uint32_t)(pos & r->mask)) || !ringk_dev_owner_dead(c, owner)) {
@@ -560,6 +559,9 @@ RINGK_DEV_FN void ringk_dev_loop(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
             if (++since_store >= RINGK_DEV_STATE_POLLS) {
                 ringk_dev_own_store(k);
                 since_store = 0;
+                /* a dead sender's claim in the device inbox while the host ingress ring
+                 * keeps the loop busy */
+                ringk_dev_give_up_dead(k);
             }
             continue;
         }

@@ -47,10 +47,6 @@ _Static_assert((offsetof(ringk_dev_ctl_t, state) == 64) &&
                (offsetof(ringk_dev_ctl_t, done) == 128) &&
                (offsetof(ringk_dev_ctl_t, dead) + sizeof(((ringk_dev_ctl_t*)0)->dead) <= 128),
                "the control block's lines");
-/* ringk_dev_give_up_dead() reads len and ncells as the header's second word, little-endian */
-_Static_assert((offsetof(ringk_cell_hdr_t, len) == 8) &&
-               (offsetof(ringk_cell_hdr_t, ncells) == 12) &&
-               (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__), "a cell header's second word");
 
 /* libringk's own CUDA calls for device kernels are made in relaxed stream capture mode: a
  * capture of the program's in another thread (global mode, the default) would otherwise refuse

@@ -338,11 +338,11 @@ static unsigned remote_drop_gone(ringk_ctx_t *ctx)
 
 /* Tells exported kernel @a k's loop that process @a rank ended, once (ctl->dead: the loop
  * gives up the claims that process's senders marked in its inbox and never published,
- * ringk_dev_give_up_dead()), and wakes an event-driven kernel not terminated: a sender of
- * that process may have published and died before waking it, or taken 'idle' and died before
- * ringing. The doorbell is rung after taking 'idle' as a sender would, or where 'idle' was
- * taken already (a launch runs, or that sender took it): a launch with nothing to take parks
- * again (an inactive kernel's at once). */
+ * ringk_dev_give_up_dead()), and wakes an event-driven kernel launched and not terminated: a
+ * sender of that process may have published and died before waking it, or taken 'idle' and
+ * died before ringing. The doorbell is rung after taking 'idle' as a sender would, or where
+ * 'idle' was taken already (a launch runs, or that sender took it): a launch with nothing to
+ * take parks again after its idle turns. */
 static unsigned dead_tell(ringk_ctx_t *ctx, ringk_kernel_t *k, int rank)
 {
     ringk_dev_ctl_t *c = k->dev->ctl;
@@ -362,8 +362,9 @@ static unsigned dead_tell(ringk_ctx_t *ctx, ringk_kernel_t *k, int rank)
                       "up", k->name, RINGK_DEV_DEAD_MAX, rank);
         k->dev->dead_full = 1;
     }
-    if ((k->mode == RINGK_MODE_EVENT_DRIVEN) &&
-        (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != RINGK_KERNEL_TERMINATED) &&
+    /* launched, and neither faulted nor joined (a launch then would be one too many) */
+    if ((k->mode == RINGK_MODE_EVENT_DRIVEN) && (ringk_dev_life(k->dev) == RINGK_DEV_LAUNCHED) &&
+        (ringk_load_i(&k->state) != RINGK_KERNEL_TERMINATED) &&
         !__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
         __atomic_compare_exchange_n(&c->idle, &idle, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
         __atomic_store_n(&c->doorbell, 1, __ATOMIC_RELEASE);
