@@ -152,6 +152,15 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
 int ringk_cuda_vmm_alloc(int dev, uint64_t size, void **ptr_p, uint64_t *size_p, int *fd_p,
                          char *why, size_t why_len);
 
+/**
+ * Gives CUDA device @a dev (an ordinal of this process) read and write access to the cuMem
+ * mapping [@a base, +@a size) that ringk_cuda_vmm_alloc() or ringk_cuda_vmm_import() made,
+ * keeping the access other devices have: the memory's own GPU's, a peer's over P2P (where the
+ * pair cannot, the driver refuses).
+ * @return 0; -ENODEV (no CUDA), -EIO with the reason in @a why.
+ */
+int ringk_cuda_vmm_grant(void *base, uint64_t size, int dev, char *why, size_t why_len);
+
 /** Unmaps what ringk_cuda_vmm_alloc() mapped, as ringk_cuda_vmm_close() (later, while ringk
  *  device kernels of the process run: cuMemUnmap may wait for the device's work). */
 void ringk_cuda_vmm_free(void *ptr, uint64_t size);

@@ -317,6 +317,37 @@ err_leave:
     return -EIO;
 }
 
+int ringk_cuda_vmm_grant(void *base, uint64_t size, int dev, char *why, size_t why_len)
+{
+    CUmemAccessDesc access;
+    CUcontext ctx;
+    int ret;
+
+    if (!ringk_cuda_usable_cached()) {
+        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
+        return -ENODEV;
+    }
+    if ((ret = vmm_cu_load(why, why_len)) != 0) {
+        return ret;
+    }
+    if (vmm_ctx_enter(dev, &ctx, why, why_len) != CUDA_SUCCESS) {
+        return -EIO;
+    }
+    /* only the location named changes: the devices that have access keep it */
+    memset(&access, 0, sizeof(access));
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id   = dev;
+    access.flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    ret = vmm_cu.cuMemSetAccess((CUdeviceptr)(uintptr_t)base, size, &access, 1);
+    vmm_ctx_leave(dev);
+    if (ret != CUDA_SUCCESS) {
+        snprintf(why, why_len, "cuMemSetAccess(device %d, %llu bytes) failed with CUresult %d",
+                 dev, (unsigned long long)size, ret);
+        return -EIO;
+    }
+    return 0;
+}
+
 /* cuMem mappings closed while device kernels were resident (cuMemUnmap may wait for the
  * device's work, as cudaIpcCloseMemHandle does), unmapped once none is: a list, most recent
  * first. */
@@ -538,6 +569,15 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
     (void)size;
     (void)base_p;
     snprintf(why, why_len, RINGK_NO_CUDA ": a device allocation cannot be mapped");
+    return -ENODEV;
+}
+
+int ringk_cuda_vmm_grant(void *base, uint64_t size, int dev, char *why, size_t why_len)
+{
+    (void)base;
+    (void)size;
+    (void)dev;
+    snprintf(why, why_len, RINGK_NO_CUDA ": no device memory to give access to");
     return -ENODEV;
 }
 

@@ -18,8 +18,9 @@
  * of messages that came through the host (staged), and from the log line rank 0 writes about
  * the route. Ends with "RESULT job_device rank=R size=2 ok=0|1 key=value ...".
  * Built with JOB_DEVICE_GPU (job_device_gpu, driven by test_job_gpu.sh), the same kernels
- * compiled by nvcc run on GPU 0 in both processes, their result blocks in mapped memory; mode
- * probe exits 0 where a GPU is usable, 77 where not. */
+ * compiled by nvcc run on GPU 0 in both processes (sink on GPU JOB_DEVICE_SINK_GPU where that
+ * is set), their result blocks in mapped memory; mode probe prints "gpus=N" and exits 0 where a
+ * GPU is usable, 77 where not. */
 #include "test/kernels/ringk_dev_test_params.h"
 
 #include <ringk/api/ringk.h>
@@ -144,8 +145,13 @@ static int run_sink(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_te
 {
     static const char *const only_fwd[] = {"fwd", NULL};
     ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_count, t_arg);
+    const char *gpu = getenv("JOB_DEVICE_SINK_GPU");
     ringk_kernel_t *sink;
 
+    if (gpu != NULL) { /* another GPU than fwd's: its route reaches it by peer access */
+        p.field_mask |= RINGK_KERNEL_PARAM_FIELD_PLACEMENT;
+        p.placement   = atoi(gpu);
+    }
     p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
     p.inbox_size  = 64;
     p.max_in      = 64;
@@ -212,7 +218,15 @@ int main(int argc, char **argv)
         printf("job_device_gpu: no usable CUDA device\n");
         return 77;
     }
+    if (strcmp(mode, "probe-peer") == 0) { /* 0: GPU 0 can write GPU 1 with native atomics */
+        int can = 0, atomics = 0;
+
+        return !((ngpu >= 2) && (cudaDeviceCanAccessPeer(&can, 0, 1) == cudaSuccess) && can &&
+                 (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, 0,
+                                            1) == cudaSuccess) && atomics);
+    }
     if (strcmp(mode, "probe") == 0) {
+        printf("gpus=%d\n", ngpu);
         return 0;
     }
     /* before the context: a pinned allocation may wait for resident kernels */

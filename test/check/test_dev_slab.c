@@ -341,6 +341,36 @@ START_TEST(test_dev_peer_enable_rule)
 }
 END_TEST
 
+/* A sender's GPU is given access to another process's device memory once per GPU: the
+ * emulated device's map has none to give, an ordinal outside 0..31 is refused before CUDA is
+ * asked, a GPU that has access is not asked again, and a grant that fails (no CUDA here, or
+ * memory CUDA did not map) leaves the map's access as it was. */
+START_TEST(test_dev_rmap_grant)
+{
+    struct ringk_dev_rmap emu, cuda;
+    uint8_t mem[64];
+    char why[256];
+
+    memset(&emu, 0, sizeof(emu));
+    memset(&cuda, 0, sizeof(cuda));
+    emu.kind = RINGK_DEV_EXPORT_EMU;
+    ck_assert_int_eq(ringk_dev_rmap_grant(&emu, 0, why, sizeof(why)), 0);
+    ck_assert_uint_eq(emu.access, 0);
+    cuda.kind      = RINGK_DEV_EXPORT_CUDA;
+    cuda.mem_dev   = mem;
+    cuda.mem_bytes = sizeof(mem);
+    ck_assert_int_eq(ringk_dev_rmap_grant(&cuda, -1, why, sizeof(why)), -EINVAL);
+    ck_assert_msg(strstr(why, "CUDA device -1") != NULL, "%s", why);
+    ck_assert_int_eq(ringk_dev_rmap_grant(&cuda, 32, why, sizeof(why)), -EINVAL);
+    cuda.access = 1u << 2;
+    ck_assert_int_eq(ringk_dev_rmap_grant(&cuda, 2, why, sizeof(why)), 0);
+    why[0] = '\0';
+    ck_assert_int_ne(ringk_dev_rmap_grant(&cuda, 1, why, sizeof(why)), 0);
+    ck_assert_msg(why[0] != '\0', "a refused grant says why");
+    ck_assert_uint_eq(cuda.access, 1u << 2);
+}
+END_TEST
+
 /* A CUDA export names its inbox in the device memory (offsets from 0, inside mem_bytes) and
  * its control block in the file past the header; the size it claims is bounded, and its bus
  * id must end inside the field. */
@@ -585,6 +615,7 @@ int main(void)
     tc = tcase_create("export");
     tcase_add_test(tc, test_dev_export_check);
     tcase_add_test(tc, test_dev_export_check_cuda);
+    tcase_add_test(tc, test_dev_rmap_grant);
     tcase_add_test(tc, test_dev_give_up_dead);
     tcase_add_test(tc, test_dev_fdsvc_fetch);
     tcase_add_test(tc, test_dev_fdsvc_impostor);

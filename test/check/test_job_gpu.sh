@@ -32,7 +32,14 @@ elif [ $rc -ne 0 ]; then
     nok "job_device_gpu runs (its probe exited $rc)" "$probe"
     exit 1
 fi
-echo "1..6"
+gpus=$(sed -n 's/^gpus=//p' <<<"$probe")
+# the case of two GPUs only where there are two (the bundle counts a skipped case as a failure)
+if [ "${gpus:-1}" -ge 2 ]; then
+    echo "1..7"
+else
+    echo "1..6"
+    echo "# ${gpus:-1} CUDA device(s): the case of two GPUs is not run"
+fi
 job "GPU device kernel to GPU device kernel of another process: straight into its inbox" 2 \
     "0: sent=2000 sent_direct=2000 send_failed=0 routes_direct=1 routes_host=0" \
     "1: got=2000 out_of_order=0 bad=0 staged=0" -- "$prog" 2000
@@ -52,4 +59,17 @@ job "a GPU sender of another process dies between its claim and its publish: cel
     "0: direct=1" "1: got=300 out_of_order=0 staged=0 repaired=1" -- "$prog" 300 abandon
 job "a GPU sender of another process dies between its publish and the wake-up: target woken" 2 \
     "0: direct=1" "1: got=301 out_of_order=0 staged=0 relaunched=1" -- "$prog" 300 nowake
+if [ "${gpus:-1}" -ge 2 ]; then
+    # sink on GPU 1: fwd's GPU 0 is given access to its cuMem memory where the pair has peer
+    # access with native atomics; otherwise the route goes through the host, and says why
+    if "$prog" 0 probe-peer >/dev/null 2>&1; then
+        JOB_DEVICE_SINK_GPU=1 job "... on another GPU (peer access): straight into its inbox" 2 \
+            "0: sent=1000 sent_direct=1000 routes_direct=1 routes_host=0" \
+            "1: got=1000 out_of_order=0 staged=0" -- "$prog" 1000
+    else
+        JOB_DEVICE_SINK_GPU=1 job "... on another GPU without peer access: through the host" 2 \
+            "0: sent=1000 sent_direct=0 routes_direct=0 routes_host=1" \
+            "1: got=1000 out_of_order=0 staged=1000" -- "$prog" 1000
+    fi
+fi
 [ $fails -eq 0 ]

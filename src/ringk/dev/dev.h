@@ -105,7 +105,8 @@ typedef struct {
     struct ringk_dev_fdsvc        *svc;
     uint32_t                       peer_in;      /* bit j: device kernels of CUDA device j may
                                                     send straight into its device inboxes
-                                                    (peer access from j on, native atomics);
+                                                    (peer access from j on, native atomics,
+                                                    j given access to shared cuMem memory);
                                                     set at its setup or at j's, atomic. Not 0:
                                                     inboxes made from then on take system
                                                     scope atomics (a route checks the target
@@ -482,6 +483,8 @@ struct ringk_dev_rmap {
     uint8_t               *dev_base;
     uint8_t               *mem_dev;
     uint64_t               mem_bytes;
+    uint32_t               access;   /* CUDA: bit k, device k of this process may write mem_dev
+                                        (ringk_dev_rmap_grant) */
 };
 
 /* ---- ringk_dev_share.c ---- */
@@ -524,6 +527,9 @@ int ringk_dev_slab_file_make(ringk_dev_device_t *device, size_t bytes, char *why
  *  unless the file stays registered (CUDA could not unregister it: it must stay mapped). */
 int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_rmap *m,
                         char *why, size_t why_len);
+/** Under ctx->lock: gives CUDA device @a dev of this process access to the device memory of
+ *  map @a m (once; nothing for the emulated device's): 0, or -errno with why in @a why. */
+int ringk_dev_rmap_grant(struct ringk_dev_rmap *m, int dev, char *why, size_t why_len);
 /** Undoes ringk_dev_rmap_cuda(): 1, or 0 where the file must stay mapped (CUDA cannot
  *  unregister it while device kernels run). */
 int ringk_dev_rmap_cuda_free(struct ringk_dev_rmap *m);

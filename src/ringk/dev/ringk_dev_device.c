@@ -202,13 +202,39 @@ static int peer_turn_on(int from, int to, char *why, size_t why_len)
     return 1;
 }
 
+/* Under ringk_dev_proc.mu: lets kernels of CUDA device @a from write the inboxes of @a to. The
+ * memory of a device shared with other processes is cuMem memory, which only the GPUs given
+ * access reach (peer access does not): @a from is given access, but not while kernels of @a to
+ * run (as peer access is not turned on under them). 1, or 0 with the reason in @a why. */
+static int peer_mem_grant(ringk_dev_device_t *to, int from, char *why, size_t why_len)
+{
+    char err[192];
+
+    if (!to->cuda_shared) {
+        return 1;
+    }
+    if ((to->kernels > 0) || (to->stuck > 0)) {
+        snprintf(why, why_len, "its memory is shared with other processes (cuMem memory, which "
+                 "only GPUs given access reach), and access is not given while its %u device "
+                 "kernel launches run", to->kernels + to->stuck);
+        return 0;
+    }
+    if (ringk_cuda_vmm_grant(to->mem.dev, to->mem_bytes, from, err, sizeof(err)) != 0) {
+        snprintf(why, why_len, "its memory is shared with other processes (cuMem memory), and "
+                 "giving CUDA device %d access failed: %s", from, err);
+        return 0;
+    }
+    return 1;
+}
+
 /* Under ringk_dev_proc.mu, at @a device's (CUDA device d's) setup, before a kernel of it runs:
  * the GPUs of the process (@a n in all) that RINGK_DEVICE_PEER pairs it with
  * (ringk_dev_peer_candidate). For each pair ringk_dev_peer_usable() accepts, in each direction,
  * peer access is turned on: from d always (none of its kernels runs yet), from the other GPU
  * while none of its device kernels runs (ringk_dev_peer_enable_ok). Then d's inboxes take sends
  * of the other GPU's kernels (device->peer_in), and the other GPU's inboxes made from then on
- * take d's. Each direction's answer is logged at INFO. */
+ * take d's; where the receiving GPU's memory is shared with other processes, once the sending
+ * GPU has access to it (peer_mem_grant). Each direction's answer is logged at INFO. */
 static void device_peers(ringk_ctx_t *ctx, ringk_dev_device_t *device, int n)
 {
     const int d = device->cuda_index;
@@ -245,7 +271,8 @@ static void device_peers(ringk_ctx_t *ctx, ringk_dev_device_t *device, int n)
                 char path[sizeof(why)];
 
                 snprintf(path, sizeof(path), "%s", why);
-                ok = peer_turn_on(from, to, why, sizeof(why));
+                ok = peer_turn_on(from, to, why, sizeof(why)) &&
+                     peer_mem_grant(way ? other : device, from, why, sizeof(why));
                 if (ok) {
                     snprintf(why, sizeof(why), "%s", path);
                 }

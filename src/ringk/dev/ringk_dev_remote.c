@@ -48,61 +48,6 @@ int ringk_dev_remote_on(ringk_ctx_t *ctx)
     return 1;
 }
 
-static uint64_t token_new(void)
-{
-    uint64_t t = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-    if ((fd < 0) || (read(fd, &t, sizeof(t)) != (ssize_t)sizeof(t))) {
-        t = ringk_now_ns() ^ ((uint64_t)getpid() << 32);
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
-    return t | 1; /* never 0: 0 is "not shared" */
-}
-
-int ringk_dev_slab_file_make(ringk_dev_device_t *device, size_t bytes, char *why,
-                             size_t why_len)
-{
-    ringk_dev_slab_file_t *hdr;
-    uint8_t *base;
-    int fd, err;
-
-    fd = memfd_create(RINGK_DEV_SLAB_FILE, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) {
-        err = -errno;
-        snprintf(why, why_len, "memfd_create: %s", strerror(-err));
-        return err;
-    }
-    /* owner-only, and its size fixed: another process's mapping never loses its pages */
-    if ((fchmod(fd, 0600) != 0) || (ftruncate(fd, (off_t)bytes) != 0) ||
-        (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)) {
-        err = -errno;
-        snprintf(why, why_len, "a memfd of %zu bytes: %s", bytes, strerror(-err));
-        close(fd);
-        return err;
-    }
-    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (base == MAP_FAILED) {
-        err = -errno;
-        snprintf(why, why_len, "mmap of %zu bytes: %s", bytes, strerror(-err));
-        close(fd);
-        return err;
-    }
-    hdr              = (ringk_dev_slab_file_t*)base;
-    hdr->version     = RINGK_DEV_SLAB_FILE_VERSION;
-    hdr->owner_pid   = (uint32_t)getpid();
-    hdr->token       = token_new();
-    hdr->bytes       = bytes;
-    __atomic_store_n(&hdr->magic, RINGK_DEV_SLAB_FILE_MAGIC, __ATOMIC_RELEASE);
-    device->file       = base;
-    device->file_bytes = bytes;
-    device->file_fd    = fd;
-    device->file_token = hdr->token;
-    return 0;
-}
-
 int ringk_dev_emu_slabs_alloc(ringk_ctx_t *ctx, ringk_dev_device_t *device)
 {
     size_t bytes = RINGK_DEV_SLAB_FILE_HDR + device->mapped.size + device->mem.size;
@@ -245,6 +190,10 @@ int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, int dev, const ringk_dev_expo
         if ((m->rank == rank) && (m->kind == e->kind) && (m->pid == e->pid) &&
             (m->fd == e->fd) && (m->token == e->token) &&
             ((e->kind != RINGK_DEV_EXPORT_CUDA) || (m->mem_bytes == e->mem_bytes))) {
+            /* a kernel of another GPU than those that wrote it so far: access for its GPU */
+            if ((err = ringk_dev_rmap_grant(m, dev, why, why_len)) != 0) {
+                return err;
+            }
             *map_p = m;
             return 0;
         }

@@ -16,17 +16,16 @@
 #include <strings.h>
 
 /* Whether device kernel @a s may write device kernel @a t's inbox: the same device, or another
- * GPU whose inboxes take sends of s's (peer access, native atomics: ringk_dev_device_t.peer_in,
- * decided at a device's setup) where t's inbox was made with system-scope atomics (one made
- * before the pair was turned on keeps device scope, and sends to it go through the host) and
- * is not cuMem memory shared with other processes (peer access does not reach that: only its
- * own GPU has access to it). */
+ * GPU whose inboxes take sends of s's (peer access, native atomics, and for cuMem memory shared
+ * with other processes access given to s's GPU: ringk_dev_device_t.peer_in, decided at a
+ * device's setup) where t's inbox was made with system-scope atomics (one made before the pair
+ * was turned on keeps device scope, and sends to it go through the host). */
 static int dev_reaches(const ringk_dev_host_t *s, const ringk_dev_host_t *t)
 {
     int from = s->device->cuda_index;
 
     return (t->device == s->device) ||
-           ((from >= 0) && (t->device->cuda_index >= 0) && !t->device->cuda_shared &&
+           ((from >= 0) && (t->device->cuda_index >= 0) &&
             (__atomic_load_n(&t->device->peer_in, __ATOMIC_RELAXED) & (1u << from)) &&
             (t->view.inbox.scope == RINGK_RING_SCOPE_SYSTEM));
 }
@@ -80,9 +79,38 @@ void ringk_exec_dev_route_drop(ringk_ctx_t *ctx, const ringk_kernel_t *gone)
     }
 }
 
+/* Why a device kernel of CUDA device @a from cannot write the inbox of another process on the
+ * GPU at @a busid, another GPU than its own: NULL where this process sees that GPU, the pair
+ * has peer access with native atomics (as between two GPUs of one process) and
+ * RINGK_DEVICE_PEER is not 0. The mapping of that memory here then gives @a from access. */
+static const char *remote_peer_refused(int from, const char *busid, char *why, size_t why_len)
+{
+    char reason[RINGK_PEER_REASON_LEN + 200];
+    ringk_peer_info_t info;
+    int owner, bad;
+
+    if (ringk_dev_peer_mode(getenv("RINGK_DEVICE_PEER"), &bad) == RINGK_DEV_PEER_OFF) {
+        snprintf(why, why_len, "its inbox is on the GPU at %.15s, this kernel runs on CUDA "
+                 "device %d, and RINGK_DEVICE_PEER=0", busid, from);
+        return why;
+    }
+    if (ringk_cuda_busid_dev(busid, &owner, reason, sizeof(reason)) != 0) {
+        snprintf(why, why_len, "its inbox is on the GPU at %.15s, which this process does not "
+                 "see (CUDA_VISIBLE_DEVICES?): %.120s", busid, reason);
+        return why;
+    }
+    if (!ringk_dev_peer_usable(ringk_peer_can_access(from, owner, &info), &info, reason,
+                               sizeof(reason))) {
+        snprintf(why, why_len, "its inbox is on CUDA device %d (%.15s), this kernel runs on "
+                 "CUDA device %d: %.150s", owner, busid, from, reason);
+        return why;
+    }
+    return NULL;
+}
+
 /* Why device kernel of device @a sd cannot write the device memory export @a e names: NULL
  * where it can (the emulated device's into an emulated device's; a GPU's into memory on that
- * same GPU: no peer access between processes' contexts is asked for). */
+ * same GPU, or on another GPU remote_peer_refused() accepts). */
 static const char *remote_device_mismatch(const ringk_dev_device_t *sd,
                                           const ringk_dev_export_t *e, char *why, size_t why_len)
 {
@@ -103,9 +131,7 @@ static const char *remote_device_mismatch(const ringk_dev_device_t *sd,
             return why;
         }
         if (strncasecmp(busid, e->busid, sizeof(busid)) != 0) {
-            snprintf(why, why_len, "its inbox is on the GPU at %.15s, this kernel runs on the "
-                     "one at %s", e->busid, busid);
-            return why;
+            return remote_peer_refused(sd->cuda_index, e->busid, why, why_len);
         }
     }
     return NULL;

@@ -110,7 +110,8 @@ int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_r
         close(fd);
         goto err;
     }
-    /* mapped on the exporter's GPU (the sender's: the caller checked the bus id) */
+    /* mapped in the context of the exporter's GPU, with access for it (and, where the pair
+     * has peer access, the calling thread's GPU); the sender's GPU is given access below */
     ret = ringk_cuda_vmm_import(RINGK_CUDA_IPC_POSIX_FD, NULL, fd, e->busid, bytes, &mem, why,
                                 why_len);
     close(fd);
@@ -119,6 +120,11 @@ int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_r
     }
     m->mem_dev   = mem;
     m->mem_bytes = bytes;
+    if ((ret = ringk_dev_rmap_grant(m, dev, why, why_len)) != 0) {
+        ringk_cuda_vmm_close(RINGK_CUDA_IPC_POSIX_FD, m->mem_dev, m->mem_bytes);
+        m->mem_dev = NULL;
+        goto err;
+    }
     return 0;
 
 err:
@@ -126,6 +132,28 @@ err:
         m->dev_base = NULL;
     }
     return ret;
+}
+
+int ringk_dev_rmap_grant(struct ringk_dev_rmap *m, int dev, char *why, size_t why_len)
+{
+    int ret;
+
+    if (m->mem_dev == NULL) { /* the emulated device's: no device memory */
+        return 0;
+    }
+    if ((dev < 0) || (dev >= 32)) {
+        snprintf(why, why_len, "CUDA device %d: not a device of this process", dev);
+        return -EINVAL;
+    }
+    if (m->access & (1u << dev)) {
+        return 0;
+    }
+    /* the exporter's GPU, or a peer the caller found able to reach it (remote_peer_refused) */
+    if ((ret = ringk_cuda_vmm_grant(m->mem_dev, m->mem_bytes, dev, why, why_len)) != 0) {
+        return ret;
+    }
+    m->access |= 1u << dev;
+    return 0;
 }
 
 int ringk_dev_rmap_cuda_free(struct ringk_dev_rmap *m)

@@ -2,15 +2,21 @@
 /* libringk: the regions device kernels hold in the slabs of their device. The slabs are
  * allocated once, before any kernel of the device runs; a kernel's region is found in them
  * first-fit between the regions held, so the memory of destroyed kernels is taken again while
- * other kernels run, with no CUDA call. The callers hold the process's device lock. */
+ * other kernels run, with no CUDA call. The callers hold the process's device lock. And the
+ * file that holds the slabs another process may map (ringk_dev_remote.c, ringk_dev_share.c). */
 #include "ringk_config.h"
 
 #define _GNU_SOURCE
 #include "dev.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static size_t align_up(size_t v)
 {
@@ -104,4 +110,59 @@ void ringk_dev_regions_clear(ringk_dev_device_t *device)
         device->regions = r->next;
         free(r);
     }
+}
+
+static uint64_t token_new(void)
+{
+    uint64_t t = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+    if ((fd < 0) || (read(fd, &t, sizeof(t)) != (ssize_t)sizeof(t))) {
+        t = ringk_now_ns() ^ ((uint64_t)getpid() << 32);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    return t | 1; /* never 0: 0 is "not shared" */
+}
+
+int ringk_dev_slab_file_make(ringk_dev_device_t *device, size_t bytes, char *why,
+                             size_t why_len)
+{
+    ringk_dev_slab_file_t *hdr;
+    uint8_t *base;
+    int fd, err;
+
+    fd = memfd_create(RINGK_DEV_SLAB_FILE, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        err = -errno;
+        snprintf(why, why_len, "memfd_create: %s", strerror(-err));
+        return err;
+    }
+    /* owner-only, and its size fixed: another process's mapping never loses its pages */
+    if ((fchmod(fd, 0600) != 0) || (ftruncate(fd, (off_t)bytes) != 0) ||
+        (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)) {
+        err = -errno;
+        snprintf(why, why_len, "a memfd of %zu bytes: %s", bytes, strerror(-err));
+        close(fd);
+        return err;
+    }
+    base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        err = -errno;
+        snprintf(why, why_len, "mmap of %zu bytes: %s", bytes, strerror(-err));
+        close(fd);
+        return err;
+    }
+    hdr              = (ringk_dev_slab_file_t*)base;
+    hdr->version     = RINGK_DEV_SLAB_FILE_VERSION;
+    hdr->owner_pid   = (uint32_t)getpid();
+    hdr->token       = token_new();
+    hdr->bytes       = bytes;
+    __atomic_store_n(&hdr->magic, RINGK_DEV_SLAB_FILE_MAGIC, __ATOMIC_RELEASE);
+    device->file       = base;
+    device->file_bytes = bytes;
+    device->file_fd    = fd;
+    device->file_token = hdr->token;
+    return 0;
 }
