@@ -141,6 +141,17 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
                           uint64_t size, void **base_p, char *why, size_t why_len);
 
 /**
+ * Maps the cuMem allocation of POSIX file descriptor @a fd (@a size bytes) in the primary
+ * context of CUDA device @a dev (an ordinal of this process), readable and writable from @a dev
+ * only, wherever the memory is (its own GPU, or a peer's that @a dev reaches over P2P): the
+ * GPU the memory is on gets no context here. *@a base_p gets its address; undone by
+ * ringk_cuda_vmm_close(RINGK_CUDA_IPC_POSIX_FD, ...).
+ * @return 0; -ENODEV (no CUDA), -EIO with the reason in @a why.
+ */
+int ringk_cuda_vmm_import_to(int dev, int fd, uint64_t size, void **base_p, char *why,
+                             size_t why_len);
+
+/**
  * Allocates @a size bytes (rounded up to the driver's granularity: the size in *@a size_p) of
  * device memory on CUDA device @a dev (an ordinal of this process) with cuMemCreate, mapped
  * here readable and writable from @a dev, exportable as a POSIX file descriptor: that

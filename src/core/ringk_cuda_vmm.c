@@ -244,39 +244,17 @@ static int vmm_set_access(CUdeviceptr va, uint64_t size, int dev, int owner, cha
     return ret;
 }
 
-int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *busid,
-                          uint64_t size, void **base_p, char *why, size_t why_len)
+/* Maps the allocation of handle @a bytes or @a fd (type @a type) of @a size bytes in the primary
+ * context of device @a at, with access as vmm_set_access(@a dev, @a owner) gives: 0 with its
+ * address in *@a base_p, or -EIO with @a why. */
+static int vmm_import_in(int type, const uint8_t *bytes, int fd, uint64_t size, int at, int dev,
+                         int owner, void **base_p, char *why, size_t why_len)
 {
     CUmemGenericAllocationHandle h;
     CUdeviceptr va = 0;
     CUcontext ctx;
-    int ret, dev, owner, at;
+    int ret;
 
-    if (type == RINGK_CUDA_IPC_LEGACY) {
-        /* on the calling thread's device, as cudaIpcOpenMemHandle maps (and lazily gives that
-         * device peer access): what ringk_ipc_import() promises its caller */
-        return ringk_cuda_ipc_open(bytes, size, base_p, why, why_len);
-    }
-    if (!ringk_cuda_usable_cached()) {
-        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
-        return -ENODEV;
-    }
-    if ((ret = vmm_cu_load(why, why_len)) != 0) {
-        return ret;
-    }
-    ringk_cuda_ipc_flush(); /* closes left for later, once no device kernel is resident */
-    /* mapped in the exporter's GPU's context where this process sees it (CUDA_VISIBLE_DEVICES
-     * may hide it: then the calling thread's device's), so that no other GPU gets a context;
-     * access for both where they can have it (vmm_set_access()) */
-    if (ringk_rt.cudaGetDevice(&dev) != cudaSuccess) {
-        ringk_rt.cudaGetLastError();
-        dev = 0;
-    }
-    if (ringk_rt.cudaDeviceGetByPCIBusId(&owner, busid) != cudaSuccess) {
-        ringk_rt.cudaGetLastError();
-        owner = -1;
-    }
-    at = (owner >= 0) ? owner : dev;
     if (vmm_ctx_enter(at, &ctx, why, why_len) != CUDA_SUCCESS) {
         return -EIO;
     }
@@ -317,17 +295,66 @@ err_leave:
     return -EIO;
 }
 
+/* Whether cuMem calls can be made here: 0, or -ENODEV / the loader's error with @a why. */
+static int vmm_ready(char *why, size_t why_len)
+{
+    if (!ringk_cuda_usable_cached()) {
+        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
+        return -ENODEV;
+    }
+    return vmm_cu_load(why, why_len);
+}
+
+int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *busid,
+                          uint64_t size, void **base_p, char *why, size_t why_len)
+{
+    int ret, dev, owner;
+
+    if (type == RINGK_CUDA_IPC_LEGACY) {
+        /* on the calling thread's device, as cudaIpcOpenMemHandle maps (and lazily gives that
+         * device peer access): what ringk_ipc_import() promises its caller */
+        return ringk_cuda_ipc_open(bytes, size, base_p, why, why_len);
+    }
+    if ((ret = vmm_ready(why, why_len)) != 0) {
+        return ret;
+    }
+    ringk_cuda_ipc_flush(); /* closes left for later, once no device kernel is resident */
+    /* mapped in the exporter's GPU's context where this process sees it (CUDA_VISIBLE_DEVICES
+     * may hide it: then the calling thread's device's), so that no other GPU gets a context;
+     * access for both where they can have it (vmm_set_access()) */
+    if (ringk_rt.cudaGetDevice(&dev) != cudaSuccess) {
+        ringk_rt.cudaGetLastError();
+        dev = 0;
+    }
+    if (ringk_rt.cudaDeviceGetByPCIBusId(&owner, busid) != cudaSuccess) {
+        ringk_rt.cudaGetLastError();
+        owner = -1;
+    }
+    return vmm_import_in(type, bytes, fd, size, (owner >= 0) ? owner : dev, dev, owner, base_p,
+                         why, why_len);
+}
+
+int ringk_cuda_vmm_import_to(int dev, int fd, uint64_t size, void **base_p, char *why,
+                             size_t why_len)
+{
+    int ret;
+
+    if ((ret = vmm_ready(why, why_len)) != 0) {
+        return ret;
+    }
+    ringk_cuda_ipc_flush();
+    /* in @a dev's context, access for @a dev alone: the memory's own GPU gets no context here */
+    return vmm_import_in(RINGK_CUDA_IPC_POSIX_FD, NULL, fd, size, dev, dev, dev, base_p, why,
+                         why_len);
+}
+
 int ringk_cuda_vmm_grant(void *base, uint64_t size, int dev, char *why, size_t why_len)
 {
     CUmemAccessDesc access;
     CUcontext ctx;
     int ret;
 
-    if (!ringk_cuda_usable_cached()) {
-        snprintf(why, why_len, "CUDA is not usable in this process (no driver or no device)");
-        return -ENODEV;
-    }
-    if ((ret = vmm_cu_load(why, why_len)) != 0) {
+    if ((ret = vmm_ready(why, why_len)) != 0) {
         return ret;
     }
     if (vmm_ctx_enter(dev, &ctx, why, why_len) != CUDA_SUCCESS) {
@@ -566,6 +593,17 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
     (void)bytes;
     (void)fd;
     (void)busid;
+    (void)size;
+    (void)base_p;
+    snprintf(why, why_len, RINGK_NO_CUDA ": a device allocation cannot be mapped");
+    return -ENODEV;
+}
+
+int ringk_cuda_vmm_import_to(int dev, int fd, uint64_t size, void **base_p, char *why,
+                             size_t why_len)
+{
+    (void)dev;
+    (void)fd;
     (void)size;
     (void)base_p;
     snprintf(why, why_len, RINGK_NO_CUDA ": a device allocation cannot be mapped");

@@ -218,12 +218,21 @@ int main(int argc, char **argv)
         printf("job_device_gpu: no usable CUDA device\n");
         return 77;
     }
-    if (strcmp(mode, "probe-peer") == 0) { /* 0: GPU 0 can write GPU 1 with native atomics */
-        int can = 0, atomics = 0;
+    if (strcmp(mode, "probe-peer") == 0) {
+        /* 0: device kernels of GPU 0 can write GPU 1's memory (the topology's path is peer
+         * access, with native atomics, CUDA agrees, and RINGK_DEVICE_PEER allows it) */
+        const char *env = getenv("RINGK_DEVICE_PEER");
+        ringk_peer_info_t info;
+        int can = 0, usable;
 
-        return !((ngpu >= 2) && (cudaDeviceCanAccessPeer(&can, 0, 1) == cudaSuccess) && can &&
-                 (cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, 0,
-                                            1) == cudaSuccess) && atomics);
+        memset(&info, 0, sizeof(info));
+        usable = (ngpu >= 2) && (ringk_peer_can_access(0, 1, &info) == 0) && info.can_access &&
+                 (info.native_atomics == 1) && (cudaDeviceCanAccessPeer(&can, 0, 1) == 0) &&
+                 can && ((env == NULL) || (strcmp(env, "0") != 0));
+        printf("GPU0 -> GPU1: %s (path %s, native atomics %d: %s)\n",
+               usable ? "peer access" : "no peer access", ringk_peer_path_name(info.path),
+               info.native_atomics, info.reason);
+        return !usable;
     }
     if (strcmp(mode, "probe") == 0) {
         printf("gpus=%d\n", ngpu);

@@ -4,9 +4,10 @@
  * at once, holds, and a full slab; of the device executor's lock order (dev/dev.h), which
  * aborts a thread that breaks it; of its rule for device kernels sending into another GPU's
  * inboxes (ringk_dev_peer_usable()); of the checks of another process's directory entry
- * for a device inbox (ringk_dev_export_check()); and of the service that hands a CUDA device
- * memory's descriptor to other processes (ringk_dev_fdsvc.c), a memfd standing in for the
- * cuMem descriptor. */
+ * for a device inbox (ringk_dev_export_check()) and of the access a sender's GPU is given to
+ * that memory (ringk_dev_rmap_grant()); and of the service that hands a CUDA device memory's
+ * descriptor to other processes (ringk_dev_fdsvc.c), a memfd standing in for the cuMem
+ * descriptor. */
 #define _GNU_SOURCE
 #include "test_util.h"
 
@@ -343,8 +344,8 @@ END_TEST
 
 /* A sender's GPU is given access to another process's device memory once per GPU: the
  * emulated device's map has none to give, an ordinal outside 0..31 is refused before CUDA is
- * asked, a GPU that has access is not asked again, and a grant that fails (no CUDA here, or
- * memory CUDA did not map) leaves the map's access as it was. */
+ * asked, a GPU that has access is not asked again, and a grant that fails (no CUDA here; with
+ * CUDA, no device 31) leaves the map's access as it was. */
 START_TEST(test_dev_rmap_grant)
 {
     struct ringk_dev_rmap emu, cuda;
@@ -365,7 +366,7 @@ START_TEST(test_dev_rmap_grant)
     cuda.access = 1u << 2;
     ck_assert_int_eq(ringk_dev_rmap_grant(&cuda, 2, why, sizeof(why)), 0);
     why[0] = '\0';
-    ck_assert_int_ne(ringk_dev_rmap_grant(&cuda, 1, why, sizeof(why)), 0);
+    ck_assert_int_ne(ringk_dev_rmap_grant(&cuda, 31, why, sizeof(why)), 0);
     ck_assert_msg(why[0] != '\0', "a refused grant says why");
     ck_assert_uint_eq(cuda.access, 1u << 2);
 }

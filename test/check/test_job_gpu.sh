@@ -62,7 +62,10 @@ job "a GPU sender of another process dies between its publish and the wake-up: t
 if [ "${gpus:-1}" -ge 2 ]; then
     # sink on GPU 1: fwd's GPU 0 is given access to its cuMem memory where the pair has peer
     # access with native atomics; otherwise the route goes through the host, and says why
-    if "$prog" 0 probe-peer >/dev/null 2>&1; then
+    peer=$("$prog" 0 probe-peer 2>&1)
+    rc=$?
+    echo "# $peer"
+    if [ $rc -eq 0 ]; then
         JOB_DEVICE_SINK_GPU=1 job "... on another GPU (peer access): straight into its inbox" 2 \
             "0: sent=1000 sent_direct=1000 routes_direct=1 routes_host=0" \
             "1: got=1000 out_of_order=0 staged=0" -- "$prog" 1000

@@ -202,21 +202,20 @@ static int peer_turn_on(int from, int to, char *why, size_t why_len)
     return 1;
 }
 
-/* Under ringk_dev_proc.mu: lets kernels of CUDA device @a from write the inboxes of @a to. The
- * memory of a device shared with other processes is cuMem memory, which only the GPUs given
- * access reach (peer access does not): @a from is given access, but not while kernels of @a to
- * run (as peer access is not turned on under them). 1, or 0 with the reason in @a why. */
+/* Under ringk_dev_proc.mu: gives kernels of CUDA device @a from access to the memory of @a to,
+ * shared with other processes: cuMem memory, which only the GPUs given access reach (peer
+ * access does not). Not while device kernels of either GPU run (the call is made in @a from's
+ * context, and changes what it maps of @a to's memory). 1, or 0 with the reason in @a why. */
 static int peer_mem_grant(ringk_dev_device_t *to, int from, char *why, size_t why_len)
 {
+    const ringk_dev_device_t *f = &ringk_dev_proc.device[1 + from];
+    const unsigned running = to->kernels + to->stuck + (f->used ? f->kernels + f->stuck : 0);
     char err[192];
 
-    if (!to->cuda_shared) {
-        return 1;
-    }
-    if ((to->kernels > 0) || (to->stuck > 0)) {
+    if (running > 0) {
         snprintf(why, why_len, "its memory is shared with other processes (cuMem memory, which "
-                 "only GPUs given access reach), and access is not given while its %u device "
-                 "kernel launches run", to->kernels + to->stuck);
+                 "only GPUs given access reach), and CUDA device %d is not given access while "
+                 "%u device kernel launches of the two GPUs run", from, running);
         return 0;
     }
     if (ringk_cuda_vmm_grant(to->mem.dev, to->mem_bytes, from, err, sizeof(err)) != 0) {
@@ -227,6 +226,36 @@ static int peer_mem_grant(ringk_dev_device_t *to, int from, char *why, size_t wh
     return 1;
 }
 
+/* Under ringk_dev_proc.mu, in device_peers() (device d set up, @a other CUDA device j): whether
+ * kernels of CUDA device @a from may send straight into the inboxes of @a recv, CUDA device
+ * @a to: 1 with the pair's path in @a why, or 0 with the reason. Peer access from @a from is
+ * turned on where @a recv's memory is the process's own; where it is shared cuMem memory,
+ * @a from is given access to it instead. */
+static int peer_way(ringk_dev_device_t *recv, int from, int to, const ringk_dev_device_t *other,
+                    int j, int d, char *why, size_t why_len)
+{
+    char path[RINGK_PEER_REASON_LEN + 200];
+    ringk_peer_info_t info;
+
+    if (!ringk_dev_peer_usable(ringk_peer_can_access(from, to, &info), &info, why, why_len)) {
+        return 0;
+    }
+    snprintf(path, sizeof(path), "%s", why);
+    if (recv->cuda_shared) {
+        if (!peer_mem_grant(recv, from, why, why_len)) {
+            return 0;
+        }
+    } else if (((from == j) &&
+                !ringk_dev_peer_enable_ok((ringk_dev_proc.peer_on[j] >> d) & 1u,
+                                          other->used ? other->kernels : 0,
+                                          other->used ? other->stuck : 0, j, why, why_len)) ||
+               !peer_turn_on(from, to, why, why_len)) {
+        return 0;
+    }
+    snprintf(why, why_len, "%.*s", (int)why_len - 1, path);
+    return 1;
+}
+
 /* Under ringk_dev_proc.mu, at @a device's (CUDA device d's) setup, before a kernel of it runs:
  * the GPUs of the process (@a n in all) that RINGK_DEVICE_PEER pairs it with
  * (ringk_dev_peer_candidate). For each pair ringk_dev_peer_usable() accepts, in each direction,
@@ -234,13 +263,12 @@ static int peer_mem_grant(ringk_dev_device_t *to, int from, char *why, size_t wh
  * while none of its device kernels runs (ringk_dev_peer_enable_ok). Then d's inboxes take sends
  * of the other GPU's kernels (device->peer_in), and the other GPU's inboxes made from then on
  * take d's; where the receiving GPU's memory is shared with other processes, once the sending
- * GPU has access to it (peer_mem_grant). Each direction's answer is logged at INFO. */
+ * GPU has access to it (peer_way). Each direction's answer is logged at INFO. */
 static void device_peers(ringk_ctx_t *ctx, ringk_dev_device_t *device, int n)
 {
     const int d = device->cuda_index;
     char why[RINGK_PEER_REASON_LEN + 200];
     ringk_dev_device_t *other;
-    ringk_peer_info_t info;
     int j, way, from, to, mode, bad, ok, relax;
 
     device->peer_in = 0;
@@ -260,22 +288,13 @@ static void device_peers(ringk_ctx_t *ctx, ringk_dev_device_t *device, int n)
         for (way = 0; way < 2; way++) { /* j's kernels into d's inboxes, then d's into j's */
             from = way ? d : j;
             to   = way ? j : d;
-            ok   = ringk_dev_peer_usable(ringk_peer_can_access(from, to, &info), &info, why,
-                                         sizeof(why));
-            if (ok && (from == j)) {
-                ok = ringk_dev_peer_enable_ok(
-                    (ringk_dev_proc.peer_on[j] >> d) & 1u, other->used ? other->kernels : 0,
-                    other->used ? other->stuck : 0, j, why, sizeof(why));
-            }
-            if (ok) {
-                char path[sizeof(why)];
-
-                snprintf(path, sizeof(path), "%s", why);
-                ok = peer_turn_on(from, to, why, sizeof(why)) &&
-                     peer_mem_grant(way ? other : device, from, why, sizeof(why));
-                if (ok) {
-                    snprintf(why, sizeof(why), "%s", path);
-                }
+            if (way && other->used &&
+                ((__atomic_load_n(&other->peer_in, __ATOMIC_RELAXED) >> d) & 1u)) {
+                ok = 1; /* paired at an earlier setup of d or j; j's memory is the same */
+                snprintf(why, sizeof(why), "as before (its memory has not changed since the "
+                         "pair was set up)");
+            } else {
+                ok = peer_way(way ? other : device, from, to, other, j, d, why, sizeof(why));
             }
             if (ok && (to == d)) {
                 __atomic_or_fetch(&device->peer_in, 1u << j, __ATOMIC_RELAXED);

@@ -138,8 +138,9 @@ static const char *remote_device_mismatch(const ringk_dev_device_t *sd,
 }
 
 /* Whether the inbox export @a e names, in map @a m, has the header of the ring it says: read
- * in place from a file, copied from device memory. */
-static int remote_inbox_is(const struct ringk_dev_rmap *m, const ringk_dev_export_t *e)
+ * in place from a file, copied from device memory by CUDA device @a dev (the sender's: the one
+ * that has access to it here). */
+static int remote_inbox_is(const struct ringk_dev_rmap *m, const ringk_dev_export_t *e, int dev)
 {
     const uint64_t ring = ringk_ring_bytes(1u << e->log2_ncells, e->cell_size);
     uint8_t hdr[RINGK_RING_HDR_BYTES] __attribute__((aligned(RINGK_RING_LINE)));
@@ -148,8 +149,8 @@ static int remote_inbox_is(const struct ringk_dev_rmap *m, const ringk_dev_expor
     char why[160];
 
     if (m->kind == RINGK_DEV_EXPORT_CUDA) {
-        if (ringk_cuda_copy(hdr, m->mem_dev + e->inbox_off, sizeof(hdr), why,
-                            sizeof(why)) != 0) {
+        if (ringk_cuda_copy_on(dev, hdr, m->mem_dev + e->inbox_off, sizeof(hdr), why,
+                               sizeof(why)) != 0) {
             return 0;
         }
         at = hdr;
@@ -202,7 +203,7 @@ static const char *remote_target(ringk_ctx_t *ctx, ringk_kernel_t *s, int rank,
     }
     /* what the memory holds there must be that inbox and that control block */
     ctl = (const ringk_dev_ctl_t*)((*map_p)->base + e->ctl_off);
-    if (!remote_inbox_is(*map_p, e) || (ctl->magic != RINGK_DEV_CTL_MAGIC) ||
+    if (!remote_inbox_is(*map_p, e, s->dev->device->cuda_index) || (ctl->magic != RINGK_DEV_CTL_MAGIC) ||
         (ctl->abi != RINGK_DEV_ABI) || (ctl->id != e->receiver)) {
         snprintf(why, why_len, "its inbox or control block in /proc/%" PRIu32 "/fd/%d%s is not "
                  "what its directory entry says", e->pid, e->fd,

@@ -95,6 +95,10 @@ int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_r
     uint64_t bytes = 0;
     int ret, fd = -1;
 
+    if ((dev < 0) || (dev >= 32)) {
+        snprintf(why, why_len, "CUDA device %d: not a device of this process", dev);
+        return -EINVAL;
+    }
     if ((ret = ringk_cuda_host_map(dev, m->base, m->bytes, &reg, why, why_len)) != 0) {
         return ret;
     }
@@ -110,21 +114,17 @@ int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_r
         close(fd);
         goto err;
     }
-    /* mapped in the context of the exporter's GPU, with access for it (and, where the pair
-     * has peer access, the calling thread's GPU); the sender's GPU is given access below */
-    ret = ringk_cuda_vmm_import(RINGK_CUDA_IPC_POSIX_FD, NULL, fd, e->busid, bytes, &mem, why,
-                                why_len);
+    /* mapped in the sender's GPU's context with access for that GPU alone (the caller found
+     * the memory on it, or on a GPU it reaches by peer access): the memory's GPU gets no
+     * context in this process */
+    ret = ringk_cuda_vmm_import_to(dev, fd, bytes, &mem, why, why_len);
     close(fd);
     if (ret != 0) {
         goto err;
     }
     m->mem_dev   = mem;
     m->mem_bytes = bytes;
-    if ((ret = ringk_dev_rmap_grant(m, dev, why, why_len)) != 0) {
-        ringk_cuda_vmm_close(RINGK_CUDA_IPC_POSIX_FD, m->mem_dev, m->mem_bytes);
-        m->mem_dev = NULL;
-        goto err;
-    }
+    m->access    = 1u << dev;
     return 0;
 
 err:
@@ -147,6 +147,13 @@ int ringk_dev_rmap_grant(struct ringk_dev_rmap *m, int dev, char *why, size_t wh
     }
     if (m->access & (1u << dev)) {
         return 0;
+    }
+    /* cuMemSetAccess may wait for the device's work, as mapping does (ringk_cuda_host_map()
+     * refuses then too) */
+    if (ringk_cuda_resident(-1) > 0) {
+        snprintf(why, why_len, "device kernels of this process run (cuMemSetAccess, which gives "
+                 "CUDA device %d access to that memory, could wait for them)", dev);
+        return -EBUSY;
     }
     /* the exporter's GPU, or a peer the caller found able to reach it (remote_peer_refused) */
     if ((ret = ringk_cuda_vmm_grant(m->mem_dev, m->mem_bytes, dev, why, why_len)) != 0) {
