@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: what another process of a libringk job sends. The first byte picks the
  * message (K2K header, topic publish, barrier, goodbye, credits, the directory or topic tables
- * of the start exchange) and the job's size and our rank; the rest are the bytes as received.
+ * or the hello of the start exchange) and the job's size and our rank; the rest are the bytes as received.
  * Whatever is accepted must be safe to use: ids, ranks and counts in range, names terminated. */
 #include <ringk/net/ringk_wire.h>
 
@@ -25,6 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     barrier_msg_t barrier;
     bye_msg_t bye;
     credit_msg_t credit;
+    wire_hello_t hello, mine;
+    ringk_node_id_t node;
+    char why[256];
     size_t hlen, dlen, i;
     int job, me;
 
@@ -36,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     dlen = data[3] * 16u;             /* payload bytes that came with the header */
     hlen = size - 4;
     data += 4;
-    switch (data[-4] % 7) {
+    switch (data[-4] % 8) {
     case 0:
         if (ringk_wire_msg_parse(data, hlen, dlen, job, me, &msg) == 0) {
             check((msg.dst >= 1) && (msg.dst <= RINGK_MAX_KERNELS));
@@ -86,6 +89,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     (dir[i].dev.kind == RINGK_DEV_EXPORT_CUDA)) &&
                    (dir[i].dev.receiver == dir[i].id)));
             check(memchr(dir[i].dev.busid, '\0', sizeof(dir[i].dev.busid)) != NULL);
+        }
+        break;
+    case 7:
+        memset(&hello, 0, sizeof(hello));
+        memcpy(&hello, data, (hlen < sizeof(hello)) ? hlen : sizeof(hello));
+        memset(&node, 0, sizeof(node));
+        ringk_wire_hello_make(&mine, 100, &node);
+        if (ringk_wire_hello_check(&hello, &mine, me, why, sizeof(why)) == 0) {
+            check((hello.magic == RINGK_HELLO_MAGIC) && (hello.wire == RINGK_WIRE_VERSION));
+            check((hello.len >= 1) && (hello.len <= RINGK_HELLO_ADDR_MAX));
+        } else {
+            check(memchr(why, '\0', sizeof(why)) != NULL);
         }
         break;
     default:

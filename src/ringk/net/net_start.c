@@ -191,13 +191,6 @@ static int worker_setup(ringk_remote_t *r)
     return 0;
 }
 
-/* What each process says first: the length of its worker's address, and its node (to tell
- * which processes share one: net_report.c). */
-typedef struct {
-    uint64_t        len;
-    ringk_node_id_t node;
-} hello_t;
-
 /* Exchanges the workers' addresses: 1. their lengths and nodes, 2. the addresses, padded to
  * the longest. On success *all_p holds r->size addresses, *maxlen_p bytes apart, and *nodes_p
  * the nodes by rank (the caller frees both). */
@@ -205,10 +198,11 @@ static int addresses_exchange(ringk_remote_t *r, uint8_t **all_p, uint64_t *maxl
                               ringk_node_id_t **nodes_p)
 {
     ringk_ctx_t *ctx = r->ctx;
-    ringk_node_id_t *nodes = NULL;
+    ringk_node_id_t *nodes = NULL, node;
     uint64_t len, maxlen = 0;
     uint8_t *mine = NULL, *all = NULL;
-    hello_t me, *lens;
+    wire_hello_t me, *lens;
+    char why[256];
     ucp_address_t *addr;
     int ret, rank;
 
@@ -216,18 +210,17 @@ static int addresses_exchange(ringk_remote_t *r, uint8_t **all_p, uint64_t *maxl
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "cannot get the UCP worker's address");
         return -EIO;
     }
-    memset(&me, 0, sizeof(me));
-    me.len = len;
-    ringk_node_id_get(&me.node);
+    ringk_node_id_get(&node);
+    ringk_wire_hello_make(&me, len, &node);
     lens  = calloc(r->size, sizeof(*lens));
     nodes = calloc(r->size, sizeof(*nodes));
     ret   = ((lens == NULL) || (nodes == NULL)) ? -ENOMEM :
             ctx->job.allgather(ctx->job.arg, &me, lens, sizeof(me));
     for (rank = 0; (ret == 0) && (rank < r->size); rank++) {
-        if ((lens[rank].len == 0) || (lens[rank].len > 65536)) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "process %d sent a worker address of %llu bytes",
-                          rank, (unsigned long long)lens[rank].len);
+        if (ringk_wire_hello_check(&lens[rank], &me, rank, why, sizeof(why)) != 0) {
+            ringk_log_msg(ctx, RINGK_LOG_ERROR, "%s", why);
             ret = -EPROTO;
+            break;
         }
         maxlen      = (lens[rank].len > maxlen) ? lens[rank].len : maxlen;
         nodes[rank] = lens[rank].node;

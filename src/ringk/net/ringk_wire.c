@@ -3,7 +3,63 @@
 #include "ringk_wire.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+/* A fingerprint of the sizes of what processes of a job exchange (FNV-1a over them). */
+static uint32_t wire_shape(void)
+{
+    const uint32_t sizes[] = {
+        sizeof(wire_msg_t), sizeof(credit_msg_t), sizeof(topic_hdr_t), sizeof(topic_entry_t),
+        sizeof(barrier_msg_t), sizeof(bye_msg_t), sizeof(dir_entry_t),
+        sizeof(ringk_dev_export_t), RINGK_NAME_MAX, RINGK_MAX_KERNELS, RINGK_MAX_TOPICS,
+        RINGK_MAX_BARRIERS, RINGK_MAX_PAYLOAD, RINGK_RANK_SHIFT
+    };
+    uint32_t h = 2166136261u;
+    size_t i;
+
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        h = (h ^ sizes[i]) * 16777619u;
+    }
+    return h;
+}
+
+void ringk_wire_hello_make(wire_hello_t *h, uint64_t len, const ringk_node_id_t *node)
+{
+    memset(h, 0, sizeof(*h));
+    h->magic   = RINGK_HELLO_MAGIC;
+    h->wire    = RINGK_WIRE_VERSION;
+    h->shape   = wire_shape();
+    h->release = (RINGK_VERSION_MAJOR << 16) | (RINGK_VERSION_MINOR << 8) | RINGK_VERSION_PATCH;
+    h->len     = len;
+    h->node    = *node;
+}
+
+int ringk_wire_hello_check(const wire_hello_t *h, const wire_hello_t *mine, int rank, char *why,
+                           size_t why_len)
+{
+    if (h->magic != RINGK_HELLO_MAGIC) {
+        snprintf(why, why_len, "process %d's first words are not a ringk hello (0x%08x): is "
+                 "every process of the job a ringk program, of the same release?", rank,
+                 h->magic);
+        return -EPROTO;
+    }
+    if ((h->wire != mine->wire) || (h->shape != mine->shape)) {
+        snprintf(why, why_len, "process %d runs ringk %u.%u.%u (wire %u, layout %08x), this "
+                 "process ringk %u.%u.%u (wire %u, layout %08x): every process of a job must "
+                 "run the same ringk", rank, (h->release >> 16) & 0xffffu,
+                 (h->release >> 8) & 0xffu, h->release & 0xffu, h->wire, h->shape,
+                 (mine->release >> 16) & 0xffffu, (mine->release >> 8) & 0xffu,
+                 mine->release & 0xffu, mine->wire, mine->shape);
+        return -EPROTO;
+    }
+    if ((h->len == 0) || (h->len > RINGK_HELLO_ADDR_MAX)) {
+        snprintf(why, why_len, "process %d sent a worker address of %llu bytes (1..%u)", rank,
+                 (unsigned long long)h->len, RINGK_HELLO_ADDR_MAX);
+        return -EPROTO;
+    }
+    return 0;
+}
 
 int ringk_wire_topic_parse(const void *header, size_t header_len, size_t data_len, int size,
                            int me, topic_hdr_t *hdr_p)

@@ -6,6 +6,7 @@
 #ifndef RINGK_WIRE_H
 #define RINGK_WIRE_H
 
+#include "core/ringk_node.h"
 #include "ringk/ringk_internal.h"
 
 #include <errno.h>
@@ -94,6 +95,33 @@ typedef struct {
     ringk_dev_export_t dev; /* a device kernel's inbox as others may write it: kind NONE, or
                                checked against the file it names before any use */
 } dir_entry_t;
+
+/* What each process says first at start, before anything else is exchanged: the wire it
+ * speaks, the length of its worker's address, and its node (to tell which processes share one:
+ * net_report.c). Its layout stays the same in every release, so that processes of different
+ * builds read each other's and can say which one differs. */
+typedef struct {
+    uint32_t        magic;    /* RINGK_HELLO_MAGIC */
+    uint32_t        wire;     /* RINGK_WIRE_VERSION */
+    uint32_t        shape;    /* ringk_wire_shape(): the sizes of what is exchanged */
+    uint32_t        release;  /* RINGK_VERSION_MAJOR << 16 | MINOR << 8 | PATCH */
+    uint64_t        len;      /* bytes of its worker's address */
+    ringk_node_id_t node;
+} wire_hello_t;
+
+#define RINGK_HELLO_MAGIC   0x72686c6fu /* "rhlo" */
+/* Raised with every change to what processes of a job send each other (the messages above,
+ * the tables exchanged at start, what they mean); ringk_wire_shape() catches a change of size
+ * that was not. */
+#define RINGK_WIRE_VERSION  1u
+#define RINGK_HELLO_ADDR_MAX 65536 /* the longest worker address taken from another process */
+
+/** This build's hello, for a worker address of @a len bytes on node @a node. */
+void ringk_wire_hello_make(wire_hello_t *h, uint64_t len, const ringk_node_id_t *node);
+/** Checks the hello of process @a rank against ours (@a mine): 0, or -EPROTO with the reason
+ *  in @a why (another wire, release or layout, or an address length out of range). */
+int ringk_wire_hello_check(const wire_hello_t *h, const wire_hello_t *mine, int rank, char *why,
+                           size_t why_len);
 
 /** A rank that names another process of the job of @a size processes (not us, @a me). */
 static inline int ringk_wire_other_rank(uint32_t rank, int size, int me)
