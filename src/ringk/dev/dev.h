@@ -150,7 +150,8 @@ typedef struct ringk_devs {
  *   NEW -> DEFERRED   created in a job before ringk_ctx_start: its first launch waits for it
  *   NEW, DEFERRED -> LAUNCHED   its first launch (ringk_exec_dev_launch)
  *   LAUNCHED -> FAULTED   CUDA: the proxy found its stream failed for good, or answering only
- *                         errors for RINGK_DEV_UNKNOWN_NS, and marked the kernel terminated
+ *                         errors for RINGK_DEV_UNKNOWN_NS, and marked the kernel terminated;
+ *                         no launch after it (a late wake is dropped)
  *   any of those -> JOINED   dev_join: no launch after it
  *   JOINED -> STUCK   CUDA: its launch did not return within 10 s of the join; its stream,
  *                     its memory and its device's slabs are never given back

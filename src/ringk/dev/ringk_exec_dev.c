@@ -466,11 +466,12 @@ static int dev_launch(ringk_kernel_t *k, int only_idle)
         ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
         return -EBUSY; /* 'launches' moves only under the lock: a launch runs */
     }
-    if (ringk_dev_life(d) >= RINGK_DEV_JOINED) {
-        /* a wake that comes after the kernel finished and was joined (a host sender that
-         * looked before the terminate, or a doorbell of a device sender whose compare-and-swap
-         * on 'idle' raced the host's): the launch would outlive the join, and run on memory
-         * that a later kernel may take (ringk_dev_region_t) */
+    if (ringk_dev_life(d) >= RINGK_DEV_FAULTED) {
+        /* a wake that comes after the kernel faulted (it is terminated: a launch would run a
+         * kernel the host no longer serves, on a stream that failed), or after it finished and
+         * was joined (a host sender that looked before the terminate, or a doorbell of a device
+         * sender whose compare-and-swap on 'idle' raced the host's): the launch would outlive
+         * the join, and run on memory that a later kernel may take (ringk_dev_region_t) */
         ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
         return 0;
     }
