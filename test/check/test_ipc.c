@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -621,6 +622,56 @@ START_TEST(test_ipc_channel_other_user)
 }
 END_TEST
 
+/* A peer in another network namespace is another node for ringk (its abstract sockets and
+ * its view of the network differ): refused with -EXDEV on each channel, by both ends of a
+ * socket or shared memory mailbox, by the listener of a pipe, with the difference named (root
+ * only: unshare(CLONE_NEWNET)). */
+START_TEST(test_ipc_channel_other_node)
+{
+    const ringk_ipc_channel_kind_t kind = (ringk_ipc_channel_kind_t)_i;
+    char path[96];
+    ringk_ipc_channel_params_t cp = chan_params(kind, RINGK_IPC_CHANNEL_LISTEN,
+                                                chan_path(kind, path, sizeof(path)));
+    ringk_ipc_channel_t *ch;
+    pid_t child;
+    int ret;
+
+    if (geteuid() != 0) {
+        return; /* no namespace of its own to make */
+    }
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) { /* the listener, in a network namespace of its own */
+        cp.timeout_ms = 5000;
+        if (unshare(CLONE_NEWNET) != 0) {
+            _exit(9);
+        }
+        ret = ringk_ipc_channel_open(&cp, &ch);
+        _exit((ret == -EXDEV) ? 0 : (ret == -ETIMEDOUT) ? 1 : 2);
+    }
+    cp.role       = RINGK_IPC_CHANNEL_CONNECT;
+    cp.timeout_ms = 5000;
+    ret = ringk_ipc_channel_open(&cp, &ch);
+    if (kind == RINGK_IPC_CHANNEL_PIPE) {
+        /* one way: the connecting end hears nothing from the listener, which refuses it; its
+         * first send finds the pipe closed */
+        ck_assert_int_eq(ret, 0);
+        ck_assert_int_eq(child_exit(child), 0);
+        ringk_ipc_channel_close(ch);
+    } else {
+        ck_assert_int_eq(ret, -EXDEV);
+        ck_assert_msg(strstr(logbuf, "is on another node or container") != NULL, "%s", logbuf);
+        ck_assert_int_eq(child_exit(child), 0); /* it refused this one too */
+    }
+    if (kind == RINGK_IPC_CHANNEL_SHM) {
+        char name[128];
+
+        snprintf(name, sizeof(name), "/%s", path);
+        shm_unlink(name);
+    }
+}
+END_TEST
+
 /* ---- a hand-written peer -------------------------------------------------------------------- */
 
 /* The message the channels exchange, as docs/ipc.md describes it. */
@@ -770,6 +821,7 @@ int main(void)
     tcase_add_test(tc, test_ipc_exporter_dead);
     tcase_add_loop_test(tc, test_ipc_channel_nofd, 0, 2);
     tcase_add_loop_test(tc, test_ipc_channel_other_user, 0, 3);
+    tcase_add_loop_test(tc, test_ipc_channel_other_node, 0, 3);
     tcase_add_loop_test(tc, test_ipc_channel_malformed, 0,
                         (int)(sizeof(raw_case) / sizeof(raw_case[0])));
     suite_add_tcase(s, tc);

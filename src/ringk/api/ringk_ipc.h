@@ -127,8 +127,8 @@ int ringk_ipc_cache_limit_set(unsigned entries);
 
 /** How handles travel between two processes of the node. */
 typedef enum ringk_ipc_channel_kind {
-    RINGK_IPC_CHANNEL_SOCKET = 0, /**< a Unix stream socket at a path: descriptors travel
-                                       (SCM_RIGHTS), the peer's credentials come from the
+    RINGK_IPC_CHANNEL_SOCKET = 0, /**< a Unix SOCK_SEQPACKET socket at a path: descriptors
+                                       travel (SCM_RIGHTS), the peer's credentials come from the
                                        kernel (SO_PEERCRED) */
     RINGK_IPC_CHANNEL_SHM    = 1, /**< a mailbox in a shared memory file (/dev/shm/NAME),
                                        unlinked once both ends have it: no descriptors */

@@ -223,14 +223,15 @@ int ipc_shm_open(ringk_ipc_channel_t *ch, const char *name, uint64_t deadline)
         return (ret == -EAGAIN) ? ipc_channel_fail(ch, -ETIMEDOUT, "no peer's hello in /dev/shm%s "
                                                    "in %d ms", path, ch->timeout_ms) : ret;
     }
-    if ((ret = ipc_hello_check(ch, &theirs, 0, 0)) != 0) {
-        return ret;
-    }
+    /* the listener answers before it checks, as on a socket: a peer it refuses then refuses
+     * it too, and says why, instead of finding the channel closed */
     if (ch->role == RINGK_IPC_CHANNEL_LISTEN) {
         ipc_hello_init(&hello);
-        return ipc_shm_send(ch, &hello, deadline);
+        if ((ret = ipc_shm_send(ch, &hello, deadline)) != 0) {
+            return ret;
+        }
     }
-    return 0;
+    return ipc_hello_check(ch, &theirs, 0, 0);
 }
 
 void ipc_shm_close(ringk_ipc_channel_t *ch)
