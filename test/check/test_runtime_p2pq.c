@@ -325,9 +325,62 @@ START_TEST(test_p2pq_emulated)
 }
 END_TEST
 
+/* The device calls other than send and receive, at both ends of a queue between two
+ * emulated-device sides (one thread here): count, peek (the oldest element, not taken), clear
+ * (everything queued, counted), and what each says of an empty queue; the host's statistics
+ * and count see the device's. */
+START_TEST(test_p2pq_emulated_peek_clear)
+{
+    ringk_p2pq_t *q = p2pq_dev_new(RINGK_P2PQ_EMULATED, RINGK_P2PQ_EMULATED);
+    struct ringk_p2pq_dev *tx, *rx;
+    ringk_p2pq_stats_t st;
+    elem_t x, y;
+    unsigned i;
+
+    ck_assert_int_eq(ringk_p2pq_dev_view(q, &tx), 0);
+    ck_assert_int_eq(ringk_p2pq_dev_view(q, &rx), 0);
+    memset(&x, 0, sizeof(x));
+    ck_assert_uint_eq(ringk_p2pq_dev_count(rx), 0);
+    ck_assert_int_eq(ringk_p2pq_dev_peek(rx, &y), RINGK_P2PQ_AGAIN);
+    ck_assert_uint_eq(ringk_p2pq_dev_clear(rx), 0);
+    for (i = 0; i < 5; i++) {
+        x.n     = i;
+        x.check = i * 0x9e3779b97f4a7c15ull;
+        ck_assert_int_eq(ringk_p2pq_dev_send(tx, &x), 0);
+    }
+    ck_assert_uint_eq(ringk_p2pq_dev_count(rx), 5);
+    ck_assert_uint_eq(ringk_p2pq_count(q), 5);
+    ck_assert_int_eq(ringk_p2pq_dev_peek(rx, &y), 0);
+    ck_assert_uint_eq(y.n, 0);
+    ck_assert_int_eq(ringk_p2pq_dev_peek(rx, &y), 0); /* still there */
+    ck_assert_uint_eq(y.n, 0);
+    ck_assert_uint_eq(ringk_p2pq_dev_count(rx), 5);
+    ck_assert_int_eq(ringk_p2pq_dev_receive(rx, &y), 0);
+    ck_assert_uint_eq(y.n, 0);
+    ck_assert_int_eq(ringk_p2pq_dev_peek(rx, &y), 0);
+    ck_assert_uint_eq(y.n, 1);
+    ck_assert_uint_eq(y.check, 1 * 0x9e3779b97f4a7c15ull);
+    ck_assert_uint_eq(ringk_p2pq_dev_clear(rx), 4);
+    ck_assert_uint_eq(ringk_p2pq_dev_count(rx), 0);
+    ck_assert_int_eq(ringk_p2pq_dev_peek(rx, &y), RINGK_P2PQ_AGAIN);
+    ck_assert_int_eq(ringk_p2pq_dev_receive(rx, &y), RINGK_P2PQ_AGAIN);
+    x.n = 7; /* the queue goes on after a clear */
+    ck_assert_int_eq(ringk_p2pq_dev_send(tx, &x), 0);
+    ck_assert_int_eq(ringk_p2pq_dev_receive(rx, &y), 0);
+    ck_assert_uint_eq(y.n, 7);
+    ck_assert_int_eq(ringk_p2pq_stats_query(q, &st), 0);
+    ck_assert_uint_eq(st.sent, 6);
+    ck_assert_uint_eq(st.received, 2);
+    ck_assert_uint_eq(st.cleared, 4);
+    ck_assert(ringk_p2pq_empty(q));
+    ringk_p2pq_destroy(q);
+}
+END_TEST
+
 void test_runtime_p2pq_tests(TCase *tc)
 {
     tcase_add_test(tc, test_p2pq_emulated);
+    tcase_add_test(tc, test_p2pq_emulated_peek_clear);
     tcase_add_test(tc, test_p2pq_semantics);
     tcase_add_test(tc, test_p2pq_bad_params);
     tcase_add_test(tc, test_p2pq_threads);
