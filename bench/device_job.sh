@@ -3,11 +3,13 @@
 # Device kernel to device kernel between two processes of a job, against the same kernels in
 # one process, on the emulated device (host threads standing in for GPU blocks: the cost of
 # the protocol and of the host path, not of a GPU), or with -g on GPU 0 (both processes' kernels
-# on the one GPU: without MPS the GPU gives each process time slices), side by side in one run.
+# on the one GPU: without MPS the GPU gives each process time slices), or with -g -p DEV with
+# "b" and "sink" on GPU DEV and "a" on GPU 0 (sends from one GPU into the other's memory, in one
+# process or between two), side by side in one run.
 # Each round runs the three ways back to back (interleaved); after ROUNDS rounds it prints
 # medians and ratios.
 #
-#   bench/device_job.sh [-g] [BUILDDIR]     (default _build; ROUNDS=5, N=20000, M=200000)
+#   bench/device_job.sh [-g [-p DEV]] [BUILDDIR]   (default _build; ROUNDS=5, N=20000, M=200000)
 #
 #   same     "a", "b", "sink" in one process: device inbox to device inbox
 #   direct   "a" in rank 0, "b" and "sink" in rank 1: a and b write each other's device
@@ -22,10 +24,16 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 where="emulated device"
 kind=emu
+pdev=()
 if [ "${1:-}" = -g ]; then
     where="GPU 0"
     kind=gpu
     shift
+    if [ "${1:-}" = -p ] && [ -n "${2:-}" ]; then
+        where="GPU 0 to GPU $2"
+        pdev=(-p "$2")
+        shift 2
+    fi
 fi
 build=${1:-$top/_build}
 rounds=${ROUNDS:-5}
@@ -42,16 +50,16 @@ trap 'rm -rf "$out"' EXIT
 one() {
     local way=$1 line want rc=0
     case $way in
-        same) line=$("$run" "$prog" -n "$n" -m "$m" 2>"$out/err") || rc=$?
+        same) line=$("$run" "$prog" -n "$n" -m "$m" ${pdev[@]+"${pdev[@]}"} 2>"$out/err") || rc=$?
               want=$((n + m + 100)) ;;
         direct|host)
             port=$((port + 1))
             local env0=()
             [ "$way" = host ] && env0=(RINGK_DEVICE_REMOTE=0)
             env ${env0[@]+"${env0[@]}"} RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=1 \
-                "$run" "$prog" -n "$n" -m "$m" >/dev/null 2>"$out/err1" &
+                "$run" "$prog" -n "$n" -m "$m" ${pdev[@]+"${pdev[@]}"} >/dev/null 2>"$out/err1" &
             line=$(env ${env0[@]+"${env0[@]}"} RINGK_ROOT=127.0.0.1:$port RINGK_SIZE=2 RINGK_RANK=0 \
-                   "$run" "$prog" -n "$n" -m "$m" 2>"$out/err") || rc=$?
+                   "$run" "$prog" -n "$n" -m "$m" ${pdev[@]+"${pdev[@]}"} 2>"$out/err") || rc=$?
             wait $! || rc=$?
             want=$([ "$way" = direct ] && echo $((n + m + 100)) || echo 0) ;;
     esac

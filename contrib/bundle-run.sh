@@ -269,6 +269,7 @@ peer_copy|peer-copy benchmark (bench/peer_copy; x d2d, x staged_raw: time ratios
 small_copy|small copies (bench/small_copy; x copy: SM stores' time over the copy engine's)
 device_job|device kernels of two processes on the GPU (bench/device_job.sh -g)
 device_job_mps|the same under MPS (bench/device_job.sh -g)
+device_job_peer|device kernels of two processes on two GPUs (bench/device_job.sh -g -p 1)
 BENCHES
     } > "$report/report.txt"
     {
@@ -560,6 +561,18 @@ if [ $built = 1 ] && stage bench; then
     else
         skipped "two-process K2K benchmark under MPS (bench/device_job.sh -g)" \
             "no CUDA build or no nvidia-cuda-mps-control"
+    fi
+    # "a" on GPU 0, "b" and "sink" on GPU 1: one GPU's kernel into the other's inboxes, in one
+    # process and between two (the two processes' kernels run side by side, no MPS needed)
+    if [ -x "$build/bench/device_job_gpu" ] && [ -n "$src" ] &&
+       [ "$(gpus_listed | grep -c .)" -ge 2 ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "two-process K2K benchmark across two GPUs (bench/device_job.sh -g -p 1)" 150 \
+            bash -c 'ROUNDS=3 N=1000 M=20000 bash "$1/bench/device_job.sh" -g -p 1 "$2" \
+                         > "$3" 2>&1' _ "$src" "$build" "$report/device_job_peer.txt"
+    else
+        skipped "two-process K2K benchmark across two GPUs (bench/device_job.sh -g -p 1)" \
+            "fewer than two GPUs, or built without CUDA"
     fi
 fi
 if [ $built = 1 ] && stage sanitizer; then

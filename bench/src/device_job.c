@@ -13,7 +13,9 @@
  * job, rank 1 tells rank 0's CPU kernel "done", once). Rank 0 (or the one process) prints
  * "RESULT device_job lat_us=X tput_mmsg=Y sent=S direct=D errors=E": D of a's S sends went
  * straight into a device inbox (the path measured), E messages out of order at the sink.
- *   device_job [-n N] [-m M] */
+ * With -p DEV (GPU build), "b" and "sink" run on CUDA device DEV, "a" on device 0: the sends
+ * cross from one GPU to the other (peer access), in one process or between two.
+ *   device_job [-n N] [-m M] [-p DEV] */
 #define _GNU_SOURCE
 #include "bench/src/device_bench.h"
 
@@ -29,6 +31,7 @@
                       exit(1); } while (0)
 
 static uint64_t done_msg, far_errors;
+static int far_dev; /* the CUDA device of "b" and "sink" (-p) */
 /* what the kernels store and the host polls (a_done, sink_done), and the kernels' arguments */
 static uint64_t *a_done, *sink_done;
 static void *a_arg, *sink_arg;
@@ -88,6 +91,10 @@ static ringk_kernel_t *dev_kernel(ringk_ctx_t *ctx, const char *name,
     };
     ringk_kernel_t *k;
 
+    if ((far_dev > 0) && (strcmp(name, "a") != 0)) {
+        p.field_mask |= RINGK_KERNEL_PARAM_FIELD_PLACEMENT;
+        p.placement   = far_dev;
+    }
     if (ringk_kernel_create(ctx, &p, &k) != 0) {
         DIE("kernel '%s' not created", name);
     }
@@ -122,14 +129,22 @@ static void words_init(void)
         fprintf(stderr, "device_job: no usable CUDA device\n");
         exit(77); /* device_job.sh: a skip */
     }
+    if (far_dev >= ndev) {
+        fprintf(stderr, "device_job: -p %d: this process sees %d CUDA device(s)\n", far_dev,
+                ndev);
+        exit(77);
+    }
     a_done    = bench_mapped_alloc(sizeof(uint64_t), &a_arg);
     sink_done = bench_mapped_alloc(sizeof(uint64_t), (void**)&s0.done);
-    sink_arg  = bench_device_alloc(sizeof(s0));
+    sink_arg  = bench_device_alloc_on(far_dev, sizeof(s0)); /* on the sink's GPU */
     if ((a_done == NULL) || (sink_done == NULL) || (sink_arg == NULL) ||
         (bench_copy_to_device(sink_arg, &s0, sizeof(s0)) != 0)) {
         DIE("CUDA allocations failed");
     }
 #else
+    if (far_dev != 0) {
+        DIE("-p %d: the emulated device is one device", far_dev);
+    }
     a_done    = a_arg = &a_done_v;
     sink_done = &sink_done_v;
     sink_arg  = &sink_st;
@@ -169,13 +184,15 @@ int main(int argc, char **argv)
     int opt, rank, size;
     uint64_t errors;
 
-    while ((opt = getopt(argc, argv, "n:m:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:m:p:")) != -1) {
         if (opt == 'n') {
             n = strtoull(optarg, NULL, 10);
         } else if (opt == 'm') {
             m = strtoull(optarg, NULL, 10);
+        } else if ((opt == 'p') && ((far_dev = atoi(optarg)) >= 1)) {
+            continue;
         } else {
-            DIE("usage: device_job [-n N] [-m M]");
+            DIE("usage: device_job [-n N] [-m M] [-p DEV (a CUDA device other than 0)]");
         }
     }
     if ((n <= ball.limit) || (m == 0)) {
