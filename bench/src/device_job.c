@@ -134,6 +134,20 @@ static void words_init(void)
                 ndev);
         exit(77);
     }
+    if (far_dev > 0) { /* the path measured needs peer access with native atomics */
+        const char *env = getenv("RINGK_DEVICE_PEER");
+        ringk_peer_info_t info;
+
+        memset(&info, 0, sizeof(info));
+        if ((ringk_peer_can_access(0, far_dev, &info) != 0) || !info.can_access ||
+            (info.native_atomics != 1) || ((env != NULL) && (strcmp(env, "0") == 0))) {
+            fprintf(stderr, "device_job: GPU 0 -> GPU %d: no direct path to measure (path %s, "
+                    "native atomics %d, RINGK_DEVICE_PEER=%s: %s)\n", far_dev,
+                    ringk_peer_path_name(info.path), info.native_atomics,
+                    (env != NULL) ? env : "auto", info.reason);
+            exit(77);
+        }
+    }
     a_done    = bench_mapped_alloc(sizeof(uint64_t), &a_arg);
     sink_done = bench_mapped_alloc(sizeof(uint64_t), (void**)&s0.done);
     sink_arg  = bench_device_alloc_on(far_dev, sizeof(s0)); /* on the sink's GPU */
@@ -183,13 +197,15 @@ int main(int argc, char **argv)
     double t0, lat, tput;
     int opt, rank, size;
     uint64_t errors;
+    char *end;
 
     while ((opt = getopt(argc, argv, "n:m:p:")) != -1) {
         if (opt == 'n') {
             n = strtoull(optarg, NULL, 10);
         } else if (opt == 'm') {
             m = strtoull(optarg, NULL, 10);
-        } else if ((opt == 'p') && ((far_dev = atoi(optarg)) >= 1)) {
+        } else if ((opt == 'p') && ((far_dev = (int)strtol(optarg, &end, 10)) >= 1) &&
+                   (far_dev < 64) && (*end == '\0')) {
             continue;
         } else {
             DIE("usage: device_job [-n N] [-m M] [-p DEV (a CUDA device other than 0)]");

@@ -352,11 +352,15 @@ int ringk_cuda_vmm_grant(void *base, uint64_t size, int dev, char *why, size_t w
 {
     CUmemAccessDesc access;
     CUcontext ctx;
-    int ret;
+    int ret, keep;
 
     if ((ret = vmm_ready(why, why_len)) != 0) {
         return ret;
     }
+    /* a device without a context of the process (RINGK_DEVICE_PEER=1 pairs those too) keeps
+     * the one made here, as the runtime keeps the contexts it makes: released, it would be
+     * torn down, and what it was given with it */
+    keep = (ringk_cuda_ctx_exists(dev) == 0);
     if (vmm_ctx_enter(dev, &ctx, why, why_len) != CUDA_SUCCESS) {
         return -EIO;
     }
@@ -366,7 +370,11 @@ int ringk_cuda_vmm_grant(void *base, uint64_t size, int dev, char *why, size_t w
     access.location.id   = dev;
     access.flags         = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     ret = vmm_cu.cuMemSetAccess((CUdeviceptr)(uintptr_t)base, size, &access, 1);
-    vmm_ctx_leave(dev);
+    if (keep) {
+        vmm_cu.cuCtxPopCurrent(&ctx); /* popped, its retain kept */
+    } else {
+        vmm_ctx_leave(dev);
+    }
     if (ret != CUDA_SUCCESS) {
         snprintf(why, why_len, "cuMemSetAccess(device %d, %llu bytes) failed with CUresult %d",
                  dev, (unsigned long long)size, ret);

@@ -155,9 +155,9 @@ typedef struct ringk_devs {
  *   any of those -> JOINED   dev_join: no launch after it
  *   JOINED -> STUCK   CUDA: its launch did not return within 10 s of the join; its stream,
  *                     its memory and its device's slabs are never given back
- * Read without a lock; moved under the kernel's mu, but for FAULTED (the proxy, by
- * compare-and-swap: a join that came first wins). In this order: JOINED and what follows it
- * are the states after a join. */
+ * Read without a lock; moved under the kernel's mu (FAULTED by the proxy, which only tries the
+ * lock, by compare-and-swap: a join that came first wins). In this order: JOINED and what
+ * follows it are the states after a join. */
 typedef enum {
     RINGK_DEV_NEW,
     RINGK_DEV_DEFERRED,

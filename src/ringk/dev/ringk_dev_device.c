@@ -204,18 +204,22 @@ static int peer_turn_on(int from, int to, char *why, size_t why_len)
 
 /* Under ringk_dev_proc.mu: gives kernels of CUDA device @a from access to the memory of @a to,
  * shared with other processes: cuMem memory, which only the GPUs given access reach (peer
- * access does not). Not while device kernels of either GPU run (the call is made in @a from's
- * context, and changes what it maps of @a to's memory). 1, or 0 with the reason in @a why. */
+ * access does not). Not while device kernels of the pair's GPUs, or any of the process's, run
+ * (the call is made in @a from's context, and changes what it maps of @a to's memory). 1, or 0
+ * with the reason in @a why. */
 static int peer_mem_grant(ringk_dev_device_t *to, int from, char *why, size_t why_len)
 {
     const ringk_dev_device_t *f = &ringk_dev_proc.device[1 + from];
     const unsigned running = to->kernels + to->stuck + (f->used ? f->kernels + f->stuck : 0);
     char err[192];
 
-    if (running > 0) {
+    /* as ringk_dev_rmap_grant() in a sender of another process: not while any device kernel
+     * of the process is resident */
+    if ((running > 0) || (ringk_cuda_resident(-1) > 0)) {
         snprintf(why, why_len, "its memory is shared with other processes (cuMem memory, which "
                  "only GPUs given access reach), and CUDA device %d is not given access while "
-                 "%u device kernel launches of the two GPUs run", from, running);
+                 "device kernels of the process run (%u launches on the two GPUs)", from,
+                 running);
         return 0;
     }
     if (ringk_cuda_vmm_grant(to->mem.dev, to->mem_bytes, from, err, sizeof(err)) != 0) {

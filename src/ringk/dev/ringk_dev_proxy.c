@@ -187,6 +187,21 @@ static void proxy_terminated(ringk_kernel_t *k)
  * for RINGK_DEV_UNKNOWN_NS: then it is marked terminated too (a terminate or destroy must not
  * wait for ever), while its memory and stream stay taken until its launch is seen to return
  * (dev_join). */
+/* Moves @a d from LAUNCHED to FAULTED under its launch lock, so that a wake-up that looked at
+ * its state before cannot launch it after (dev_launch): 1 moved; 0 not LAUNCHED, or the lock
+ * busy (a launch, or a join that may hold it for seconds: the next round tries again). */
+static int proxy_fault_move(ringk_dev_host_t *d)
+{
+    int moved;
+
+    if (pthread_mutex_trylock(&d->mu) != 0) {
+        return 0;
+    }
+    moved = ringk_dev_life_move(d, RINGK_DEV_LIFE(LAUNCHED), RINGK_DEV_FAULTED);
+    pthread_mutex_unlock(&d->mu);
+    return moved;
+}
+
 static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
 {
     ringk_dev_host_t *d = k->dev;
@@ -210,8 +225,7 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
         d->unknown_since_ns = 0;
     } else if (d->unknown_since_ns == 0) {
         d->unknown_since_ns = now;
-    } else if ((now - d->unknown_since_ns >= RINGK_DEV_UNKNOWN_NS) &&
-               ringk_dev_life_move(d, RINGK_DEV_LIFE(LAUNCHED), RINGK_DEV_FAULTED)) {
+    } else if ((now - d->unknown_since_ns >= RINGK_DEV_UNKNOWN_NS) && proxy_fault_move(d)) {
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': CUDA has answered only errors about "
                       "its launch on CUDA device %d for %llu s (%s): it is terminated, and its "
                       "memory kept while the launch may run", k->name, d->device->cuda_index,
@@ -219,7 +233,7 @@ static unsigned proxy_fault(ringk_kernel_t *k, uint64_t now)
         proxy_terminated(k);
         return 1;
     }
-    if ((st != -EIO) || !ringk_dev_life_move(d, RINGK_DEV_LIFE(LAUNCHED), RINGK_DEV_FAULTED)) {
+    if ((st != -EIO) || !proxy_fault_move(d)) {
         return 0;
     }
     ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s' failed on CUDA device %d (%s): it is "

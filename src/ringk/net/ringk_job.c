@@ -120,7 +120,7 @@ static int allgather_root(env_job_t *job, void *out, size_t len, double deadline
 {
     int *fds = calloc(job->size, sizeof(*fds));
     int fd, i, ret = 0;
-    uint64_t hdr[2];
+    uint64_t hdr[2], bad_len = 0;
 
     if (fds == NULL) {
         return -ENOMEM;
@@ -140,7 +140,8 @@ static int allgather_root(env_job_t *job, void *out, size_t len, double deadline
         ret = xfer(fd, hdr, sizeof(hdr), 0, deadline);
         if ((ret == 0) && ((hdr[0] == 0) || (hdr[0] >= (uint64_t)job->size) ||
                            (fds[hdr[0]] != 0) || (hdr[1] != len))) {
-            ret = -EPROTO;
+            bad_len = (hdr[1] != len) ? hdr[1] : 0;
+            ret     = -EPROTO;
         }
         if (ret == 0) {
             fds[hdr[0]] = fd;
@@ -149,7 +150,13 @@ static int allgather_root(env_job_t *job, void *out, size_t len, double deadline
             close(fd);
         }
     }
-    if (ret != 0) {
+    if ((ret != 0) && (bad_len != 0)) {
+        /* every round's parts are the same size in every process of one ringk build */
+        snprintf(job->why, sizeof(job->why), "rank 0, listening at RINGK_ROOT %s: rank %llu "
+                 "sent a part of %llu bytes where this process sends %zu: processes of "
+                 "different ringk builds, or not ringk's exchange", job->root,
+                 (unsigned long long)hdr[0], (unsigned long long)bad_len, len);
+    } else if (ret != 0) {
         snprintf(job->why, sizeof(job->why), "rank 0, listening at RINGK_ROOT %s, heard from %d "
                  "of the other %d ranks within RINGK_JOIN_TIMEOUT_MS %ld ms: %s", job->root,
                  i - 1, job->size - 1, job->timeout_ms, strerror(-ret));

@@ -109,6 +109,11 @@ typedef struct {
     ringk_node_id_t node;
 } wire_hello_t;
 
+/* the layout every release keeps */
+_Static_assert(sizeof(ringk_node_id_t) == 24, "a hello's node is three 64-bit words");
+_Static_assert((offsetof(wire_hello_t, len) == 16) && (offsetof(wire_hello_t, node) == 24) &&
+               (sizeof(wire_hello_t) == 48), "wire_hello_t's layout is fixed");
+
 #define RINGK_HELLO_MAGIC   0x72686c6fu /* "rhlo" */
 /* Raised with every change to what processes of a job send each other (the messages above,
  * the tables exchanged at start, what they mean); ringk_wire_shape() catches a change of size
