@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Checks of everything another process of a job sends (see ringk_wire.h). */
+#include "net.h"
 #include "ringk_wire.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-/* A fingerprint of the sizes of what processes of a job exchange (FNV-1a over them). */
+/* A fingerprint of the sizes, ids and constants of what processes of a job exchange (FNV-1a
+ * over them). */
 static uint32_t wire_shape(void)
 {
     const uint32_t sizes[] = {
         sizeof(wire_msg_t), sizeof(credit_msg_t), sizeof(topic_hdr_t), sizeof(topic_entry_t),
         sizeof(barrier_msg_t), sizeof(bye_msg_t), sizeof(dir_entry_t),
         sizeof(ringk_dev_export_t), RINGK_NAME_MAX, RINGK_MAX_KERNELS, RINGK_MAX_TOPICS,
-        RINGK_MAX_BARRIERS, RINGK_MAX_PAYLOAD, RINGK_RANK_SHIFT
+        RINGK_MAX_BARRIERS, RINGK_MAX_PAYLOAD, RINGK_RANK_SHIFT, RINGK_AM_MSG, RINGK_AM_TOPIC,
+        RINGK_AM_BARRIER, RINGK_AM_BYE, RINGK_AM_CREDIT, RINGK_TOPIC_WINDOW, RINGK_TOPIC_SLOT,
+        RINGK_WIRE_TIMESTAMP, RINGK_CREDIT_MAGIC, RINGK_BYE_MAGIC,
+        offsetof(wire_msg_t, seq), offsetof(dir_entry_t, dev), offsetof(topic_hdr_t, src_rank)
     };
     uint32_t h = 2166136261u;
     size_t i;
