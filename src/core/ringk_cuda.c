@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -266,6 +267,7 @@ int ringk_cuda_host_register(void *ptr, size_t len)
 
     if (ringk_cudart(NULL, 0) && ringk_cuda_driver_initialized() &&
         (ringk_cuda_resident(-1) == 0)) {
+        ringk_cuda_host_flush(); /* what releases left while kernels ran */
         mode   = ringk_cuda_capture_relax();
         pinned = (ringk_rt.cudaHostRegister(ptr, len, cudaHostRegisterDefault) == cudaSuccess);
         if (!pinned) {
@@ -290,6 +292,82 @@ int ringk_cuda_host_unregister(void *ptr)
     ringk_rt.cudaHostUnregister(ptr);
     ringk_cuda_capture_end(mode);
     return 0;
+}
+
+/* Host mappings given back while device kernels were resident: unregistered and unmapped by
+ * the next flush after none is (host_release_flush), most recent first. */
+typedef struct host_deferred {
+    struct host_deferred *next;
+    void                 *ptr, *map;
+    size_t                map_len;
+} host_deferred_t;
+
+static pthread_mutex_t  host_deferred_mu = PTHREAD_MUTEX_INITIALIZER;
+static host_deferred_t *host_deferred;
+static size_t           host_ndeferred;
+
+int ringk_cuda_host_release(void *ptr, void *map, size_t map_len)
+{
+    host_deferred_t *d;
+
+    ringk_cuda_host_flush(); /* what earlier calls left, where no kernel is resident now */
+    if (ringk_cuda_host_unregister(ptr) == 0) {
+        munmap(map, map_len);
+        return 1;
+    }
+    d = malloc(sizeof(*d));
+    if (d == NULL) {
+        return -ENOMEM; /* mapped for good: unmapped, pages CUDA still holds could come back */
+    }
+    d->ptr     = ptr;
+    d->map     = map;
+    d->map_len = map_len;
+    pthread_mutex_lock(&host_deferred_mu);
+    d->next       = host_deferred;
+    host_deferred = d;
+    host_ndeferred++;
+    pthread_mutex_unlock(&host_deferred_mu);
+    return 0;
+}
+
+size_t ringk_cuda_host_flush(void)
+{
+    host_deferred_t *list, *d;
+    size_t n = 0;
+
+    if (ringk_cuda_resident(-1) > 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&host_deferred_mu);
+    list           = host_deferred;
+    host_deferred  = NULL;
+    host_ndeferred = 0;
+    pthread_mutex_unlock(&host_deferred_mu);
+    while ((d = list) != NULL) {
+        list = d->next;
+        if (ringk_cuda_host_unregister(d->ptr) == 0) {
+            munmap(d->map, d->map_len);
+            free(d);
+            n++;
+        } else { /* a kernel came meanwhile: later */
+            pthread_mutex_lock(&host_deferred_mu);
+            d->next       = host_deferred;
+            host_deferred = d;
+            host_ndeferred++;
+            pthread_mutex_unlock(&host_deferred_mu);
+        }
+    }
+    return n;
+}
+
+size_t ringk_cuda_host_deferred(void)
+{
+    size_t n;
+
+    pthread_mutex_lock(&host_deferred_mu);
+    n = host_ndeferred;
+    pthread_mutex_unlock(&host_deferred_mu);
+    return n;
 }
 
 int ringk_cuda_device_count(char *why, size_t why_len)
@@ -459,6 +537,23 @@ int ringk_cuda_host_register(void *ptr, size_t len)
 }
 
 int ringk_cuda_host_unregister(void *ptr)
+{
+    return 0;
+}
+
+int ringk_cuda_host_release(void *ptr, void *map, size_t map_len)
+{
+    (void)ptr;
+    munmap(map, map_len);
+    return 1;
+}
+
+size_t ringk_cuda_host_flush(void)
+{
+    return 0;
+}
+
+size_t ringk_cuda_host_deferred(void)
 {
     return 0;
 }

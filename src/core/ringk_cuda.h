@@ -79,8 +79,9 @@ int ringk_cuda_ipc_open_on(const char *busid, const void *handle, uint64_t size,
  *  made when none is left (an open of its handle meanwhile takes it again). */
 void ringk_cuda_ipc_close(void *mapped);
 
-/** Unmaps the mappings ringk_cuda_ipc_close() and ringk_cuda_vmm_close() kept, when the
- *  process has no device kernel; returns how many. */
+/** Unmaps the mappings ringk_cuda_ipc_close() and ringk_cuda_vmm_close() kept, and gives back
+ *  the host memory ringk_cuda_host_release() kept, when the process has no device kernel;
+ *  returns how many. */
 size_t ringk_cuda_ipc_flush(void);
 
 /** How many mappings ringk_cuda_ipc_close() kept for later. */
@@ -209,6 +210,22 @@ int ringk_cuda_host_register(void *ptr, size_t len);
  *  caller then keeps the memory mapped for the rest of the process (unmapped, pages CUDA still
  *  holds pinned could be mapped at that address again). */
 int ringk_cuda_host_unregister(void *ptr);
+
+/** Gives back host memory @a ptr that ringk_cuda_host_register() or ringk_cuda_host_map()
+ *  registered, with the mapping [@a map, +@a map_len) it lies in: unregistered and unmapped
+ *  now, or, while ringk device kernels are resident (the unregistration may wait for the
+ *  device), by the first ringk_cuda_ipc_flush(), ringk_cuda_host_release() or
+ *  ringk_cuda_host_register() once none is (of the same library: libringk and the transport
+ *  each keep their own list); until then the pages stay mapped (unmapped, pages CUDA still
+ *  holds pinned could be mapped at that address again).
+ *  Memory never registered (no CUDA) is unmapped now. @return 1 now, 0 later, -ENOMEM kept
+ *  mapped for good. */
+int ringk_cuda_host_release(void *ptr, void *map, size_t map_len);
+/** Unregisters and unmaps what ringk_cuda_host_release() left for later, where no ringk
+ *  device kernel is resident: how many (ringk_cuda_ipc_flush() calls it). */
+size_t ringk_cuda_host_flush(void);
+/** Host mappings ringk_cuda_host_release() left for later. */
+size_t ringk_cuda_host_deferred(void);
 
 /** Registers host memory [@a ptr, +@a len) (a shared mapping another process may map too)
  *  with CUDA, in the context of device @a on (an ordinal of this process), mapped into the

@@ -388,7 +388,8 @@ size_t ringk_cuda_ipc_flush(void)
     if ((ringk_cuda_resident(-1) != 0) || !ringk_cudart(NULL, 0)) {
         return 0;
     }
-    return ringk_maprefs_flush(&ipc_maps, ipc_close_raw) + ringk_cuda_vmm_flush();
+    return ringk_maprefs_flush(&ipc_maps, ipc_close_raw) + ringk_cuda_vmm_flush() +
+           ringk_cuda_host_flush();
 }
 
 void ringk_cuda_ipc_close(void *mapped)

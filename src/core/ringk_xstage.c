@@ -9,6 +9,7 @@
 #endif
 
 #include "ringk_xstage.h"
+#include "ringk_cuda.h"
 #include "ringk_node.h"
 #include "ringk_ring.h"
 
@@ -206,9 +207,12 @@ void ringk_xstage_close(ringk_xstage_t *xs)
     }
 }
 
-void ringk_xstage_abandon(ringk_xstage_t *xs)
+void ringk_xstage_close_pinned(ringk_xstage_t *xs)
 {
-    xs->base = NULL; /* mapped until the process exits */
+    if (xs->base != NULL) {
+        ringk_cuda_host_release(xs->base, xs->base, xs->bytes);
+        xs->base = NULL;
+    }
     ringk_xstage_close(xs);
 }
 

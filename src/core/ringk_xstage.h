@@ -119,9 +119,10 @@ int ringk_xstage_attach(uint32_t pid, int fd, ringk_xstage_t *xs, char *why, siz
 /** Unmaps @a xs (and closes the initiator's memfd). */
 void ringk_xstage_close(ringk_xstage_t *xs);
 
-/** Closes @a xs's memfd but leaves its mapping for the rest of the process: for an area CUDA
- *  still holds pinned (ringk_cuda_host_unregister() -EBUSY). */
-void ringk_xstage_abandon(ringk_xstage_t *xs);
+/** ringk_xstage_close() of an area registered with CUDA (ringk_cuda_host_register()): its
+ *  mapping is given to ringk_cuda_host_release(), which unregisters and unmaps it now, or once
+ *  no ringk device kernel is resident (until then it stays mapped). */
+void ringk_xstage_close_pinned(ringk_xstage_t *xs);
 
 /** Slot @a slot's data. */
 static inline void *ringk_xstage_data(const ringk_xstage_t *xs, unsigned slot)

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* What the stuck-launch test leaves allocated on purpose (one process runs every test with
@@ -256,6 +257,41 @@ START_TEST(test_device_streams_fault)
     ck_assert_int_eq(stats_of(k).state, RINGK_KERNEL_TERMINATED);
     ck_assert_uint_eq(t.count, 0);
     ringk_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Host memory registered with CUDA and given back while a device kernel is resident stays
+ * mapped (its unregistration could wait for the kernel) and is left for later; once the
+ * context's kernels are gone, the next flush gives it back, unregistered and unmapped. (This
+ * program has its own copy of the core functions, as the transport has: libringk's release
+ * flushes libringk's copy, the transport's next area flushes its own.) */
+START_TEST(test_device_streams_host_release)
+{
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t t = {0};
+    ringk_kernel_params_t p = dev_params("count", &ringk_dev_test_count, &t);
+    ringk_kernel_t *k;
+    void *m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int i;
+
+    ck_assert_ptr_ne(m, MAP_FAILED);
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), 0);
+    for (i = 0; (i < 10000) && (ringk_cuda_resident(-1) == 0); i++) {
+        usleep(1000);
+    }
+    ck_assert_int_gt(ringk_cuda_resident(-1), 0);
+    ck_assert_int_eq(ringk_cuda_host_release(m, m, 8192), 0); /* left for later */
+    ck_assert_uint_eq(ringk_cuda_host_deferred(), 1);
+    ((volatile uint8_t*)m)[8191] = 1; /* still mapped */
+    ck_assert_uint_eq(ringk_cuda_host_flush(), 0); /* the kernel still runs */
+    ck_assert_uint_eq(ringk_cuda_host_deferred(), 1);
+    ringk_ctx_destroy(ctx);
+    ck_assert_uint_eq(ringk_cuda_resident(-1), 0);
+    ck_assert_uint_eq(ringk_cuda_ipc_flush(), 1);
+    ck_assert_uint_eq(ringk_cuda_host_deferred(), 0);
+    errno = 0;
+    ck_assert_int_eq(msync(m, 8192, MS_ASYNC), -1); /* unmapped */
+    ck_assert_int_eq(errno, ENOMEM);
 }
 END_TEST
 
@@ -555,6 +591,7 @@ void test_device_streams_first(TCase *tc)
     tcase_add_test(tc, test_device_streams_arg);
     tcase_add_test(tc, test_device_streams_entry_unloaded);
     tcase_add_test(tc, test_device_streams_fault);
+    tcase_add_test(tc, test_device_streams_host_release);
     tcase_add_test(tc, test_device_streams_dead_target);
     tcase_add_test(tc, test_device_streams_failed_create_memory);
     tcase_add_test(tc, test_device_streams_pool);

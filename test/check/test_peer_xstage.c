@@ -9,6 +9,7 @@
 #endif
 #include "test_util.h"
 
+#include <core/ringk_cuda.h>
 #include <core/ringk_xstage.h>
 
 #include <errno.h>
@@ -413,23 +414,27 @@ START_TEST(test_xstage_attach_refused)
 }
 END_TEST
 
-/* An area CUDA still holds pinned is abandoned: its memfd closed, its mapping left in place
- * (pages still pinned must not be mapped at that address again); a close after does nothing. */
-START_TEST(test_xstage_abandon)
+/* A pinned area's close hands its mapping to ringk_cuda_host_release(): with no device kernel
+ * resident (here: none) it is unregistered and unmapped at once, its memfd closed; nothing is
+ * left for later, and a close after does nothing. (The wait for resident kernels:
+ * test_device_streams_host_release.) */
+START_TEST(test_xstage_close_pinned)
 {
     ringk_xstage_t xs;
-    volatile uint8_t *base;
+    void *base;
     char why[256];
 
     ck_assert_int_eq(ringk_xstage_create(2, XS_SLOT, &xs, why, sizeof(why)), 0);
     base = xs.base;
-    base[xs.bytes - 1] = 0x5a;
-    ringk_xstage_abandon(&xs);
+    ((volatile uint8_t*)base)[xs.bytes - 1] = 0x5a;
+    ringk_xstage_close_pinned(&xs);
     ck_assert_ptr_null(xs.base);
     ck_assert_int_eq(xs.fd, -1);
-    ck_assert_uint_eq(base[xs.bytes - 1], 0x5a); /* still mapped */
+    ck_assert_uint_eq(ringk_cuda_host_deferred(), 0);
+    errno = 0;
+    ck_assert_int_eq(msync(base, 4096, MS_ASYNC), -1); /* unmapped */
+    ck_assert_int_eq(errno, ENOMEM);
     ringk_xstage_close(&xs);
-    ck_assert_uint_eq(base[xs.bytes - 1], 0x5a); /* and still after the close */
 }
 END_TEST
 
@@ -443,6 +448,6 @@ void test_peer_xstage_add(Suite *s)
     tcase_add_test(tc, test_xstage_refused);
     tcase_add_test(tc, test_xstage_target_gone);
     tcase_add_test(tc, test_xstage_attach_refused);
-    tcase_add_test(tc, test_xstage_abandon);
+    tcase_add_test(tc, test_xstage_close_pinned);
     suite_add_tcase(s, tc);
 }

@@ -524,16 +524,18 @@ int ringk_dev_slab_file_make(ringk_dev_device_t *device, size_t bytes, char *why
 #define RINGK_DEV_FDSVC_WAIT_MS 5000
 /** Under ctx->lock: maps what a CUDA export @a e names into map @a m (its file mapped already)
  *  for CUDA device @a dev (the sender's): registers the file, fetches and maps the device
- *  memory. 0, or -errno with why in @a why: then nothing is mapped, and m->dev_base is NULL
- *  unless the file stays registered (CUDA could not unregister it: it must stay mapped). */
+ *  memory. 0, or -errno with why in @a why: then no device memory is mapped, and m->dev_base
+ *  is not NULL where the file was registered (ringk_dev_rmap_unmap() gives it back). */
 int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_rmap *m,
                         char *why, size_t why_len);
 /** Under ctx->lock: gives CUDA device @a dev of this process access to the device memory of
  *  map @a m (once; nothing for the emulated device's): 0, or -errno with why in @a why. */
 int ringk_dev_rmap_grant(struct ringk_dev_rmap *m, int dev, char *why, size_t why_len);
-/** Undoes ringk_dev_rmap_cuda(): 1, or 0 where the file must stay mapped (CUDA cannot
- *  unregister it while device kernels run). */
-int ringk_dev_rmap_cuda_free(struct ringk_dev_rmap *m);
+/** Gives back what map @a m holds, of either kind: for CUDA, what ringk_dev_rmap_cuda() made
+ *  (also after it failed); the file's mapping. The device memory unmapped, the file
+ *  unregistered and unmapped, now or once no device kernel is resident (cuMem unmaps and
+ *  unregistrations may wait for the device). */
+void ringk_dev_rmap_unmap(struct ringk_dev_rmap *m);
 
 /** The RINGK_DEVICE_REMOTE setting: 0 none of this; 1, empty or unset on (the default);
  *  another value is logged and taken as 1. */

@@ -479,9 +479,10 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
     free(ctx->devs->dead_since);
     free(ctx->devs);
     ctx->devs = NULL;
-    /* unmaps of cuMem memory (shared slabs, other processes' inboxes) left for later while
-     * device kernels ran: now, where none runs any more (nothing otherwise: no CUDA loaded) */
-    if (ringk_cuda_vmm_deferred() > 0) {
+    /* unmaps of cuMem memory (shared slabs, other processes' inboxes) and unregistrations of
+     * files left for later while device kernels ran: now, where none runs any more (nothing
+     * otherwise: no CUDA loaded) */
+    if ((ringk_cuda_vmm_deferred() > 0) || (ringk_cuda_host_deferred() > 0)) {
         ringk_cuda_ipc_flush();
     }
 }

@@ -236,9 +236,7 @@ int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, int dev, const ringk_dev_expo
     if (((err = rmap_header_check(e, m, why, why_len)) != 0) ||
         ((e->kind == RINGK_DEV_EXPORT_CUDA) &&
          ((err = ringk_dev_rmap_cuda(dev, e, m, why, why_len)) != 0))) {
-        if (m->dev_base == NULL) { /* else CUDA still has it registered: it stays mapped */
-            munmap(m->base, m->bytes);
-        }
+        ringk_dev_rmap_unmap(m); /* unregistered where it was registered, unmapped */
         free(m);
         return err;
     }
@@ -436,11 +434,8 @@ void ringk_dev_remote_unmap(ringk_devs_t *devs)
 
     while ((m = devs->rmaps) != NULL) {
         devs->rmaps = m->next;
-        /* a file CUDA cannot unregister now stays mapped (unmapped, pages CUDA holds pinned
-         * could be mapped at that address again) */
-        if ((m->kind != RINGK_DEV_EXPORT_CUDA) || ringk_dev_rmap_cuda_free(m)) {
-            munmap(m->base, m->bytes);
-        }
+        /* a CUDA one's file unregistered and unmapped now, or once no device kernel runs */
+        ringk_dev_rmap_unmap(m);
         free(m);
     }
 }

@@ -20,12 +20,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Gives back the slab file of @a device: unregistered and unmapped where CUDA lets it
- * unregister now (else it stays mapped: unmapped, pages CUDA still holds pinned could be mapped
- * at that address again), closed. */
+/* Gives back the slab file of @a device: unregistered (where it was @a registered) and
+ * unmapped now, or once no device kernel is resident (ringk_cuda_host_release()), closed. */
 static void slab_file_drop(ringk_dev_device_t *device, int registered)
 {
-    if (!registered || (ringk_cuda_host_unregister(device->file + RINGK_DEV_SLAB_FILE_HDR) == 0)) {
+    if (registered) {
+        ringk_cuda_host_release(device->file + RINGK_DEV_SLAB_FILE_HDR, device->file,
+                                device->file_bytes);
+    } else {
         munmap(device->file, device->file_bytes);
     }
     close(device->file_fd);
@@ -128,10 +130,7 @@ int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_r
     return 0;
 
 err:
-    if (ringk_cuda_host_unregister(m->base) == 0) {
-        m->dev_base = NULL;
-    }
-    return ret;
+    return ret; /* the file stays registered: the caller gives it back */
 }
 
 int ringk_dev_rmap_grant(struct ringk_dev_rmap *m, int dev, char *why, size_t why_len)
@@ -163,15 +162,17 @@ int ringk_dev_rmap_grant(struct ringk_dev_rmap *m, int dev, char *why, size_t wh
     return 0;
 }
 
-int ringk_dev_rmap_cuda_free(struct ringk_dev_rmap *m)
+void ringk_dev_rmap_unmap(struct ringk_dev_rmap *m)
 {
     if (m->mem_dev != NULL) {
         ringk_cuda_vmm_close(RINGK_CUDA_IPC_POSIX_FD, m->mem_dev, m->mem_bytes);
         m->mem_dev = NULL;
     }
-    if ((m->dev_base != NULL) && (ringk_cuda_host_unregister(m->base) != 0)) {
-        return 0;
+    if (m->dev_base != NULL) { /* now, or once no device kernel is resident */
+        ringk_cuda_host_release(m->base, m->base, m->bytes);
+    } else {
+        munmap(m->base, m->bytes);
     }
     m->dev_base = NULL;
-    return 1;
+    m->base     = NULL;
 }

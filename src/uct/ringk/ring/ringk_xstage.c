@@ -35,10 +35,11 @@
 static void uct_ringk_xstage_detach(uct_ringk_iface_t *iface, uct_ringk_rx_lane_t *rx)
 {
     if (rx->stage != NULL) {
-        if (rx->stage_pinned && (ringk_cuda_host_unregister(rx->stage->base) != 0)) {
-            ringk_xstage_abandon(rx->stage); /* still pinned: mapped until the exit */
+        if (rx->stage_pinned) { /* unpinned now, or once no device kernel is resident */
+            ringk_xstage_close_pinned(rx->stage);
+        } else {
+            ringk_xstage_close(rx->stage);
         }
-        ringk_xstage_close(rx->stage);
         ucs_free(rx->stage);
         rx->stage = NULL;
         iface->nstaged--;
@@ -210,10 +211,11 @@ void uct_ringk_ep_xstage_close(uct_ringk_ep_t *ep)
         return;
     }
     __atomic_store_n(&uct_ringk_seg_lane(ep->seg, ep->lane)->stage_fd, 0, __ATOMIC_RELAXED);
-    if (ep->stage_pinned && (ringk_cuda_host_unregister(ep->stage->base) != 0)) {
-        ringk_xstage_abandon(ep->stage); /* still pinned: mapped until the exit */
+    if (ep->stage_pinned) { /* unpinned now, or once no device kernel is resident */
+        ringk_xstage_close_pinned(ep->stage);
+    } else {
+        ringk_xstage_close(ep->stage);
     }
-    ringk_xstage_close(ep->stage);
     ucs_free(ep->stage);
     ep->stage = NULL;
 }
