@@ -24,7 +24,7 @@ mode=${1:?usage: sanitize.sh asan|tsan}
 case $mode in
     asan)
         flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
-        tests="${RINGK_ASAN_TESTS:-test/check/test_ring test/check/test_runtime test/check/test_kernel_api test/check/test_device test/check/test_device_streams test/check/test_dev_slab test/check/test_topo test/check/test_examples.sh test/check/test_uct test/check/test_ucp test/check/test_job.sh test/check/test_info.sh test/check/test_netns.sh test/check/test_abi.sh test/check/test_ipc test/check/test_peer}"
+        tests="${RINGK_ASAN_TESTS:-test/check/test_ring test/check/test_runtime test/check/test_kernel_api test/check/test_device test/check/test_device_streams test/check/test_dev_slab test/check/test_topo test/check/test_examples.sh test/check/test_uct test/check/test_ucp test/check/test_job.sh test/check/test_info.sh test/check/test_netns.sh test/check/test_abi.sh test/check/test_ipc test/check/test_peer test/check/test_wire}"
         export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:fast_unwind_on_malloc=0"
         export LSAN_OPTIONS="suppressions=$top/contrib/lsan.supp:print_suppressions=0"
         export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" ;;
