@@ -260,6 +260,18 @@ void ringk_cuda_host_free(void *ptr)
     }
 }
 
+/* Host mappings given back while device kernels were resident: unregistered and unmapped by
+ * the next flush after none is (ringk_cuda_host_flush), most recent first. */
+typedef struct host_deferred {
+    struct host_deferred *next;
+    void                 *ptr, *map;
+    size_t                map_len;
+} host_deferred_t;
+
+static pthread_mutex_t  host_deferred_mu = PTHREAD_MUTEX_INITIALIZER;
+static host_deferred_t *host_deferred;
+static size_t           host_ndeferred;
+
 int ringk_cuda_host_register(void *ptr, size_t len)
 {
     enum cudaStreamCaptureMode mode;
@@ -267,7 +279,9 @@ int ringk_cuda_host_register(void *ptr, size_t len)
 
     if (ringk_cudart(NULL, 0) && ringk_cuda_driver_initialized() &&
         (ringk_cuda_resident(-1) == 0)) {
-        ringk_cuda_host_flush(); /* what releases left while kernels ran */
+        if (__atomic_load_n(&host_ndeferred, __ATOMIC_RELAXED) > 0) {
+            ringk_cuda_host_flush(); /* what releases left while kernels ran */
+        }
         mode   = ringk_cuda_capture_relax();
         pinned = (ringk_rt.cudaHostRegister(ptr, len, cudaHostRegisterDefault) == cudaSuccess);
         if (!pinned) {
@@ -289,28 +303,20 @@ int ringk_cuda_host_unregister(void *ptr)
         return -EBUSY; /* as cudaIpcCloseMemHandle, it may wait for the device's work */
     }
     mode = ringk_cuda_capture_relax();
-    ringk_rt.cudaHostUnregister(ptr);
+    if (ringk_rt.cudaHostUnregister(ptr) != cudaSuccess) {
+        ringk_rt.cudaGetLastError(); /* not left for the application's next error check */
+    }
     ringk_cuda_capture_end(mode);
     return 0;
 }
-
-/* Host mappings given back while device kernels were resident: unregistered and unmapped by
- * the next flush after none is (host_release_flush), most recent first. */
-typedef struct host_deferred {
-    struct host_deferred *next;
-    void                 *ptr, *map;
-    size_t                map_len;
-} host_deferred_t;
-
-static pthread_mutex_t  host_deferred_mu = PTHREAD_MUTEX_INITIALIZER;
-static host_deferred_t *host_deferred;
-static size_t           host_ndeferred;
 
 int ringk_cuda_host_release(void *ptr, void *map, size_t map_len)
 {
     host_deferred_t *d;
 
-    ringk_cuda_host_flush(); /* what earlier calls left, where no kernel is resident now */
+    if (__atomic_load_n(&host_ndeferred, __ATOMIC_RELAXED) > 0) {
+        ringk_cuda_host_flush(); /* what earlier calls left, where no kernel is resident now */
+    }
     if (ringk_cuda_host_unregister(ptr) == 0) {
         munmap(map, map_len);
         return 1;
@@ -325,7 +331,7 @@ int ringk_cuda_host_release(void *ptr, void *map, size_t map_len)
     pthread_mutex_lock(&host_deferred_mu);
     d->next       = host_deferred;
     host_deferred = d;
-    host_ndeferred++;
+    __atomic_add_fetch(&host_ndeferred, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&host_deferred_mu);
     return 0;
 }
@@ -339,9 +345,9 @@ size_t ringk_cuda_host_flush(void)
         return 0;
     }
     pthread_mutex_lock(&host_deferred_mu);
-    list           = host_deferred;
-    host_deferred  = NULL;
-    host_ndeferred = 0;
+    list          = host_deferred;
+    host_deferred = NULL;
+    __atomic_store_n(&host_ndeferred, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&host_deferred_mu);
     while ((d = list) != NULL) {
         list = d->next;
@@ -353,7 +359,7 @@ size_t ringk_cuda_host_flush(void)
             pthread_mutex_lock(&host_deferred_mu);
             d->next       = host_deferred;
             host_deferred = d;
-            host_ndeferred++;
+            __atomic_add_fetch(&host_ndeferred, 1, __ATOMIC_RELAXED);
             pthread_mutex_unlock(&host_deferred_mu);
         }
     }
@@ -362,12 +368,7 @@ size_t ringk_cuda_host_flush(void)
 
 size_t ringk_cuda_host_deferred(void)
 {
-    size_t n;
-
-    pthread_mutex_lock(&host_deferred_mu);
-    n = host_ndeferred;
-    pthread_mutex_unlock(&host_deferred_mu);
-    return n;
+    return __atomic_load_n(&host_ndeferred, __ATOMIC_RELAXED); /* a hint for pollers */
 }
 
 int ringk_cuda_device_count(char *why, size_t why_len)

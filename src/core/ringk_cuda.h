@@ -207,8 +207,8 @@ void ringk_cuda_host_free(void *ptr);
 int ringk_cuda_host_register(void *ptr, size_t len);
 /** Undoes ringk_cuda_host_register() of @a ptr (when it returned 1): 0; or -EBUSY, nothing
  *  done, while ringk device kernels are resident (the call may wait for the device): the
- *  caller then keeps the memory mapped for the rest of the process (unmapped, pages CUDA still
- *  holds pinned could be mapped at that address again). */
+ *  caller must then keep the memory mapped (unmapped, pages CUDA still holds pinned could be
+ *  mapped at that address again); ringk_cuda_host_release() does that for it. */
 int ringk_cuda_host_unregister(void *ptr);
 
 /** Gives back host memory @a ptr that ringk_cuda_host_register() or ringk_cuda_host_map()
@@ -224,7 +224,7 @@ int ringk_cuda_host_release(void *ptr, void *map, size_t map_len);
 /** Unregisters and unmaps what ringk_cuda_host_release() left for later, where no ringk
  *  device kernel is resident: how many (ringk_cuda_ipc_flush() calls it). */
 size_t ringk_cuda_host_flush(void);
-/** Host mappings ringk_cuda_host_release() left for later. */
+/** Host mappings ringk_cuda_host_release() left for later (a relaxed read: cheap to poll). */
 size_t ringk_cuda_host_deferred(void);
 
 /** Registers host memory [@a ptr, +@a len) (a shared mapping another process may map too)

@@ -513,8 +513,8 @@ int ringk_dev_fdsvc_fetch(uint32_t pid, uint64_t token, int timeout_ms, int *fd_
  *  allocated: the caller allocates as for one process). */
 int ringk_dev_cuda_slabs_share(ringk_dev_device_t *device, char *why, size_t why_len);
 /** Under ringk_dev_proc.mu, no kernel of @a device left: frees what
- *  ringk_dev_cuda_slabs_share() allocated (the file stays mapped where CUDA cannot unregister
- *  it now; other processes' mappings keep their pages). */
+ *  ringk_dev_cuda_slabs_share() allocated (the file unregistered and unmapped now, or once no
+ *  device kernel of the process is resident; other processes' mappings keep their pages). */
 void ringk_dev_cuda_slabs_unshare(ringk_dev_device_t *device);
 /** A sealed, owner-only memfd of @a bytes with the slab file header, mapped at device->file
  *  (ringk_dev_remote.c): 0, or -errno with why in @a why. */

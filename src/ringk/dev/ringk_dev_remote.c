@@ -421,6 +421,11 @@ unsigned ringk_dev_remote_watch(ringk_ctx_t *ctx, uint64_t now)
         return 0;
     }
     ctx->devs->watch_ns = now + DEV_WATCH_NS;
+    /* files and cuMem mappings given back while device kernels ran: once none runs (of any
+     * context of the process) */
+    if ((ringk_cuda_host_deferred() > 0) || (ringk_cuda_vmm_deferred() > 0)) {
+        ringk_cuda_ipc_flush();
+    }
     did = remote_drop_gone(ctx);
     if (!__atomic_load_n(&ctx->devs->exported, __ATOMIC_ACQUIRE) || !job_lost_any(ctx)) {
         return did;

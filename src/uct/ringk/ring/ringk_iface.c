@@ -304,6 +304,9 @@ static unsigned uct_ringk_iface_progress(uct_iface_h tl_iface)
      * no clock read and no system call on the busy path. */
     if (ucs_unlikely((++iface->progress_count & 0xfff) == 0)) {
         uct_ringk_iface_liveness_check(iface);
+        if (ringk_cuda_host_deferred() > 0) { /* staging areas closed under device kernels */
+            ringk_cuda_host_flush();
+        }
     }
     return count;
 }
