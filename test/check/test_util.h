@@ -10,6 +10,25 @@
 #include <time.h>
 #include <unistd.h>
 
+/** Whether address @a p lies in a mapping of this process (/proc/self/maps: no system call on
+ *  the address itself, which memcheck would report for an unmapped one); -1 if unreadable. */
+static inline int test_is_mapped(const void *p)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    unsigned long lo, hi, a = (unsigned long)p;
+    char line[512];
+    int in = 0;
+
+    if (f == NULL) {
+        return -1;
+    }
+    while (!in && (fgets(line, sizeof(line), f) != NULL)) {
+        in = (sscanf(line, "%lx-%lx", &lo, &hi) == 2) && (a >= lo) && (a < hi);
+    }
+    fclose(f);
+    return in;
+}
+
 /** Reports the whole binary as skipped in TAP (automake's tap-driver counts it). */
 static inline int test_skip_all(const char *why)
 {
