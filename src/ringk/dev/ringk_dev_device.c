@@ -145,6 +145,15 @@ static int device_init(ringk_ctx_t *ctx, ringk_dev_device_t *device)
         }
         return 0;
     }
+    if (ringk_cuda_resident(-1) > 0) {
+        /* kernels of other GPUs run: CUDA documents the allocations below as waiting for work
+         * on their own device only, which nothing here has confirmed across devices; said
+         * before, so that a setup that hangs says where */
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "CUDA device %d: its slabs are allocated while %d "
+                      "device kernels of the process run on other GPUs (in a job, kernels made "
+                      "before ringk_ctx_start launch after it: made so, none runs yet)",
+                      device->cuda_index, ringk_cuda_resident(-1));
+    }
     mode = ringk_dev_relax_begin(ops);
     if ((ret = device_streams(ctx, device)) != 0) {
         device_streams_destroy(device);
