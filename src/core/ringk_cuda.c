@@ -295,6 +295,7 @@ int ringk_cuda_host_register(void *ptr, size_t len)
 int ringk_cuda_host_unregister(void *ptr)
 {
     enum cudaStreamCaptureMode mode;
+    int cur = -1, pushed = -1;
 
     if (!ringk_cudart(NULL, 0)) {
         return 0;
@@ -302,11 +303,20 @@ int ringk_cuda_host_unregister(void *ptr)
     if (ringk_cuda_resident(-1) > 0) {
         return -EBUSY; /* as cudaIpcCloseMemHandle, it may wait for the device's work */
     }
+    /* made on a thread whose current device has no context (a device proxy, say), the call
+     * would give that device one: the context of a device that has one is pushed for it */
+    if ((ringk_rt.cudaGetDevice(&cur) == cudaSuccess) && (ringk_cuda_ctx_exists(cur) != 1)) {
+        pushed = ringk_cuda_ctx_push_existing();
+    }
+    ringk_rt.cudaGetLastError();
     mode = ringk_cuda_capture_relax();
     if (ringk_rt.cudaHostUnregister(ptr) != cudaSuccess) {
         ringk_rt.cudaGetLastError(); /* not left for the application's next error check */
     }
     ringk_cuda_capture_end(mode);
+    if (pushed >= 0) {
+        ringk_cuda_ctx_pop(pushed);
+    }
     return 0;
 }
 

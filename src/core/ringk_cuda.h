@@ -236,6 +236,14 @@ size_t ringk_cuda_host_deferred(void);
 int ringk_cuda_host_map(int on, void *ptr, size_t len, void **dev_p, char *why,
                         size_t why_len);
 
+/** Pushes, on the calling thread, the primary context of the first device that has one
+ *  (retained while pushed): its ordinal, to give to ringk_cuda_ctx_pop(); -1 where none has
+ *  one (nothing pushed). For a call that would otherwise give the thread's current device a
+ *  context of its own. */
+int ringk_cuda_ctx_push_existing(void);
+/** Pops what ringk_cuda_ctx_push_existing() pushed for device @a dev. */
+void ringk_cuda_ctx_pop(int dev);
+
 /** CUDA devices ringk_cuda_resident(-1) looks at. */
 #define RINGK_CUDA_DEVICES_MAX 8
 

@@ -104,6 +104,27 @@ static void vmm_ctx_leave(int dev)
     }
 }
 
+int ringk_cuda_ctx_push_existing(void)
+{
+    CUcontext ctx;
+    int d;
+
+    if (vmm_cu_load(NULL, 0) != 0) {
+        return -1;
+    }
+    for (d = 0; d < RINGK_CUDA_DEVICES_MAX; d++) {
+        if ((ringk_cuda_ctx_exists(d) == 1) && (vmm_ctx_enter(d, &ctx, NULL, 0) == CUDA_SUCCESS)) {
+            return d;
+        }
+    }
+    return -1;
+}
+
+void ringk_cuda_ctx_pop(int dev)
+{
+    vmm_ctx_leave(dev);
+}
+
 /* The fabric or POSIX handle of the cuMemCreate allocation @a ptr lies in (device @a dev), of
  * a type @a types allows and the allocation was made with: 0, -EOPNOTSUPP or -EIO with @a why.
  * @a legacy_why says why no legacy handle was had. */
@@ -605,6 +626,16 @@ int ringk_cuda_vmm_import(int type, const uint8_t *bytes, int fd, const char *bu
     (void)base_p;
     snprintf(why, why_len, RINGK_NO_CUDA ": a device allocation cannot be mapped");
     return -ENODEV;
+}
+
+int ringk_cuda_ctx_push_existing(void)
+{
+    return -1;
+}
+
+void ringk_cuda_ctx_pop(int dev)
+{
+    (void)dev;
 }
 
 int ringk_cuda_vmm_import_to(int dev, int fd, uint64_t size, void **base_p, char *why,
