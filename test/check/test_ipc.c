@@ -573,6 +573,50 @@ START_TEST(test_ipc_channel_nofd)
 }
 END_TEST
 
+/* The listening end of @a cp in a child, made another peer first by @a become (its failure:
+ * exit 9); the child exits 0 when its open fails with @a want, 1 when it timed out, 2
+ * otherwise. */
+static pid_t listener_as(ringk_ipc_channel_params_t cp, int (*become)(void), int want,
+                         int timeout_ms)
+{
+    ringk_ipc_channel_t *ch;
+    pid_t child = fork();
+    int ret;
+
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        cp.timeout_ms = timeout_ms;
+        if (become() != 0) {
+            _exit(9);
+        }
+        ret = ringk_ipc_channel_open(&cp, &ch);
+        _exit((ret == want) ? 0 : (ret == -ETIMEDOUT) ? 1 : 2);
+    }
+    return child;
+}
+
+/* The mailbox file a test's SHM channel may leave: the listener removes it, unless it never
+ * got that far. */
+static void chan_unlink(ringk_ipc_channel_kind_t kind, const char *path)
+{
+    char name[128];
+
+    if (kind == RINGK_IPC_CHANNEL_SHM) {
+        snprintf(name, sizeof(name), "/%s", path);
+        shm_unlink(name);
+    }
+}
+
+static int become_nobody(void)
+{
+    return ((setgid(65534) != 0) || (setuid(65534) != 0)) ? -1 : 0;
+}
+
+static int become_other_net(void)
+{
+    return unshare(CLONE_NEWNET);
+}
+
 /* A peer of another user is refused on each channel, with both users named (root only: the
  * child becomes user 65534). */
 START_TEST(test_ipc_channel_other_user)
@@ -583,26 +627,15 @@ START_TEST(test_ipc_channel_other_user)
                                                 chan_path(kind, path, sizeof(path)));
     ringk_ipc_channel_t *ch;
     pid_t child;
-    int ret;
 
     if (geteuid() != 0) {
         return; /* nobody else to be */
     }
     ck_assert_int_eq(chmod(dir, 0777), 0);
-    child = fork();
-    ck_assert_int_ge(child, 0);
-    if (child == 0) { /* the listener, as another user: it creates the path */
-        cp.timeout_ms = 2000;
-        if (setgid(65534) != 0 || setuid(65534) != 0) {
-            _exit(9);
-        }
-        ret = ringk_ipc_channel_open(&cp, &ch);
-        _exit((ret == -EPERM) ? 0 : (ret == -ETIMEDOUT) ? 1 : 2);
-    }
+    child = listener_as(cp, become_nobody, -EPERM, 2000); /* it creates the path */
     cp.role       = RINGK_IPC_CHANNEL_CONNECT;
     cp.timeout_ms = 5000;
-    ret = ringk_ipc_channel_open(&cp, &ch);
-    ck_assert_int_eq(ret, -EPERM);
+    ck_assert_int_eq(ringk_ipc_channel_open(&cp, &ch), -EPERM);
     if (kind == RINGK_IPC_CHANNEL_SOCKET) {
         ck_assert_msg(strstr(logbuf, "the peer is user 65534, this process is user 0") != NULL,
                       "%s", logbuf);
@@ -613,12 +646,7 @@ START_TEST(test_ipc_channel_other_user)
                       logbuf);
         child_exit(child);
     }
-    if (kind == RINGK_IPC_CHANNEL_SHM) {
-        char name[128];
-
-        snprintf(name, sizeof(name), "/%s", path);
-        shm_unlink(name); /* the listener that timed out removed it, or it is still there */
-    }
+    chan_unlink(kind, path);
 }
 END_TEST
 
@@ -633,30 +661,19 @@ START_TEST(test_ipc_channel_other_node)
     ringk_ipc_channel_params_t cp = chan_params(kind, RINGK_IPC_CHANNEL_LISTEN,
                                                 chan_path(kind, path, sizeof(path)));
     ringk_ipc_channel_t *ch;
-    pid_t child;
+    pid_t child = fork();
     int ret;
 
-    child = fork(); /* whether this process may make a network namespace (root, and a
-                       container that lets it: CAP_SYS_ADMIN) */
     ck_assert_int_ge(child, 0);
-    if (child == 0) {
-        _exit((unshare(CLONE_NEWNET) == 0) ? 0 : 1);
+    if (child == 0) { /* whether a network namespace can be made here (CAP_SYS_ADMIN) */
+        _exit((become_other_net() == 0) ? 0 : 1);
     }
     if (child_exit(child) != 0) {
         printf("# test_ipc_channel_other_node: no network namespace can be made here "
                "(unshare: needs CAP_SYS_ADMIN): not run\n");
         return;
     }
-    child = fork();
-    ck_assert_int_ge(child, 0);
-    if (child == 0) { /* the listener, in a network namespace of its own */
-        cp.timeout_ms = 5000;
-        if (unshare(CLONE_NEWNET) != 0) {
-            _exit(9);
-        }
-        ret = ringk_ipc_channel_open(&cp, &ch);
-        _exit((ret == -EXDEV) ? 0 : (ret == -ETIMEDOUT) ? 1 : 2);
-    }
+    child         = listener_as(cp, become_other_net, -EXDEV, 5000);
     cp.role       = RINGK_IPC_CHANNEL_CONNECT;
     cp.timeout_ms = 5000;
     ret = ringk_ipc_channel_open(&cp, &ch);
@@ -671,12 +688,7 @@ START_TEST(test_ipc_channel_other_node)
         ck_assert_msg(strstr(logbuf, "is on another node or container") != NULL, "%s", logbuf);
         ck_assert_int_eq(child_exit(child), 0); /* it refused this one too */
     }
-    if (kind == RINGK_IPC_CHANNEL_SHM) {
-        char name[128];
-
-        snprintf(name, sizeof(name), "/%s", path);
-        shm_unlink(name);
-    }
+    chan_unlink(kind, path);
 }
 END_TEST
 
