@@ -230,9 +230,11 @@ size_t ringk_cuda_host_deferred(void);
 /** Registers host memory [@a ptr, +@a len) (a shared mapping another process may map too)
  *  with CUDA, in the context of device @a on (an ordinal of this process), mapped into the
  *  device address space (cudaHostRegisterMapped | Portable): its device address in *@a dev_p;
- *  undone by ringk_cuda_host_unregister(). The calling thread's device is kept. @return 0;
- *  -ENODEV (no CUDA); -EBUSY while ringk device kernels of the process run (the call waits for
- *  the device); -EIO, with the reason in @a why. */
+ *  undone by ringk_cuda_host_unregister(). The calling thread's device is kept. The call may
+ *  wait for the device's work: the caller makes it only where no ringk device kernel's launch
+ *  may be resident (libringk knows: ringk_dev_cuda_launched(); ringk_cuda_resident() counts
+ *  kernels made, launched or not). @return 0; -ENODEV (no CUDA); -EIO, with the reason in
+ *  @a why. */
 int ringk_cuda_host_map(int on, void *ptr, size_t len, void **dev_p, char *why,
                         size_t why_len);
 

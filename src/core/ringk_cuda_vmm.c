@@ -508,11 +508,6 @@ int ringk_cuda_host_map(int on, void *ptr, size_t len, void **dev_p, char *why,
     if ((ret = vmm_cu_load(why, why_len)) != 0) {
         return ret;
     }
-    if (ringk_cuda_resident(-1) > 0) {
-        snprintf(why, why_len, "ringk device kernels of this process run (cudaHostRegister "
-                 "would wait for them)");
-        return -EBUSY;
-    }
     /* in device @a on's primary context, pushed: no other GPU gets a context */
     if (vmm_ctx_enter(on, &ctx, why, why_len) != CUDA_SUCCESS) {
         return -EIO;

@@ -342,10 +342,20 @@ START_TEST(test_dev_peer_enable_rule)
 }
 END_TEST
 
+/* libringk's count of launched CUDA device kernels, which ringk_dev_share.c (compiled in here
+ * without the executor) asks: what the test sets. */
+static int test_launched;
+
+int ringk_dev_cuda_launched(void)
+{
+    return test_launched;
+}
+
 /* A sender's GPU is given access to another process's device memory once per GPU: the
  * emulated device's map has none to give, an ordinal outside 0..31 is refused before CUDA is
- * asked, a GPU that has access is not asked again, and a grant that fails (no CUDA here; with
- * CUDA, no device 31) leaves the map's access as it was. */
+ * asked, a GPU that has access is not asked again, none is given while a device kernel of the
+ * process is launched (-EBUSY: cuMemSetAccess could wait for it), and a grant that fails (no
+ * CUDA here; with CUDA, no device 31) leaves the map's access as it was. */
 START_TEST(test_dev_rmap_grant)
 {
     struct ringk_dev_rmap emu, cuda;
@@ -365,6 +375,12 @@ START_TEST(test_dev_rmap_grant)
     ck_assert_int_eq(ringk_dev_rmap_grant(&cuda, 32, why, sizeof(why)), -EINVAL);
     cuda.access = 1u << 2;
     ck_assert_int_eq(ringk_dev_rmap_grant(&cuda, 2, why, sizeof(why)), 0);
+    test_launched = 1;
+    ck_assert_int_eq(ringk_dev_rmap_grant(&cuda, 2, why, sizeof(why)), 0); /* has it already */
+    ck_assert_int_eq(ringk_dev_rmap_grant(&cuda, 31, why, sizeof(why)), -EBUSY);
+    ck_assert_msg(strstr(why, "device kernels of this process run") != NULL, "%s", why);
+    ck_assert_uint_eq(cuda.access, 1u << 2);
+    test_launched = 0;
     why[0] = '\0';
     ck_assert_int_ne(ringk_dev_rmap_grant(&cuda, 31, why, sizeof(why)), 0);
     ck_assert_msg(why[0] != '\0', "a refused grant says why");

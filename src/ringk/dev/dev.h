@@ -78,6 +78,10 @@ typedef struct {
     ringk_dev_slab_t               mapped, mem;
     ringk_dev_region_t            *regions;      /* the memory its kernels hold */
     unsigned                       kernels;      /* its kernels: a stream each */
+    unsigned                       launched;     /* CUDA: of them, those launched and not yet
+                                                    joined, or stuck: the ones whose launch
+                                                    may be resident (atomic; kernels made in a
+                                                    job wait for ringk_ctx_start to launch) */
     uint32_t                       share;        /* millionths of its block slots that its
                                                     kernels take (their blocks are resident
                                                     together; a stuck kernel keeps its share) */
@@ -303,6 +307,12 @@ static inline ringk_dev_life_t ringk_dev_life(const ringk_dev_host_t *d)
 }
 #define RINGK_DEV_LIFE(_s) (1u << (RINGK_DEV_ ## _s))
 
+/** CUDA device kernels of the process launched and not yet joined, or stuck (every device's
+ *  ringk_dev_device_t.launched): while there is one, a call that may wait for a device's work
+ *  is not made. ringk_cuda_resident() counts the kernels made, which is more (in a job,
+ *  kernels made before ringk_ctx_start have not launched). */
+int ringk_dev_cuda_launched(void);
+
 /** Launches the loop of @a k (again): 0 or a negative errno (logged). */
 int ringk_exec_dev_launch(ringk_kernel_t *k);
 /** The emulated device: ringk_exec_dev_launch() unless a launch of @a k still runs (then
@@ -374,9 +384,10 @@ static inline int ringk_dev_peer_candidate(int mode, int ctx_active, int set_up)
 }
 
 /* Whether peer access from CUDA device @a j to another may be turned on now: yes when it is on
- * already (@a on) or no ringk device kernel of j has a launch (@a kernels with a stream,
- * @a stuck launches that did not return): a call on j's context under a resident kernel may
- * wait for it. 1; or 0 with the reason in @a why. */
+ * already (@a on) or no ringk device kernel of j has a launch (@a kernels launched and not
+ * joined, ringk_dev_device_t.launched, @a stuck launches that did not return, if not counted
+ * there): a call on j's context under a resident kernel may wait for it. 1; or 0 with the
+ * reason in @a why. */
 static inline int ringk_dev_peer_enable_ok(int on, unsigned kernels, unsigned stuck, int j,
                                            char *why, size_t why_len)
 {

@@ -145,14 +145,13 @@ static int device_init(ringk_ctx_t *ctx, ringk_dev_device_t *device)
         }
         return 0;
     }
-    if (ringk_cuda_resident(-1) > 0) {
-        /* kernels of other GPUs run: CUDA documents the allocations below as waiting for work
-         * on their own device only, which nothing here has confirmed across devices; said
-         * before, so that a setup that hangs says where */
+    if (ringk_dev_cuda_launched() > 0) {
+        /* kernels of other GPUs run: how far the waits of CUDA's allocations reach across
+         * devices is not documented, nor seen here; said before, so that a setup that hangs
+         * says where */
         ringk_log_msg(ctx, RINGK_LOG_WARN, "CUDA device %d: its slabs are allocated while %d "
-                      "device kernels of the process run on other GPUs (in a job, kernels made "
-                      "before ringk_ctx_start launch after it: made so, none runs yet)",
-                      device->cuda_index, ringk_cuda_resident(-1));
+                      "device kernels of the process run on other GPUs", device->cuda_index,
+                      ringk_dev_cuda_launched());
     }
     mode = ringk_dev_relax_begin(ops);
     if ((ret = device_streams(ctx, device)) != 0) {
@@ -213,22 +212,20 @@ static int peer_turn_on(int from, int to, char *why, size_t why_len)
 
 /* Under ringk_dev_proc.mu: gives kernels of CUDA device @a from access to the memory of @a to,
  * shared with other processes: cuMem memory, which only the GPUs given access reach (peer
- * access does not). Not while device kernels of the pair's GPUs, or any of the process's, run
- * (the call is made in @a from's context, and changes what it maps of @a to's memory). 1, or 0
- * with the reason in @a why. */
+ * access does not). Not while a device kernel of the process is launched (the call is made in
+ * @a from's context, and changes what it maps of @a to's memory; kernels made in a job before
+ * ringk_ctx_start are not launched yet). 1, or 0 with the reason in @a why. */
 static int peer_mem_grant(ringk_dev_device_t *to, int from, char *why, size_t why_len)
 {
-    const ringk_dev_device_t *f = &ringk_dev_proc.device[1 + from];
-    const unsigned running = to->kernels + to->stuck + (f->used ? f->kernels + f->stuck : 0);
+    const int running = ringk_dev_cuda_launched();
     char err[192];
 
-    /* as ringk_dev_rmap_grant() in a sender of another process: not while any device kernel
-     * of the process is resident */
-    if ((running > 0) || (ringk_cuda_resident(-1) > 0)) {
+    /* as ringk_dev_rmap_grant() in a sender of another process: not while a launch of any
+     * device kernel of the process may be resident */
+    if (running > 0) {
         snprintf(why, why_len, "its memory is shared with other processes (cuMem memory, which "
                  "only GPUs given access reach), and CUDA device %d is not given access while "
-                 "device kernels of the process run (%u launches on the two GPUs)", from,
-                 running);
+                 "%d device kernels of the process run", from, running);
         return 0;
     }
     if (ringk_cuda_vmm_grant(to->mem.dev, to->mem_bytes, from, err, sizeof(err)) != 0) {
@@ -260,8 +257,8 @@ static int peer_way(ringk_dev_device_t *recv, int from, int to, const ringk_dev_
         }
     } else if (((from == j) &&
                 !ringk_dev_peer_enable_ok((ringk_dev_proc.peer_on[j] >> d) & 1u,
-                                          other->used ? other->kernels : 0,
-                                          other->used ? other->stuck : 0, j, why, why_len)) ||
+                                          __atomic_load_n(&other->launched, __ATOMIC_ACQUIRE),
+                                          0, j, why, why_len)) ||
                !peer_turn_on(from, to, why, why_len)) {
         return 0;
     }

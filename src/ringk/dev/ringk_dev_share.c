@@ -42,6 +42,11 @@ int ringk_dev_cuda_slabs_share(ringk_dev_device_t *device, char *why, size_t why
     uint64_t mem_bytes = 0;
     int ret, fd = -1;
 
+    if (ringk_dev_cuda_launched() > 0) {
+        snprintf(why, why_len, "device kernels of this process run (cudaHostRegister could "
+                 "wait for them)");
+        return -EBUSY;
+    }
     if ((ret = ringk_dev_slab_file_make(device, RINGK_DEV_SLAB_FILE_HDR + device->mapped.size,
                                         why, why_len)) != 0) {
         return ret;
@@ -101,6 +106,12 @@ int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_r
         snprintf(why, why_len, "CUDA device %d: not a device of this process", dev);
         return -EINVAL;
     }
+    /* kernels made and not launched (a job's, before ringk_ctx_start) are no reason to wait */
+    if (ringk_dev_cuda_launched() > 0) {
+        snprintf(why, why_len, "device kernels of this process run (cudaHostRegister could "
+                 "wait for them)");
+        return -EBUSY;
+    }
     if ((ret = ringk_cuda_host_map(dev, m->base, m->bytes, &reg, why, why_len)) != 0) {
         return ret;
     }
@@ -147,9 +158,9 @@ int ringk_dev_rmap_grant(struct ringk_dev_rmap *m, int dev, char *why, size_t wh
     if (m->access & (1u << dev)) {
         return 0;
     }
-    /* cuMemSetAccess may wait for the device's work, as mapping does (ringk_cuda_host_map()
+    /* cuMemSetAccess may wait for the device's work, as mapping does (ringk_dev_rmap_cuda()
      * refuses then too) */
-    if (ringk_cuda_resident(-1) > 0) {
+    if (ringk_dev_cuda_launched() > 0) {
         snprintf(why, why_len, "device kernels of this process run (cuMemSetAccess, which gives "
                  "CUDA device %d access to that memory, could wait for them)", dev);
         return -EBUSY;

@@ -38,7 +38,20 @@ int ringk_dev_life_move(ringk_dev_host_t *d, unsigned from, ringk_dev_life_t to)
         assert(dev_life_next[cur] & (1u << to));
     } while (!__atomic_compare_exchange_n(&d->life, &cur, (int)to, 0, __ATOMIC_ACQ_REL,
                                           __ATOMIC_ACQUIRE));
+    if ((to == RINGK_DEV_LAUNCHED) && (d->device->cuda_index >= 0)) {
+        __atomic_add_fetch(&d->device->launched, 1, __ATOMIC_ACQ_REL); /* dev_join takes it */
+    }
     return 1;
+}
+
+int ringk_dev_cuda_launched(void)
+{
+    unsigned i, n = 0;
+
+    for (i = 1; i < RINGK_DEV_DEVICES; i++) {
+        n += __atomic_load_n(&ringk_dev_proc.device[i].launched, __ATOMIC_ACQUIRE);
+    }
+    return (int)n;
 }
 
 __thread unsigned ringk_dev_locks_held;
@@ -624,11 +637,13 @@ static void dev_stuck_targets(ringk_dev_host_t *d)
 static void dev_join(ringk_kernel_t *k)
 {
     ringk_dev_host_t *d = k->dev;
-    int running         = 0;
+    int running         = 0, launched;
     uint64_t until;
     char why[160];
 
     ringk_dev_lock(&d->mu, RINGK_DEV_LOCK_KERNEL);
+    launched = (ringk_dev_life(d) == RINGK_DEV_LAUNCHED) ||
+               (ringk_dev_life(d) == RINGK_DEV_FAULTED);
     ringk_dev_life_move(d, RINGK_DEV_LIFE(NEW) | RINGK_DEV_LIFE(DEFERRED) |
                         RINGK_DEV_LIFE(LAUNCHED) | RINGK_DEV_LIFE(FAULTED), RINGK_DEV_JOINED);
     if (d->has_thread) {
@@ -660,6 +675,8 @@ static void dev_join(ringk_kernel_t *k)
         ringk_log_msg(k->ctx, RINGK_LOG_ERROR, "kernel '%s': its launch on CUDA device %d still "
                       "runs 10 s after it finished: its stream and the device's memory are not "
                       "freed", k->name, d->device->cuda_index);
+    } else if (launched && (d->device->cuda_index >= 0)) {
+        __atomic_sub_fetch(&d->device->launched, 1, __ATOMIC_ACQ_REL); /* its launch returned */
     }
     ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
 }
