@@ -301,6 +301,10 @@ int ringk_cuda_ptr_ordinal(const void *ptr, int *dev_p, char *why, size_t why_le
  *  its context may wait for them). @return 0; -EPERM (CUDA says the pair cannot), -EBUSY,
  *  -EIO, -ENODEV, with the reason. */
 int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len);
+/** ringk_cuda_peer_set(dev, peer, 1) for a caller that knows no ringk device kernel of @a dev
+ *  is launched (libringk: kernels made in a job before ringk_ctx_start are not), where
+ *  ringk_cuda_resident() would count them. */
+int ringk_cuda_peer_set_idle(int dev, int peer, char *why, size_t why_len);
 
 /** @a len bytes of device memory on device @a dev (the current device kept); NULL with the
  *  reason. Waits for the device's kernels, as cudaMalloc does. */

@@ -116,7 +116,21 @@ void ringk_cuda_dev_free(void *ptr)
 /* by device: bit p, peer access from it to device p is on (turned on here, or found so) */
 static uint32_t peer_on[RINGK_CUDA_DEVICES_MAX];
 
+static int peer_set(int dev, int peer, int enable, int check, char *why, size_t why_len);
+
 int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len)
+{
+    return peer_set(dev, peer, enable, 1, why, why_len);
+}
+
+int ringk_cuda_peer_set_idle(int dev, int peer, char *why, size_t why_len)
+{
+    return peer_set(dev, peer, 1, 0, why, why_len);
+}
+
+/* ringk_cuda_peer_set(), with the check that no ringk device kernel of @a dev exists where
+ * @a check. */
+static int peer_set(int dev, int peer, int enable, int check, char *why, size_t why_len)
 {
     const int known = (dev >= 0) && (dev < RINGK_CUDA_DEVICES_MAX) && (peer >= 0) &&
                       (peer < RINGK_CUDA_DEVICES_MAX);
@@ -126,7 +140,7 @@ int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len
     if (enable && known && ((__atomic_load_n(&peer_on[dev], __ATOMIC_RELAXED) >> peer) & 1u)) {
         return 0; /* on already: no call on the device's context */
     }
-    if (ringk_cuda_resident(dev) > 0) {
+    if (check && (ringk_cuda_resident(dev) > 0)) {
         snprintf(why, why_len, "device %d runs ringk device kernels, under which peer access "
                  "from it is not turned %s (the call may wait for them)", dev,
                  enable ? "on" : "off");
@@ -539,6 +553,11 @@ int ringk_cuda_peer_set(int dev, int peer, int enable, char *why, size_t why_len
 {
     snprintf(why, why_len, RINGK_NO_CUDA);
     return -ENODEV;
+}
+
+int ringk_cuda_peer_set_idle(int dev, int peer, char *why, size_t why_len)
+{
+    return ringk_cuda_peer_set(dev, peer, 1, why, why_len);
 }
 
 int ringk_cuda_peer_atomics(int dev, int peer)

@@ -203,7 +203,8 @@ static int peer_turn_on(int from, int to, char *why, size_t why_len)
     if (ringk_dev_proc.peer_on[from] & (1u << to)) {
         return 1;
     }
-    if (ringk_cuda_peer_set(from, to, 1, why, why_len) != 0) {
+    /* the callers checked that no kernel of @a from is launched (made ones may be) */
+    if (ringk_cuda_peer_set_idle(from, to, why, why_len) != 0) {
         return 0;
     }
     ringk_dev_proc.peer_on[from] |= 1u << to;
