@@ -385,9 +385,9 @@ static inline int ringk_dev_peer_candidate(int mode, int ctx_active, int set_up)
 
 /* Whether peer access from CUDA device @a j to another may be turned on now: yes when it is on
  * already (@a on) or no ringk device kernel of j has a launch (@a kernels launched and not
- * joined, ringk_dev_device_t.launched, @a stuck launches that did not return, if not counted
- * there): a call on j's context under a resident kernel may wait for it. 1; or 0 with the
- * reason in @a why. */
+ * joined, ringk_dev_device_t.launched; @a stuck launches of other GPUs' kernels that did not
+ * return and write its inboxes): a call on j's context under a resident kernel may wait for
+ * it. 1; or 0 with the reason in @a why. */
 static inline int ringk_dev_peer_enable_ok(int on, unsigned kernels, unsigned stuck, int j,
                                            char *why, size_t why_len)
 {

@@ -259,7 +259,7 @@ static int peer_way(ringk_dev_device_t *recv, int from, int to, const ringk_dev_
     } else if (((from == j) &&
                 !ringk_dev_peer_enable_ok((ringk_dev_proc.peer_on[j] >> d) & 1u,
                                           __atomic_load_n(&other->launched, __ATOMIC_ACQUIRE),
-                                          0, j, why, why_len)) ||
+                                          other->used ? other->stuck : 0, j, why, why_len)) ||
                !peer_turn_on(from, to, why, why_len)) {
         return 0;
     }

@@ -43,7 +43,7 @@ int ringk_dev_cuda_slabs_share(ringk_dev_device_t *device, char *why, size_t why
     int ret, fd = -1;
 
     if (ringk_dev_cuda_launched() > 0) {
-        snprintf(why, why_len, "device kernels of this process run (cudaHostRegister could "
+        snprintf(why, why_len, "device kernels of this process run (cudaHostRegister would "
                  "wait for them)");
         return -EBUSY;
     }
@@ -108,7 +108,7 @@ int ringk_dev_rmap_cuda(int dev, const ringk_dev_export_t *e, struct ringk_dev_r
     }
     /* kernels made and not launched (a job's, before ringk_ctx_start) are no reason to wait */
     if (ringk_dev_cuda_launched() > 0) {
-        snprintf(why, why_len, "device kernels of this process run (cudaHostRegister could "
+        snprintf(why, why_len, "device kernels of this process run (cudaHostRegister would "
                  "wait for them)");
         return -EBUSY;
     }

@@ -44,6 +44,24 @@ int ringk_dev_life_move(ringk_dev_host_t *d, unsigned from, ringk_dev_life_t to)
     return 1;
 }
 
+/* Under @a d's mu: moves @a d from a state of @a from to LAUNCHED: 1, or 0 (not in one of
+ * them: no lock taken, as for every relaunch). The move, which counts a CUDA kernel launched,
+ * is made under the process's device lock, under which the calls that must not run beside a
+ * launch check that count (ringk_dev_cuda_launched()) and are made: a launch is either seen
+ * there or waits for them. */
+static int dev_first_launch(ringk_dev_host_t *d, unsigned from)
+{
+    int moved;
+
+    if (!(from & (1u << ringk_dev_life(d)))) {
+        return 0;
+    }
+    ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
+    moved = ringk_dev_life_move(d, from, RINGK_DEV_LAUNCHED);
+    ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
+    return moved;
+}
+
 int ringk_dev_cuda_launched(void)
 {
     unsigned i, n = 0;
@@ -488,7 +506,7 @@ static int dev_launch(ringk_kernel_t *k, int only_idle)
         ringk_dev_unlock(&d->mu, RINGK_DEV_LOCK_KERNEL);
         return 0;
     }
-    ringk_dev_life_move(d, RINGK_DEV_LIFE(NEW) | RINGK_DEV_LIFE(DEFERRED), RINGK_DEV_LAUNCHED);
+    dev_first_launch(d, RINGK_DEV_LIFE(NEW) | RINGK_DEV_LIFE(DEFERRED));
     /* counted before the launch runs: what it handles is seen after the count */
     __atomic_add_fetch(&d->launches, 1, __ATOMIC_RELEASE);
     /* the device clock's offset: read by the launch when it starts (the launch orders it) */
@@ -566,7 +584,7 @@ static void dev_launch_deferred(ringk_kernel_t *k)
     int deferred;
 
     ringk_dev_lock(&k->dev->mu, RINGK_DEV_LOCK_KERNEL);
-    deferred = ringk_dev_life_move(k->dev, RINGK_DEV_LIFE(DEFERRED), RINGK_DEV_LAUNCHED);
+    deferred = dev_first_launch(k->dev, RINGK_DEV_LIFE(DEFERRED));
     ringk_dev_unlock(&k->dev->mu, RINGK_DEV_LOCK_KERNEL);
     if (deferred) {
         ringk_exec_dev_launch(k);
