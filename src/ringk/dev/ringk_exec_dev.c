@@ -555,22 +555,27 @@ int ringk_exec_dev_launch_idle(ringk_kernel_t *k)
 static int dev_start(ringk_kernel_t *k)
 {
     ringk_dev_ctl_t *c = k->dev->ctl;
+    int started;
 
     c->id     = k->id;
     c->sender = ringk_sender_of(k->ctx, k);
-    pthread_mutex_lock(&k->ctx->lock);
-    ringk_exec_dev_routes(k->ctx);
-    if (ringk_remote_of(k->ctx) != NULL) { /* a kernel made once the job started */
-        ringk_dev_remote_routes_locked(k->ctx);
-    }
-    pthread_mutex_unlock(&k->ctx->lock);
     /* In a job of several processes whose ringk_ctx_start has not run yet, the launch waits
      * for it: starting the network layer makes UCP open its transports and connect, and a
      * transport may then make CUDA calls that can wait for resident kernels (docs/gpu.md,
      * "Implicit synchronization"), such as a peer-path check between two GPUs. Its inboxes
-     * take messages meanwhile. */
-    if ((k->ctx->job.size > 1) && (ringk_remote_of(k->ctx) == NULL)) {
+     * take messages meanwhile. Looked at and deferred under ctx->lock, which ringk_ctx_start
+     * takes (ringk_exec_dev_remote_routes) after the job started and before it launches the
+     * deferred kernels: a kernel is deferred before that, or finds the job started. */
+    pthread_mutex_lock(&k->ctx->lock);
+    ringk_exec_dev_routes(k->ctx);
+    started = (ringk_remote_of(k->ctx) != NULL);
+    if (started) { /* a kernel made once the job started */
+        ringk_dev_remote_routes_locked(k->ctx);
+    } else if (k->ctx->job.size > 1) {
         ringk_dev_life_move(k->dev, RINGK_DEV_LIFE(NEW), RINGK_DEV_DEFERRED);
+    }
+    pthread_mutex_unlock(&k->ctx->lock);
+    if (!started && (k->ctx->job.size > 1)) {
         return 0;
     }
     /* launched once in either mode: an event-driven kernel returns once idle, and senders
