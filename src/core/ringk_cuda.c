@@ -305,10 +305,11 @@ int ringk_cuda_host_unregister(void *ptr)
     }
     /* made on a thread whose current device has no context (a device proxy, say), the call
      * would give that device one: the context of a device that has one is pushed for it */
-    if ((ringk_rt.cudaGetDevice(&cur) == cudaSuccess) && (ringk_cuda_ctx_exists(cur) != 1)) {
+    if (ringk_rt.cudaGetDevice(&cur) != cudaSuccess) {
+        ringk_rt.cudaGetLastError(); /* only its own error: the application's stays */
+    } else if (ringk_cuda_ctx_exists(cur) != 1) {
         pushed = ringk_cuda_ctx_push_existing();
     }
-    ringk_rt.cudaGetLastError();
     mode = ringk_cuda_capture_relax();
     if (ringk_rt.cudaHostUnregister(ptr) != cudaSuccess) {
         ringk_rt.cudaGetLastError(); /* not left for the application's next error check */
