@@ -64,64 +64,7 @@
 #define RINGK_RING_LOG2_MAX     20u         /* at most 1M cells */
 #define RINGK_RING_MSG_CELLS_MAX 0xffffu    /* ncells is 16 bits */
 
-#if defined(__CUDACC__)
-#  define RINGK_HD static __host__ __device__ __forceinline__
-#else
-#  define RINGK_HD static inline __attribute__((always_inline))
-#endif
-
-#if defined(__CUDA_ARCH__)
-#  include <cuda/atomic>
-RINGK_HD uint64_t ringk_load_acquire_u64(const uint64_t *p)
-{
-    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*(uint64_t*)p)
-               .load(cuda::memory_order_acquire);
-}
-RINGK_HD uint64_t ringk_load_relaxed_u64(const uint64_t *p)
-{
-    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*(uint64_t*)p)
-               .load(cuda::memory_order_relaxed);
-}
-RINGK_HD void ringk_store_release_u64(uint64_t *p, uint64_t v)
-{
-    cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_release);
-}
-RINGK_HD void ringk_store_relaxed_u64(uint64_t *p, uint64_t v)
-{
-    cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).store(v, cuda::memory_order_relaxed);
-}
-/* a failed swap leaves the value it found in *expected */
-RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t *expected, uint64_t desired)
-{
-    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).compare_exchange_strong(
-               *expected, desired, cuda::memory_order_acq_rel, cuda::memory_order_relaxed);
-}
-#else
-RINGK_HD uint64_t ringk_load_acquire_u64(const uint64_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-RINGK_HD uint64_t ringk_load_relaxed_u64(const uint64_t *p)
-{
-    return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-RINGK_HD void ringk_store_release_u64(uint64_t *p, uint64_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-RINGK_HD void ringk_store_relaxed_u64(uint64_t *p, uint64_t v)
-{
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-}
-/* seq_cst (the same locked instruction as acq_rel on x86): libringk's wakeup orders a claim
- * before its read of the receiver's 'sleeping' flag with it (W2 in libringk's ringk_exec.h).
- * A failed swap leaves the value it found in *expected. */
-RINGK_HD int ringk_cas_u64(uint64_t *p, uint64_t *expected, uint64_t desired)
-{
-    return __atomic_compare_exchange_n(p, expected, desired, 0, __ATOMIC_SEQ_CST,
-                                       __ATOMIC_RELAXED);
-}
-#endif
+#include <core/ringk_ring_atomic.h>
 
 /** Ring header in shared memory (line 0). Written once by the creator. */
 typedef struct ringk_ring_shm {
@@ -221,6 +164,18 @@ RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t *expect
     }
     return ringk_cas_u64(p, expected, desired);
 }
+/* a claim's compare-and-swap, which orders nothing: the producer read the head it claims
+ * against with acquire (C2), and publishes its cells with the release of their header (P1) */
+RINGK_HD int ringk_ring_cas_rlx(const ringk_ring_t *r, uint64_t *p, uint64_t *expected,
+                                uint64_t desired)
+{
+    if (r->scope == RINGK_RING_SCOPE_DEVICE) {
+        return RINGK_RING_GPU_U64(p).compare_exchange_strong(
+                   *expected, desired, cuda::memory_order_relaxed, cuda::memory_order_relaxed);
+    }
+    return cuda::atomic_ref<uint64_t, cuda::thread_scope_system>(*p).compare_exchange_strong(
+               *expected, desired, cuda::memory_order_relaxed, cuda::memory_order_relaxed);
+}
 RINGK_HD uint64_t ringk_ring_fetch_or(const ringk_ring_t *r, uint64_t *p, uint64_t v)
 {
     if (r->scope == RINGK_RING_SCOPE_DEVICE) {
@@ -230,35 +185,52 @@ RINGK_HD uint64_t ringk_ring_fetch_or(const ringk_ring_t *r, uint64_t *p, uint64
                v, cuda::memory_order_acq_rel);
 }
 #else
+/* the scope a ring's atomics have on a GPU, for the tally */
+#  define RINGK_RING_SCOPE_TALLY(r) \
+       (((r)->scope == RINGK_RING_SCOPE_DEVICE) ? RINGK_TALLY_DEV : RINGK_TALLY_SYS)
 RINGK_HD uint64_t ringk_ring_ld_acq(const ringk_ring_t *r, const uint64_t *p)
 {
     (void)r;
+    RINGK_RING_TALLY(p, RINGK_TALLY_LOAD | RINGK_TALLY_ORDERED | RINGK_RING_SCOPE_TALLY(r));
     return ringk_load_acquire_u64(p);
 }
 RINGK_HD uint64_t ringk_ring_ld_rlx(const ringk_ring_t *r, const uint64_t *p)
 {
     (void)r;
+    RINGK_RING_TALLY(p, RINGK_TALLY_LOAD | RINGK_RING_SCOPE_TALLY(r));
     return ringk_load_relaxed_u64(p);
 }
 RINGK_HD void ringk_ring_st_rel(const ringk_ring_t *r, uint64_t *p, uint64_t v)
 {
     (void)r;
+    RINGK_RING_TALLY(p, RINGK_TALLY_STORE | RINGK_TALLY_ORDERED | RINGK_RING_SCOPE_TALLY(r));
     ringk_store_release_u64(p, v);
 }
 RINGK_HD void ringk_ring_st_rlx(const ringk_ring_t *r, uint64_t *p, uint64_t v)
 {
     (void)r;
+    RINGK_RING_TALLY(p, RINGK_TALLY_STORE | RINGK_RING_SCOPE_TALLY(r));
     ringk_store_relaxed_u64(p, v);
 }
 RINGK_HD int ringk_ring_cas(const ringk_ring_t *r, uint64_t *p, uint64_t *expected,
                             uint64_t desired)
 {
     (void)r;
+    RINGK_RING_TALLY(p, RINGK_TALLY_RMW | RINGK_TALLY_ORDERED | RINGK_RING_SCOPE_TALLY(r));
     return ringk_cas_u64(p, expected, desired);
+}
+RINGK_HD int ringk_ring_cas_rlx(const ringk_ring_t *r, uint64_t *p, uint64_t *expected,
+                                uint64_t desired)
+{
+    (void)r;
+    RINGK_RING_TALLY(p, RINGK_TALLY_RMW | RINGK_RING_SCOPE_TALLY(r));
+    return __atomic_compare_exchange_n(p, expected, desired, 0, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED);
 }
 RINGK_HD uint64_t ringk_ring_fetch_or(const ringk_ring_t *r, uint64_t *p, uint64_t v)
 {
     (void)r;
+    RINGK_RING_TALLY(p, RINGK_TALLY_RMW | RINGK_TALLY_ORDERED | RINGK_RING_SCOPE_TALLY(r));
     return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);
 }
 #endif
@@ -397,6 +369,7 @@ RINGK_HD void ringk_ring_publish_empty(const ringk_ring_t *r, uint64_t pos, uint
 {
     ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
 
+    RINGK_RING_TALLY(cell, RINGK_TALLY_STORE);
     cell->len    = 0;
     cell->ncells = (uint16_t)ncells;
     cell->id     = 0;
@@ -436,6 +409,7 @@ RINGK_HD void ringk_ring_mark_claimed(const ringk_ring_t *r, uint64_t pos, uint3
 {
     ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
 
+    RINGK_RING_TALLY(cell, RINGK_TALLY_STORE);
     cell->len    = owner;
     cell->ncells = (uint16_t)ncells;
     ringk_ring_st_rel(r, &cell->seq, (pos + 1) | RINGK_CELL_SEQ_CLAIMED);
@@ -483,26 +457,33 @@ RINGK_HD int ringk_ring_sp_claim(ringk_ring_t *r, ringk_ring_prod_t *prod, uint3
  *  through ringk_ring_mp_claim_open() fail from then on. Positions never reach it. */
 #define RINGK_RING_CLOSED (1ull << 63)
 
-/* ringk_ring_mp_claim_cached(). @a tail_cache, when not NULL, is the producer's guess of the
- * tail (where its last claim ended): the compare-and-swap starts from it instead of a read of
- * the tail, and a failed swap gives the tail it found, so a producer that no other claim came
- * between reads nothing before its swap. With @a closable a tail with RINGK_RING_CLOSED fails
- * the claim: -1. */
+/* How ringk_ring_mp_claim_in() claims (bits). */
+#define RINGK_RING_CLAIM_CLOSABLE 1u /* a tail with RINGK_RING_CLOSED fails the claim: -1 */
+#define RINGK_RING_CLAIM_WRAPS    2u /* an LL ring: a message may run on across the ring's end,
+                                        so no skip cell pads it */
+#define RINGK_RING_CLAIM_RELAXED  4u /* the swap orders nothing (ringk_ring_cas_rlx()): for
+                                        producers that publish with a release of the header */
+
+/* ringk_ring_mp_claim_cached(), as @a how says. @a tail_cache, when not NULL, is the producer's
+ * guess of the tail (where its last claim ended): the compare-and-swap starts from it instead
+ * of a read of the tail, and a failed swap gives the tail it found, so a producer that no other
+ * claim came between reads nothing before its swap. */
 RINGK_HD int ringk_ring_mp_claim_in(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
-                                    uint64_t *tail_cache, uint64_t *claimed_p, int closable)
+                                    uint64_t *tail_cache, uint64_t *claimed_p, unsigned how)
 {
     uint64_t tail, head, now;
     uint32_t pad;
+    int won;
 
     if ((ncells == 0) || (ncells > r->ncells)) {
         return 0;
     }
     tail = (tail_cache != NULL) ? *tail_cache : ringk_ring_ld_rlx(r, &r->prod->pos);
     for (;;) {
-        if (closable && (tail & RINGK_RING_CLOSED)) {
+        if ((how & RINGK_RING_CLAIM_CLOSABLE) && (tail & RINGK_RING_CLOSED)) {
             return -1;
         }
-        pad  = ringk_ring_pad(r, tail, ncells);
+        pad  = (how & RINGK_RING_CLAIM_WRAPS) ? 0 : ringk_ring_pad(r, tail, ncells);
         /* A cached head is never ahead of the real one (it only grows), so room it shows is
          * real; the shared head line is read only when the cache says full. */
         head = *head_cache;
@@ -519,7 +500,10 @@ RINGK_HD int ringk_ring_mp_claim_in(ringk_ring_t *r, uint32_t ncells, uint64_t *
             }
             return 0;
         }
-        if (ringk_ring_cas(r, &r->prod->pos, &tail, tail + pad + ncells)) {
+        won = (how & RINGK_RING_CLAIM_RELAXED) ?
+              ringk_ring_cas_rlx(r, &r->prod->pos, &tail, tail + pad + ncells) :
+              ringk_ring_cas(r, &r->prod->pos, &tail, tail + pad + ncells);
+        if (won) {
             if (pad != 0) {
                 ringk_ring_publish_skip(r, tail, pad);
             }
@@ -552,7 +536,8 @@ RINGK_HD int ringk_ring_mp_claim_cached(ringk_ring_t *r, uint32_t ncells, uint64
 RINGK_HD int ringk_ring_mp_claim_open(ringk_ring_t *r, uint32_t ncells, uint64_t *head_cache,
                                       uint64_t *tail_cache, uint64_t *claimed_p)
 {
-    return ringk_ring_mp_claim_in(r, ncells, head_cache, tail_cache, claimed_p, 1);
+    return ringk_ring_mp_claim_in(r, ncells, head_cache, tail_cache, claimed_p,
+                                  RINGK_RING_CLAIM_CLOSABLE);
 }
 
 /**
@@ -585,14 +570,34 @@ RINGK_HD void *ringk_ring_payload(const ringk_ring_t *r, uint64_t pos)
 RINGK_HD void ringk_ring_write(const ringk_ring_t *r, uint64_t pos, uint64_t off,
                                const void *src, uint64_t len)
 {
+    RINGK_RING_TALLY(ringk_ring_payload(r, pos), RINGK_TALLY_STORE);
     memcpy((uint8_t*)ringk_ring_payload(r, pos) + off, src, len);
+}
+
+/**
+ * Publishes the message claimed at @a pos, after all of its payload was written, on a ring
+ * whose consumer clears the first word of every continuation cell it passes
+ * (ringk_ring_done() with RINGK_CELL_FLAG_CLEAR): the producer reads nothing. @a flags may hold
+ * RINGK_CELL_FLAG_CLEAR besides the user's bits.
+ */
+RINGK_HD void ringk_ring_publish_hdr(const ringk_ring_t *r, uint64_t pos, uint32_t len,
+                                     uint16_t ncells, uint8_t id, uint8_t flags)
+{
+    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
+
+    RINGK_RING_TALLY(cell, RINGK_TALLY_STORE);
+    cell->len    = len;
+    cell->ncells = ncells;
+    cell->id     = id;
+    cell->flags  = flags & (RINGK_CELL_FLAGS_USER | RINGK_CELL_FLAG_CLEAR);
+    /* P1: publish payload and header; pairs with C1 in ringk_ring_peek(). */
+    ringk_ring_st_rel(r, &cell->seq, pos + 1);
 }
 
 /** Publishes the message claimed at @a pos, after all of its payload was written. */
 RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t len,
                                  uint16_t ncells, uint8_t id, uint8_t flags)
 {
-    ringk_cell_hdr_t *cell = ringk_ring_cell(r, pos);
     uint32_t i;
 
     flags &= RINGK_CELL_FLAGS_USER;
@@ -617,6 +622,9 @@ RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t l
         }
     }
 #else
+    if (ncells > 1) {
+        RINGK_RING_TALLY(ringk_ring_cell(r, pos + 1), RINGK_TALLY_LOAD);
+    }
     for (i = 1; i < ncells; i++) {
         if (ringk_ring_cell(r, pos + i)->seq == pos + i + r->ncells + 1) {
             flags |= RINGK_CELL_FLAG_CLEAR;
@@ -624,12 +632,7 @@ RINGK_HD void ringk_ring_publish(const ringk_ring_t *r, uint64_t pos, uint32_t l
         }
     }
 #endif
-    cell->len    = len;
-    cell->ncells = ncells;
-    cell->id     = id;
-    cell->flags  = flags;
-    /* P1: publish payload and header; pairs with C1 in ringk_ring_peek(). */
-    ringk_ring_st_rel(r, &cell->seq, pos + 1);
+    ringk_ring_publish_hdr(r, pos, len, ncells, id, flags);
 }
 
 /* ---- consumer side ------------------------------------------------------------------------ */
@@ -713,6 +716,7 @@ RINGK_HD const ringk_cell_hdr_t *ringk_ring_peek_held(const ringk_ring_t *r, uin
             return NULL;
         }
         /* the header is a producer's writing: read once, then judged */
+        RINGK_RING_TALLY(cell, RINGK_TALLY_LOAD);
         skip  = cell->ncells;
         flags = cell->flags;
         if (!ringk_ring_passes_over(r, pos, skip, flags)) {
@@ -761,6 +765,7 @@ RINGK_HD int ringk_ring_msg_check(const ringk_ring_t *r, uint64_t pos, uint32_t 
 RINGK_HD void ringk_ring_read(const ringk_ring_t *r, uint64_t pos, uint64_t off, void *dst,
                               uint64_t len)
 {
+    RINGK_RING_TALLY(ringk_ring_payload(r, pos), RINGK_TALLY_LOAD);
     memcpy(dst, (const uint8_t*)ringk_ring_payload(r, pos) + off, len);
 }
 

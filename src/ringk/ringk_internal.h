@@ -6,6 +6,7 @@
 #include "ringk_log.h"
 
 #include <core/ringk_ring.h>
+#include <core/ringk_ring_ll.h>
 #include <ringk/api/ringk.h>
 
 #include <hwloc.h>
@@ -67,6 +68,11 @@ static inline uint32_t ringk_sender_kernel(uint32_t sender)
      RINGK_KERNEL_PARAM_FIELD_PEER_EVENTS | RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY | \
      RINGK_KERNEL_PARAM_FIELD_THREADS | RINGK_KERNEL_PARAM_FIELD_BLOCKS)
 #define RINGK_MSG_CELLS(len) ringk_ring_cells_for(sizeof(ringk_msg_t) + (len), RINGK_CELL)
+
+/* The cells of @a to's inbox a message of @a len payload bytes takes. */
+#define RINGK_INBOX_CELLS(to, len) \
+    ((to)->inbox_ll ? ringk_ring_ll_cells(sizeof(ringk_msg_t) + (len), RINGK_CELL) \
+                    : RINGK_MSG_CELLS(len))
 
 typedef char ringk_name_t[RINGK_NAME_MAX];
 
@@ -174,9 +180,12 @@ struct ringk_kernel {
     int                   recv_inline;   /* its handler may run in the receive callback */
     name_list_t           publishes_to, subscribes_to, topics_pub, topics_sub, barriers;
     route_t               routes[RINGK_LIST_MAX];  /* parallel to publishes_to */
-    /* inbox: multi-producer ring, consumed by the kernel's executor only */
+    /* inbox: multi-producer ring, consumed by the kernel's executor only; a device kernel's
+     * (its host ingress ring) is an LL ring, which its GPU reads a message of in one round
+     * trip (core/ringk_ring.h) */
     void                 *inbox_mem;
     ringk_ring_t          inbox;
+    int                   inbox_ll;
     /* executor */
     const struct ringk_exec_ops *exec;   /* what runs its dispatch loop (ringk_exec.h) */
     pthread_t             thread;
@@ -408,6 +417,16 @@ static inline void ringk_add_u64(uint64_t *p, uint64_t v)
 }
 
 /* Whether kernel @a k's inbox holds nothing its consumer has not taken. */
+/* Claims @a ncells cells of @a to's inbox if it has room, as ringk_ring_mp_claim_cached()
+ * (an LL inbox's messages run on across its end): 1, or 0 full. */
+static inline __attribute__((always_inline)) int
+ringk_inbox_claim_cells(ringk_kernel_t *to, uint32_t ncells, uint64_t *head_cache,
+                        uint64_t *pos_p)
+{
+    return ringk_ring_mp_claim_in(&to->inbox, ncells, head_cache, NULL, pos_p,
+                                  to->inbox_ll ? RINGK_RING_CLAIM_WRAPS : 0);
+}
+
 static inline int ringk_inbox_empty(ringk_kernel_t *k)
 {
     return __atomic_load_n(&k->inbox.prod->pos, __ATOMIC_ACQUIRE) ==

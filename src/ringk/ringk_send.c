@@ -33,7 +33,11 @@ inbox_claimed(ringk_kernel_t *to, uint32_t ncells, uint64_t pos, int *sleeper_p)
      * and is told. */
     state = __atomic_load_n(&to->state, __ATOMIC_SEQ_CST);
     if ((state == RINGK_KERNEL_TERMINATING) || (state == RINGK_KERNEL_TERMINATED)) {
-        ringk_ring_cancel(&to->inbox, pos, ncells);
+        if (to->inbox_ll) {
+            ringk_ring_ll_cancel(&to->inbox, pos, ncells);
+        } else {
+            ringk_ring_cancel(&to->inbox, pos, ncells);
+        }
         return -EPIPE;
     }
     return 0;
@@ -49,7 +53,7 @@ inbox_claim(ringk_kernel_t *to, uint32_t ncells, uint64_t *head_cache, uint64_t 
     if (ringk_load_i(&to->state) >= RINGK_KERNEL_TERMINATING) {
         return -EPIPE;
     }
-    if (!ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, pos_p)) {
+    if (!ringk_inbox_claim_cells(to, ncells, head_cache, pos_p)) {
         return SEND_FULL;
     }
     return inbox_claimed(to, ncells, *pos_p, sleeper_p);
@@ -198,6 +202,22 @@ batch_send(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt, ringk_msg_type_t
     return 0;
 }
 
+/* Writes message @a msg and its payload into the @a ncells cells of LL inbox @a to claimed at
+ * @a pos, and publishes it (a device kernel's host ingress ring: core/ringk_ring.h). */
+static __attribute__((noinline)) void
+msg_write_ll(ringk_kernel_t *to, uint64_t pos, uint32_t ncells, const ringk_msg_t *msg,
+             const void *payload, size_t length)
+{
+    /* sizeof(ringk_msg_t) is a multiple of 4: the payload starts on a word of its own */
+    ringk_ring_ll_write(&to->inbox, pos, RINGK_RING_LL_HDR_WORDS, msg, sizeof(*msg));
+    if (length > 0) {
+        ringk_ring_ll_write(&to->inbox, pos, RINGK_RING_LL_HDR_WORDS + sizeof(*msg) / 4, payload,
+                            (uint32_t)length);
+    }
+    ringk_ring_ll_publish(&to->inbox, pos, (uint32_t)(sizeof(*msg) + length), (uint16_t)ncells,
+                          (uint8_t)msg->type, 0);
+}
+
 /* Writes one message into the @a ncells cells of @a to's inbox claimed at @a pos, publishes
  * it, and wakes @a to if @a sleeper says it slept; @a remote_hdr: the header of a message from
  * another process, or NULL. */
@@ -206,7 +226,8 @@ msg_write(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to, uint64_t p
           uint32_t ncells, int sleeper, ringk_msg_type_t type, uint32_t receiver,
           const void *payload, size_t length, const ringk_msg_t *remote_hdr)
 {
-    ringk_msg_t *msg = ringk_ring_payload(&to->inbox, pos);
+    ringk_msg_t ll_msg;
+    ringk_msg_t *msg = to->inbox_ll ? &ll_msg : ringk_ring_payload(&to->inbox, pos);
 
     msg->receiver  = receiver;
     msg->type      = type;
@@ -227,10 +248,14 @@ msg_write(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to, uint64_t p
     /* the latency histogram samples: a clock read on every message would cost more than the
      * rest of the send */
     msg->enq_ns    = ((msg->seq % RINGK_LAT_SAMPLE) == 0) ? ringk_now_ns() : 0;
-    if (length > 0) {
-        memcpy(msg + 1, payload, length);
+    if (__builtin_expect(to->inbox_ll, 0)) {
+        msg_write_ll(to, pos, ncells, msg, payload, length);
+    } else {
+        if (length > 0) {
+            memcpy(msg + 1, payload, length);
+        }
+        ringk_ring_publish(&to->inbox, pos, sizeof(*msg) + length, ncells, (uint8_t)type, 0);
     }
-    ringk_ring_publish(&to->inbox, pos, sizeof(*msg) + length, ncells, (uint8_t)type, 0);
     if (from != NULL) {
         /* only the sender's executor sends as it: a plain increment, read racily by stats */
         __atomic_store_n(&from->msgs_out, from->msgs_out + 1, __ATOMIC_RELAXED);
@@ -248,7 +273,7 @@ deliver_wait(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to, ringk_m
              uint32_t receiver, const void *payload, size_t length, int timeout_ms,
              uint64_t *head_cache, const ringk_msg_t *remote_hdr)
 {
-    uint32_t ncells = RINGK_MSG_CELLS(length);
+    uint32_t ncells = RINGK_INBOX_CELLS(to, length);
     uint64_t pos    = 0;
     int ret, sleeper;
 
@@ -306,7 +331,7 @@ int ringk_deliver(ringk_ctx_t *ctx, ringk_kernel_t *from, ringk_kernel_t *to,
                   int timeout_ms, uint64_t *head_cache, const ringk_msg_t *remote_hdr)
 {
     uint64_t local_head = 0;
-    uint32_t ncells = RINGK_MSG_CELLS(length);
+    uint32_t ncells = RINGK_INBOX_CELLS(to, length);
     uint64_t pos = 0;
     int ret, sleeper;
 
@@ -442,7 +467,7 @@ send_on(ringk_ctx_t *ctx, ringk_kernel_t *from, route_t *rt, ringk_msg_type_t ty
         /* small, to a local kernel, from the sender's own handler: batch_lim held the checks */
         ret = batch_send(ctx, from, rt, type, payload, length);
     } else {
-        ncells = RINGK_MSG_CELLS(length);
+        ncells = RINGK_INBOX_CELLS(rt->target, length);
         ret    = inbox_claim(rt->target, ncells, &rt->head_cache, &pos, &sleeper);
         if (ret == 0) {
             msg_write(ctx, from, rt->target, pos, ncells, sleeper, type, rt->target->id,

@@ -149,7 +149,7 @@ ringk_inbox_wait(ringk_kernel_t *to, uint32_t ncells, int timeout_ms, uint64_t *
         __atomic_store_n(&self->blocked_on, to, __ATOMIC_RELEASE);
     }
     for (;;) {
-        if (ringk_ring_mp_claim_cached(&to->inbox, ncells, head_cache, pos_p)) {
+        if (ringk_inbox_claim_cells(to, ncells, head_cache, pos_p)) {
             ret = 0;
             break;
         }

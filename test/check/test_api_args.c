@@ -188,6 +188,8 @@ ROW(emu_launch_null, ringk_dev_emu_launch(NULL, NULL, (ringk_dev_kernel_t*)&msg,
 ROW(emu_launch_zero, ringk_dev_emu_launch(emu_nothing, NULL, (ringk_dev_kernel_t*)&msg, 0, 1))
 ROW(emu_launch_big, ringk_dev_emu_launch(emu_nothing, NULL, (ringk_dev_kernel_t*)&msg, 1024, 2))
 ROW(emu_self_outside, ringk_dev_emu_self()->thread + ringk_dev_emu_self()->block)
+ROW(emu_bucket_bad, ringk_dev_emu_bucket(99) + ringk_dev_emu_bucket(RINGK_DEV_BUCKET_PATH))
+ROW_VOID(emu_tally_outside, ringk_dev_emu_tally(NULL, 0xffu))
 static ringk_ipc_handle_t ipc_h, ipc_bad = {.type = RINGK_IPC_TYPE_LEGACY, .fd = -1, .size = 8,
                                             .offset = 8, .id = 1, .pid = 1, .device = "0:1.0"};
 static ringk_ipc_cache_stats_t ipc_stats;
@@ -340,6 +342,10 @@ static const struct {
      "1024 threads"},
     /* takes no argument: outside a launch, thread 0 of block 0, nothing logged */
     {"ringk_dev_emu_self", emu_self_outside, 0, NULL},
+    /* a bucket past the last is the path's (the old one, the path's, returned); a tally outside
+     * a launch counts nothing: neither is an error a caller could act on, nothing logged */
+    {"ringk_dev_emu_bucket", emu_bucket_bad, 0, NULL},
+    {"ringk_dev_emu_tally", emu_tally_outside, 0, NULL},
     {"ringk_ipc_export", ipc_export_null, -EINVAL, "ringk_ipc_export: ptr is NULL"},
     {"ringk_ipc_export", ipc_export_types, -EINVAL, "types 0x200 has unknown bits (known: 0xe)"},
     {"ringk_ipc_handle_from_fd", ipc_from_fd_len, -EINVAL, "len 0, offset 0: len must be in"},

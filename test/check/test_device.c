@@ -745,9 +745,9 @@ END_TEST
 
 /* ringk_dev_recv from a device handler: groups of four taken in order with a bound, the
  * documented failures (nothing queued, a bound that passes, a NULL buffer, a buffer too small
- * for the next message, which stays first), and a handler that takes until the cells it holds
- * back fill half its inbox (-ENOBUFS after 127 of a 256-cell inbox); every message counted
- * once. */
+ * for the next message, which stays first), and a handler that takes every message the host
+ * sent (copies: it holds none of the host ingress ring's cells) until its bound passes;
+ * every message counted once. */
 START_TEST(test_device_recv)
 {
     ringk_ctx_t *ctx = ctx_new();
@@ -902,8 +902,17 @@ int main(void)
     tcase_add_test(tc, test_device_bad_params);
     test_device_block_cases(tc);
 #ifdef TEST_DEVICE_STREAMS
+    test_device_budget_cases(tc); /* in this TCase: before the last one, in one process */
     test_device_streams_last(tc);
 #endif
     suite_add_tcase(s, tc);
+#ifndef TEST_DEVICE_STREAMS
+    /* a TCase of their own: CK_RUN_CASE=budget runs them alone */
+    tc = tcase_create("budget");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, slabs_teardown);
+    test_device_budget_cases(tc);
+    suite_add_tcase(s, tc);
+#endif
     return test_run_suite(s);
 }

@@ -24,6 +24,8 @@ ringk_kernel_params_t small_params(const char *name, const ringk_device_entry_t 
 void slabs_teardown(void);
 /** test_device_block.c: the cases of kernels of many threads. */
 void test_device_block_cases(TCase *tc);
+/** test_device_budget.c: what a message costs the loop, held to budgets. */
+void test_device_budget_cases(TCase *tc);
 
 #ifdef TEST_DEVICE_STREAMS
 /** test_device_streams.c: its checked teardown, and its cases, those that must run first in

@@ -518,9 +518,9 @@ END_TEST
 
 /* ringk_dev_recv from a GPU handler: groups of four taken in order with a bound, the
  * documented failures (nothing queued, a bound that passes, a NULL buffer, a buffer too small
- * for the next message, which stays first), and a handler that takes until the cells it holds
- * back fill half its inbox (-ENOBUFS after 127 of a 256-cell inbox); a terminate its recv
- * takes ends the kernel; every message counted once. */
+ * for the next message, which stays first), and a handler that takes every message the host
+ * sent (copies: it holds none of the host ingress ring's cells) until its bound passes; a
+ * terminate its recv takes ends the kernel; every message counted once. */
 START_TEST(test_device_gpu_recv)
 {
     ringk_dev_test_t *t_d, *t = test_block(&t_d);

@@ -50,8 +50,9 @@ static inline ringk_kernel_stats_t stats_of(ringk_kernel_t *k)
 }
 
 /* The statistics of device kernel @a k once the counter at offset @a off reaches @a want, or
- * after 30 s (the caller's checks then fail): the loop stores its counters when it goes idle
- * and every RINGK_DEV_STATE_POLLS busy turns, so they may come after what its handler did. */
+ * after 30 s (the caller's checks then fail): the loop stores its counters in its upkeep
+ * (every RINGK_DEV_CHORE_NS busy, and once idle that long), so they may come after what its
+ * handler did. */
 static inline ringk_kernel_stats_t stats_at(ringk_kernel_t *k, size_t off, uint64_t want)
 {
     double deadline = test_now_s() + 30;
@@ -265,9 +266,9 @@ static inline void barrier_run(ringk_ctx_t *ctx, ringk_dev_test_t *const *t_arg,
 /* ringk_dev_recv from the handler of device kernel "r" of ringk_dev_test_recv (its result block
  * at @a t_arg, read by the host at @a t): groups of four taken in order with a bound, the
  * documented failures (nothing queued, a bound that passes, a NULL buffer, a buffer too small
- * for the next message, which stays first), and a handler that takes until the cells it holds
- * back fill half its inbox (-ENOBUFS after 127 of a 256-cell inbox); a terminate its recv takes
- * ends the kernel; every message counted once. Returns the kernel. */
+ * for the next message, which stays first), and a handler that takes every message the host
+ * sent (copies: it holds none of the host ingress ring's cells) until its bound passes; a
+ * terminate its recv takes ends the kernel; every message counted once. Returns the kernel. */
 static inline ringk_kernel_t *recv_run(ringk_ctx_t *ctx, ringk_dev_test_t *t_arg,
                                        ringk_dev_test_t *t)
 {
@@ -304,8 +305,8 @@ static inline ringk_kernel_t *recv_run(ringk_ctx_t *ctx, ringk_dev_test_t *t_arg
                                     10000), 0);
     }
     test_wait_u64(&t->count, 244, 30);
-    ck_assert_msg(t->codes[6] == -ENOBUFS, "code %d after %d", t->codes[6], t->codes[7]);
-    ck_assert_int_eq(t->codes[7], 127);
+    ck_assert_msg(t->codes[6] == -ETIMEDOUT, "code %d after %d", t->codes[6], t->codes[7]);
+    ck_assert_int_eq(t->codes[7], 200);
     ck_assert_uint_eq(STATS_AT(k, msgs_in, 244).msgs_in, 244);
     ck_assert_uint_eq(stats_of(k).bad_cells, 0);
     /* a terminate taken by the handler's recv: the kernel terminates, and it counts */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Tests of the ring protocol (src/core/ringk_ring.h): layout checks, wrap-around, full and empty,
  * multi-cell messages, malformed headers, and concurrent producers and consumer with every byte
- * checked. */
+ * checked; LL rings in test_ring_ll.c. */
 #include "test_util.h"
 
 #include <core/ringk_ring.h>
@@ -13,6 +13,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* test_ring_ll.c: the LL rings' cases (TCase "ll") */
+void test_ring_ll_cases(Suite *s);
 
 static void *ring_alloc(uint32_t ncells, uint32_t cell_size, uint64_t *bytes_p)
 {
@@ -688,5 +691,6 @@ int main(void)
     tcase_add_test(tc, test_ring_close_threads);
     suite_add_tcase(s, tc);
 
+    test_ring_ll_cases(s);
     return test_run_suite(s);
 }

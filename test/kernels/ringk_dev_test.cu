@@ -171,7 +171,8 @@ RINGK_DEVICE static int dev_barrier(ringk_dev_kernel_t *k, const ringk_msg_t *ms
 //   0 {0, n}: a group of four: takes {0, n+1..n+3} with a bound, each must follow in order;
 //   1: probes: nothing queued (-EAGAIN), a 20 ms bound (-ETIMEDOUT), a NULL buffer (-EINVAL);
 //   2: the next message (8 bytes) into 4 bytes (-EMSGSIZE, its length), then into 64 (0);
-//   3: takes messages until recv fails: codes[6] the failure, codes[7] how many it took;
+//   3: takes messages until recv fails (a 300 ms bound): codes[6] the failure, codes[7] how
+//      many it took;
 //   4: a filler, counted.
 RINGK_DEVICE static int dev_recv(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
 {
@@ -204,7 +205,7 @@ RINGK_DEVICE static int dev_recv(ringk_dev_kernel_t *k, const ringk_msg_t *msg, 
         t->codes[5] = ringk_dev_recv(k, &in.m, 64, 5000);
         got++;
     } else if (p[0] == 3) {
-        for (i = 0; (ret = ringk_dev_recv(k, &in.m, 64, 5000)) == 0; i++) {
+        for (i = 0; (ret = ringk_dev_recv(k, &in.m, 64, 300)) == 0; i++) {
         }
         t->codes[6] = ret;
         t->codes[7] = (int)i;
@@ -365,7 +366,54 @@ RINGK_DEVICE static int dev_tally(ringk_dev_kernel_t *k, const ringk_msg_t *msg,
 }
 
 // bounded for the most threads the tests give it (a GPU block of it may have that many)
+// ---- the budget tests' kernels: handlers that touch nothing across the bus, so that what the
+// tally counts is the loop's and the sends' (the host reads msgs_in from the statistics) ------
+
+// Takes each message and does nothing with it.
+RINGK_DEVICE static int dev_quiet(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    (void)k;
+    (void)msg;
+    (void)arg;
+    return 0;
+}
+
+// A payload {n} sends n messages {i} on route 0, in this one call (a burst).
+RINGK_DEVICE static int dev_burst(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    const uint32_t *p = (const uint32_t*)ringk_dev_msg_payload(msg);
+    uint32_t i;
+    int ret = 0;
+
+    (void)arg;
+    for (i = 0; (msg->length >= 4) && (i < p[0]) && (ret == 0); i++) {
+        ret = ringk_dev_send_route(k, 0, RINGK_MSG_DATA, &i, sizeof(i), RINGK_WAIT_FOREVER);
+    }
+    return ret;
+}
+
+// A payload {n, ...} of up to 256 bytes: {n - 1, ...} (as long) sent on route 0 while n > 0
+// (a ball bounced between two kernels, or a kernel and a CPU kernel).
+RINGK_DEVICE static int dev_bounce(ringk_dev_kernel_t *k, const ringk_msg_t *msg, void *arg)
+{
+    const uint32_t *p = (const uint32_t*)ringk_dev_msg_payload(msg);
+    uint32_t ball[64], i, len = (msg->length < sizeof(ball)) ? msg->length : sizeof(ball);
+
+    (void)arg;
+    if ((len < 4) || (p[0] == 0)) {
+        return 0;
+    }
+    ball[0] = p[0] - 1;
+    for (i = 1; i < len / 4; i++) {
+        ball[i] = p[i];
+    }
+    return ringk_dev_send_route(k, 0, RINGK_MSG_DATA, ball, len & ~3u, RINGK_WAIT_FOREVER);
+}
+
 RINGK_DEVICE_ENTRY_THREADS(ringk_dev_test_block, dev_block, RINGK_DEV_BTEST_THREADS);
+RINGK_DEVICE_ENTRY(ringk_dev_test_quiet, dev_quiet);
+RINGK_DEVICE_ENTRY(ringk_dev_test_burst, dev_burst);
+RINGK_DEVICE_ENTRY(ringk_dev_test_bounce, dev_bounce);
 RINGK_DEVICE_ENTRY(ringk_dev_test_tally, dev_tally);
 RINGK_DEVICE_ENTRY(ringk_dev_test_count, dev_count);
 RINGK_DEVICE_ENTRY(ringk_dev_test_echo, dev_echo);

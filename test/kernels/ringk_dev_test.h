@@ -72,6 +72,9 @@ typedef struct ringk_dev_btest {
 extern "C" {
 #endif
 extern const ringk_device_entry_t ringk_dev_test_block;
+extern const ringk_device_entry_t ringk_dev_test_quiet;
+extern const ringk_device_entry_t ringk_dev_test_burst;
+extern const ringk_device_entry_t ringk_dev_test_bounce;
 extern const ringk_device_entry_t ringk_dev_test_tally;
 extern const ringk_device_entry_t ringk_dev_test_count;
 extern const ringk_device_entry_t ringk_dev_test_echo;

@@ -402,11 +402,39 @@ enum ringk_kernel_stats_field {
                                                               send_failed, sent_direct,
                                                               parked */
     RINGK_KERNEL_STATS_FIELD_SHAPE           = 1u << 14, /**< threads, blocks, block_share */
-    RINGK_KERNEL_STATS_FIELD_ALL             = (1u << 15) - 1  /**< every field above */
+    RINGK_KERNEL_STATS_FIELD_DEVICE_TALLY    = 1u << 15, /**< tally */
+    RINGK_KERNEL_STATS_FIELD_ALL             = (1u << 16) - 1  /**< every field above */
 };
 
 #define RINGK_DEVICE_NONE     (-1)  /**< ringk_kernel_stats_t.device: the CPU executor */
 #define RINGK_DEVICE_EMULATED (-2)  /**< ringk_kernel_stats_t.device: the emulated device */
+
+/** What a device kernel's code did in one kind of work (ringk_device_tally_t). */
+typedef struct ringk_device_tally_part {
+    uint64_t host_reads;   /**< reads of mapped host memory (across the bus on a GPU); loads
+                                in flight together count once: one round trip */
+    uint64_t host_writes;  /**< writes of mapped host memory */
+    uint64_t sys_ops;      /**< system-scope atomics and fences (wherever the memory is) */
+    uint64_t dev_syncs;    /**< device-scope releases, ordered read-modify-writes and fences */
+} ringk_device_tally_part_t;
+
+/** A device kernel's accounting of its accesses, kept where its code is compiled as C (the
+ *  emulated device; docs/gpu.md, "What a message costs"): by kind of work, and the loop's
+ *  looks across the bus. On a GPU nothing is counted (launches 0). */
+typedef struct ringk_device_tally {
+    uint64_t launches;                /**< launches whose threads counted */
+    ringk_device_tally_part_t path;   /**< taking, handling and sending messages */
+    ringk_device_tally_part_t poll;   /**< the loop's polls of the host (its state and its
+                                           host ingress ring, one round trip each) */
+    ringk_device_tally_part_t wait;   /**< waits: for room, for a barrier's answer, in a
+                                           receive */
+    ringk_device_tally_part_t chore;  /**< timed upkeep (counters for the host, route
+                                           checks), and each launch's start and end */
+    uint64_t polls;                   /**< host polls */
+    uint64_t poll_hits;               /**< of them, those that found a host message whole */
+    uint64_t poll_rereads;            /**< reads again for a host message found in part (one
+                                           longer than a poll reads, or not yet all written) */
+} ringk_device_tally_t;
 
 /** Status and statistics of a kernel. */
 typedef struct ringk_kernel_stats {
@@ -453,13 +481,16 @@ typedef struct ringk_kernel_stats {
                                     holds, counted against the other device kernels of this
                                     process there (see ringk_kernel_create); 0 on the CPU
                                     executor and the emulated device */
+    ringk_device_tally_t tally;  /**< device kernels whose code is compiled as C: what it
+                                    touched (see ringk_device_tally_t); zero elsewhere */
 } ringk_kernel_stats_t;
 
 /** Copies the fields of the kernel's state and statistics that stats_p->field_mask names
  *  (counters since creation; read without stopping the kernel, each counter atomically); the
  *  others are left as they were. A device kernel's counters are those its loop last stored
  *  for the host, between handler calls: they may lag by the handler call that runs (unless
- *  it waits) and up to 16 busy turns, and are exact once the kernel is idle. @return 0, or -EINVAL (NULL, or an unknown field). */
+ *  it waits) and by up to RINGK_DEV_CHORE_NS (100 us) of a busy loop, and are exact once the
+ *  kernel is idle. @return 0, or -EINVAL (NULL, or an unknown field). */
 int ringk_kernel_stats_query(ringk_kernel_t *kernel, ringk_kernel_stats_t *stats_p);
 
 /* ---- sending -------------------------------------------------------------------------------- */

@@ -6,7 +6,31 @@
 #ifndef RINGK_API_RINGK_DEVICE_ABI_H
 #define RINGK_API_RINGK_DEVICE_ABI_H
 
+/* Device code compiled as C (the emulated device, and the tests' CUDA stand-in) counts what it
+ * touches: the ring operations of core/ringk_ring.h call the tally hook, and so do the
+ * portability helpers below (RINGK_DEV_TALLY). That takes this file being the first to include
+ * core/ringk_ring.h; where it comes after (libringk's host side, which includes the ring
+ * operations for itself first), nothing is counted and nothing costs. */
+#if !defined(__CUDACC__)
+#  ifdef __cplusplus
+extern "C" {
+#  endif
+/** Counts an access at @a p (NULL: none) of kind @a op (RINGK_TALLY_*) in the calling thread's
+ *  kernel and bucket, if it is a thread of an emulated launch (ringk_device_tally_t). */
+void ringk_dev_emu_tally(const void *p, unsigned op);
+/** Puts the calling thread's accesses in @a bucket (RINGK_DEV_BUCKET_*): the one it was in. */
+unsigned ringk_dev_emu_bucket(unsigned bucket);
+#  ifdef __cplusplus
+}
+#  endif
+#  if !defined(RINGK_CORE_RING_ATOMIC_H) && !defined(RINGK_DEV_NO_TALLY)
+#    define RINGK_DEV_TALLIES 1
+#    define RINGK_RING_TALLY(p, op) ringk_dev_emu_tally((p), (op))
+#  endif
+#endif
+
 #include <core/ringk_ring.h>
+#include <core/ringk_ring_ll.h>
 #include <ringk/api/ringk.h>
 
 #include <errno.h>
@@ -37,6 +61,41 @@ _POSIX_C_SOURCE=200809L before the first #include"
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* where nothing is counted: a bucket is a value like any other (set, kept, never read) */
+RINGK_DEV_FN unsigned ringk_dev_in_none(unsigned bucket)
+{
+    (void)bucket;
+    return 0;
+}
+
+/* ---- the tally of device code compiled as C -------------------------------------------------
+ * Device code compiled as C counts, per kernel and in the bucket its thread is in
+ * (RINGK_DEV_IN): its reads and writes of mapped host memory (a group of loads in flight
+ * together is one read: one round trip across the bus), its system-scope atomics and fences,
+ * its device-scope ordered operations (releases, ordered read-modify-writes, fences), and the
+ * loop's host polls. libringk adds them up in the kernel's statistics (RINGK_KERNEL_STATS_FIELD_
+ * DEVICE_TALLY), so that tests hold the loop to budgets (docs/gpu.md, "What a message costs").
+ * On a GPU, nothing: these are no code. */
+#define RINGK_DEV_BUCKET_PATH  0u  /**< taking, handling and sending messages */
+#define RINGK_DEV_BUCKET_POLL  1u  /**< the loop's polls across the bus */
+#define RINGK_DEV_BUCKET_WAIT  2u  /**< waits: for room, for a barrier's answer, in a receive */
+#define RINGK_DEV_BUCKET_CHORE 3u  /**< timed upkeep, and a launch's start and end */
+#define RINGK_TALLY_POLL    0x5u   /* events, no address: a host poll; */
+#define RINGK_TALLY_HIT     0x6u   /* a poll that found a host message whole; */
+#define RINGK_TALLY_REREAD  0x7u   /* a read again for a host message found in part */
+#if defined(RINGK_DEV_TALLIES)
+#  define RINGK_DEV_TALLY(p, op) ringk_dev_emu_tally((p), (op))
+#  define RINGK_DEV_IN(b) ringk_dev_emu_bucket(b)
+#else
+#  define RINGK_DEV_TALLY(p, op) ((void)0)
+#  define RINGK_DEV_IN(b) ringk_dev_in_none(b)
+#endif
+#define RINGK_DEV_SYS_LD  (RINGK_TALLY_LOAD | RINGK_TALLY_SYS)
+#define RINGK_DEV_SYS_ACQ (RINGK_TALLY_LOAD | RINGK_TALLY_ORDERED | RINGK_TALLY_SYS)
+#define RINGK_DEV_SYS_ST  (RINGK_TALLY_STORE | RINGK_TALLY_SYS)
+#define RINGK_DEV_SYS_REL (RINGK_TALLY_STORE | RINGK_TALLY_ORDERED | RINGK_TALLY_SYS)
+#define RINGK_DEV_SYS_RMW (RINGK_TALLY_RMW | RINGK_TALLY_ORDERED | RINGK_TALLY_SYS)
 
 /* ---- portability: atomics with an explicit scope, fences, time, back-off --------------------
  * System scope ("sys") orders against the host and other GPUs: the control block, the host
@@ -72,6 +131,14 @@ RINGK_DEV_FN void ringk_dev_store_rlx_sys_u64(uint64_t *p, uint64_t v)
 RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
 {
     return RINGK_DEV_ATOMIC(uint64_t, system, p).load(cuda::memory_order_relaxed);
+}
+RINGK_DEV_FN uint64_t ringk_dev_load_acq_sys_u64(const uint64_t *p)
+{
+    return RINGK_DEV_ATOMIC(uint64_t, system, p).load(cuda::memory_order_acquire);
+}
+RINGK_DEV_FN int32_t ringk_dev_load_rlx_sys_i32(const int32_t *p)
+{
+    return RINGK_DEV_ATOMIC(int32_t, system, p).load(cuda::memory_order_relaxed);
 }
 /* another writer's header fields, read whole (a seqlock's reader orders them by fences) */
 RINGK_DEV_FN uint32_t ringk_dev_load_rlx_u32(const uint32_t *p)
@@ -132,54 +199,76 @@ RINGK_DEV_FN uint32_t ringk_dev_pt_block(void)
 #else
 RINGK_DEV_FN int32_t ringk_dev_load_acq_sys_i32(const int32_t *p)
 {
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_ACQ);
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 RINGK_DEV_FN void ringk_dev_store_rel_sys_i32(int32_t *p, int32_t v)
 {
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_REL);
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 RINGK_DEV_FN int ringk_dev_cas_sys_i32(int32_t *p, int32_t expect, int32_t desired)
 {
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_RMW);
     return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST,
                                        __ATOMIC_RELAXED);
 }
 RINGK_DEV_FN void ringk_dev_store_rel_sys_u64(uint64_t *p, uint64_t v)
 {
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_REL);
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 RINGK_DEV_FN void ringk_dev_store_rlx_sys_u64(uint64_t *p, uint64_t v)
 {
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_ST);
     __atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 RINGK_DEV_FN uint64_t ringk_dev_load_rlx_sys_u64(const uint64_t *p)
 {
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_LD);
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+RINGK_DEV_FN uint64_t ringk_dev_load_acq_sys_u64(const uint64_t *p)
+{
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_ACQ);
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+RINGK_DEV_FN int32_t ringk_dev_load_rlx_sys_i32(const int32_t *p)
+{
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_LD);
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 RINGK_DEV_FN uint32_t ringk_dev_load_rlx_u32(const uint32_t *p)
 {
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_LD);
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 RINGK_DEV_FN uint16_t ringk_dev_load_rlx_u16(const uint16_t *p)
 {
+    RINGK_DEV_TALLY(p, RINGK_DEV_SYS_LD);
     return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 RINGK_DEV_FN void ringk_dev_fence_sc_sys(void)
 {
+    RINGK_DEV_TALLY(NULL, RINGK_TALLY_FENCE | RINGK_TALLY_ORDERED | RINGK_TALLY_SYS);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 RINGK_DEV_FN int ringk_dev_cas_acq_dev_i32(int32_t *p, int32_t expect, int32_t desired)
 {
+    RINGK_DEV_TALLY(p, RINGK_TALLY_RMW | RINGK_TALLY_ORDERED | RINGK_TALLY_DEV);
     return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_ACQUIRE,
                                        __ATOMIC_RELAXED);
 }
 RINGK_DEV_FN void ringk_dev_store_rel_dev_i32(int32_t *p, int32_t v)
 {
+    RINGK_DEV_TALLY(p, RINGK_TALLY_STORE | RINGK_TALLY_ORDERED | RINGK_TALLY_DEV);
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 RINGK_DEV_FN void ringk_dev_min_dev_u64(uint64_t *p, uint64_t v)
 {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
 
+    RINGK_DEV_TALLY(p, RINGK_TALLY_RMW | RINGK_TALLY_DEV);
     while ((v < cur) && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED,
                                                       __ATOMIC_RELAXED)) {
     }
@@ -229,7 +318,7 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 
 /* ---- what libringk and the device share (layout version RINGK_DEV_ABI) --------------------- */
 
-#define RINGK_DEV_ABI        18u
+#define RINGK_DEV_ABI        19u
 /* bytes of a device kernel's staging buffer: the cells of its largest message, @a max_in
  * payload bytes, in a ring of @a cell_size-byte cells */
 #define RINGK_DEV_STAGE_BYTES(max_in, cell_size) \
@@ -245,9 +334,30 @@ RINGK_DEV_FN int ringk_dev_leader(void)
 #define RINGK_DEV_NAP_MIN_NS 100u          /* the idle loop's first nap */
 #define RINGK_DEV_NAP_MAX_NS 50000u        /* and its longest: what an idle kernel adds to the
                                               latency of the next message */
-#define RINGK_DEV_SPINS      64u           /* idle polls before the first nap */
-#define RINGK_DEV_STATE_POLLS 16u          /* loop turns between reads of an active kernel's
-                                              state while it takes messages or spins */
+#define RINGK_DEV_SPINS      64u           /* idle turns before the first nap */
+/* The loop's pace across the bus (docs/gpu.md, "The dispatch loop"): it polls the host (the
+ * kernel's state and the host ingress ring's next message, one round trip) again at once
+ * after a poll that found a message; otherwise once RINGK_DEV_POLL_NS passed since its last
+ * poll, or RINGK_DEV_POLL_BUSY_NS while the last message it took came from a device kernel
+ * (a host message then waits that long at most, and device messages do not wait behind a
+ * round trip across the bus each turn). */
+#define RINGK_DEV_POLL_NS      1000u
+#define RINGK_DEV_POLL_BUSY_NS 16000u
+/* Upkeep while the loop takes messages: its counters stored for the host, a dead sender's
+ * claim looked for, the outbox's head read; also done once the loop finds nothing to take. */
+#define RINGK_DEV_CHORE_NS     100000u
+/* A route's 'direct' word (across the bus) is read again at most this often: a route through
+ * the host that the host may make direct, and a direct route while its target's inbox stays
+ * full (a target destroyed without closing it is seen that late at most) */
+#define RINGK_DEV_ROUTE_NS     1000000u
+/* The loop gives cells back to the producers (one release of the ring's head) once it took
+ * RINGK_DEV_RELEASE_CELLS cells since the last time (or a quarter of a smaller ring), and
+ * once it found nothing to take for RINGK_DEV_POLL_NS. */
+#define RINGK_DEV_RELEASE_CELLS 32u
+/* Words of the host ingress ring a poll reads at once: a message of up to
+ * RINGK_DEV_POLL_BYTES bytes (its ringk_msg_t header included) is read in one round trip */
+#define RINGK_DEV_POLL_WORDS   32u
+#define RINGK_DEV_POLL_BYTES   (4u * (RINGK_DEV_POLL_WORDS - RINGK_RING_LL_HDR_WORDS))
 #define RINGK_DEV_WARP        32u          /* threads of a warp */
 #define RINGK_DEV_THREADS_MAX 1024u        /* threads of a block (CUDA's limit) */
 #define RINGK_DEV_BLOCKS_MAX  65535u       /* blocks of a launch (what a device holds at once
@@ -339,7 +449,7 @@ typedef struct ringk_dev_ctl {
  * but at a launch: on a GPU each access to mapped memory crosses the bus). */
 typedef struct ringk_dev_own {
     uint32_t sender, mode, processing, max_per_iteration, max_iterations, max_in, max_out;
-    uint32_t timestamps, nroutes, ntopics, nbarriers, pad;
+    uint32_t timestamps, nroutes, ntopics, nbarriers, id;
     uint64_t msgs_in, handler_errors, bad_cells, iterations, msgs_out, msgs_direct, seq, hlc;
     uint64_t barrier_req;
 } ringk_dev_own_t;
@@ -384,10 +494,14 @@ typedef struct ringk_dev_kernel {
     /* the loop's own state, kept in the launch (positions are read back from the rings at
      * each launch) */
     uint64_t           in_head, dev_head;  /**< the next message of each inbox */
+    uint64_t           in_rel, dev_rel;    /**< where each was last given back (released) */
     ringk_ring_prod_t  out_prod;
+    uint64_t           host_at;   /**< the time of the last host poll (ringk_dev_now_ns) */
+    uint64_t           chore_at;  /**< of the last upkeep */
+    uint64_t           idle_at;   /**< since when the loop found nothing to take; 0 busy */
+    uint32_t           gap;       /**< ns between host polls that find nothing */
+    int32_t            state;     /**< the kernel's state, as the last poll read it */
     uint32_t           turn;
-    uint32_t           in_skip;   /**< turns before the next look at the ingress ring */
-    uint32_t           in_idle;   /**< 1: the last look at the ingress ring found it empty */
     uint32_t           own_changed; /**< 1: own's counters changed since they were stored */
     /* while a handler runs: the ring its message came from and the message's position (what
      * ringk_dev_recv() must not hand back to the producers before the handler returns) */
@@ -399,6 +513,9 @@ typedef struct ringk_dev_kernel {
     uint64_t           head_cache[RINGK_DEV_ROUTES_MAX]; /**< per route: the target inbox's head
                                                               as this sender last read it */
     uint32_t           targets_copied;  /**< bit r: targets[r] holds route r's target */
+    uint32_t           pad_routes;
+    uint64_t           route_at[RINGK_DEV_ROUTES_MAX]; /**< per route through the host: when
+                                                            its 'direct' was last read */
     ringk_dev_target_t targets[RINGK_DEV_ROUTES_MAX];
     uint64_t           clock_off;  /**< added to ringk_dev_now_ns() for the wall clock: the
                                         host's launch_ns less the device's time at the

@@ -248,6 +248,8 @@ typedef struct ringk_dev_host {
     int                counted;       /* CUDA: counted in the process's kernels of its device */
     uint64_t           fault_check_ns; /* the proxy's next look at its stream */
     uint64_t           launches;      /* atomic */
+    ringk_device_tally_t *tally;      /* what its code counted where it is compiled as C
+                                         (ringk_dev_emu_tally()); atomic; NULL none */
 } ringk_dev_host_t;
 
 extern const ringk_exec_ops_t ringk_exec_dev;
@@ -558,6 +560,25 @@ int ringk_dev_rmap_get(ringk_ctx_t *ctx, int rank, int dev, const ringk_dev_expo
                        struct ringk_dev_rmap **map_p, char *why, size_t why_len);
 /** Under ringk_dev_proc.mu: the emulated device's slabs (sizes set), in a sealed memfd others
  *  of the user may map, or in anonymous memory where that fails (logged): 0 or -ENOMEM. */
+/* Whether a device kernel fits (ringk_dev_shape.c): its entry (0 or -EINVAL), its shape on a
+ * CUDA device (0 with d->share, -E2BIG, or a CUDA error) or the emulated device (0 or
+ * -E2BIG), each logged; and whether CUDA launches block (1 with the reason in @a why). */
+int ringk_dev_entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
+                          const ringk_device_entry_t *e);
+int ringk_dev_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_host_t *d);
+int ringk_dev_emu_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k);
+int ringk_dev_launches_block(char *why, size_t why_len);
+
+/* The tally of device code compiled as C (ringk_dev_emu.c): launches of the kernel whose
+ * device state is @a state count into the counters *@a tally_p (ringk_dev_emu_launch() looks
+ * them up), which stay until removed (retired, never reused, with @a retire: a launch that did
+ * not return may still count); and the device's addresses of mapped host memory, what a host
+ * read or write is. Each 0, or -ENOSPC when the tables are full (then that kernel or memory is
+ * not counted; logged by the caller). */
+int ringk_dev_tally_add(const ringk_dev_kernel_t *state, ringk_device_tally_t **tally_p);
+void ringk_dev_tally_remove(const ringk_dev_kernel_t *state, int retire);
+int ringk_dev_host_range_add(const void *dev, size_t bytes);
+void ringk_dev_host_range_remove(const void *dev);
 int ringk_dev_emu_slabs_alloc(ringk_ctx_t *ctx, ringk_dev_device_t *device);
 void ringk_dev_emu_slabs_free(ringk_dev_device_t *device);
 /** Under ctx->lock: ringk_exec_dev_remote_routes() (ringk_dev_routes.c). */

@@ -363,6 +363,12 @@ int ringk_dev_device_get(ringk_ctx_t *ctx, const ringk_device_entry_t *entry, in
     if (!device->used) {
         ret = device_init(ctx, device);
         device->used = (ret == 0);
+        if ((ret == 0) &&
+            (ringk_dev_host_range_add(device->mapped.dev, device->mapped.size) != 0)) {
+            ringk_log_msg(ctx, RINGK_LOG_WARN, "the tally of device code compiled as C has no "
+                          "room for another device's mapped memory: its host reads and "
+                          "writes are not counted");
+        }
         if ((ret == 0) && (device->cuda_index >= 0)) {
             device_peers(ctx, device, n);
         }
@@ -464,6 +470,7 @@ void ringk_exec_dev_release(ringk_ctx_t *ctx)
             device_streams_destroy(device);
             ringk_dev_relax_end(device->ops, mode);
         }
+        ringk_dev_host_range_remove(device->mapped.dev);
         device->nstreams = 0;
         device->used = 0; /* allocated again at the next use; cuda_index stays */
         device->ops  = NULL; /* the next first entry's: this one's library may be unloaded */

@@ -142,6 +142,9 @@ static unsigned proxy_drain(ringk_ctx_t *ctx, ringk_kernel_t *k)
             head++;
             continue;
         }
+        /* every continuation cell cleared: the device publishes without reading the outbox
+         * first (ringk_ring_publish_hdr(), ringk_dev_claim_publish()) */
+        flags |= RINGK_CELL_FLAG_CLEAR;
         if (cell->id == RINGK_DEV_OUT_BARRIER) {
             proxy_barrier(k, rec); /* the device waits: nothing follows it in the outbox */
             ringk_ring_release(&d->outbox, head, ncells, flags);

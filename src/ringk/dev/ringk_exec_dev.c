@@ -76,24 +76,50 @@ __thread unsigned ringk_dev_locks_held;
 
 /* ---- setup --------------------------------------------------------------------------------- */
 
+/* Formats the device inbox of @a ncells cells at d->view.inbox: in place where the host has
+ * its address @a mh (the emulated device), else in the mapped slab's @a spare ring, then
+ * copied on the setup stream. 0, -EINVAL, or a CUDA error (logged). */
+static int dev_inbox_format(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_host_t *d,
+                            uint8_t *mh, uint8_t *spare, uint32_t ncells)
+{
+    uint64_t bytes = ringk_ring_bytes(ncells, RINGK_CELL);
+    ringk_ring_t tmp;
+    char why[160];
+    int ret;
+
+    if (mh != NULL) {
+        return (ringk_ring_init(&tmp, mh, bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
+    }
+    if (ringk_ring_init(&tmp, spare, bytes, ncells, RINGK_CELL) != 0) {
+        return -EINVAL;
+    }
+    ret = ringk_dev_device_copy(d->device, d->view.inbox.shm, spare, bytes, why, sizeof(why));
+    if (ret != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
+    }
+    return ret;
+}
+
 /* Lays out the memory of device kernel @a k on its device: the control block, routes, the name
- * tables (the source of the device's copy), host ingress ring and outbox in mapped memory; the
- * device inbox, the staging buffer and the name tables in device memory. */
-static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, uint32_t ncells)
+ * tables (the source of the device's copy), host ingress ring (@a in_cells cells) and outbox in
+ * mapped memory; the device inbox (@a ncells cells), the staging buffer and the name tables in
+ * device memory. The host ingress ring is an LL ring (core/ringk_ring.h), whose cell holds less
+ * of a message (RINGK_DEV_POLL_BYTES of it in the first). */
+static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, uint32_t in_cells,
+                      uint32_t ncells)
 {
     ringk_dev_device_t *device = d->device;
     uint32_t need      = ringk_ring_cells_for(sizeof(ringk_dev_out_t) + k->max_out, RINGK_CELL);
     uint32_t out_cells = RINGK_DEV_OUTBOX_CELLS;
-    uint64_t in_bytes  = ringk_ring_bytes(ncells, RINGK_CELL), out_bytes;
+    uint64_t in_bytes  = ringk_ring_bytes(in_cells, RINGK_CELL), out_bytes;
+    uint64_t dv_bytes  = ringk_ring_bytes(ncells, RINGK_CELL);
     uint64_t stage     = RINGK_DEV_STAGE_BYTES(k->max_in, RINGK_CELL);
     size_t names = sizeof(ringk_dev_ctl_t) + RINGK_DEV_ROUTES_MAX * sizeof(ringk_dev_route_t);
     size_t vsrc  = names + RINGK_DEV_NAMES_BYTES; /* the kernel as launches copy it */
     size_t head  = vsrc + sizeof(ringk_dev_kernel_t);
-    size_t state = (in_bytes + stage + RINGK_DEV_NAMES_BYTES + 7) & ~(size_t)7;
+    size_t state = (dv_bytes + stage + RINGK_DEV_NAMES_BYTES + 7) & ~(size_t)7;
     uint8_t *h, *dv, *mh, *md;
-    ringk_ring_t tmp;
     char why[160];
-    int ret;
 
     while (out_cells < 2 * need) { /* two records of the largest message at least */
         out_cells <<= 1;
@@ -101,7 +127,7 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     out_bytes = ringk_ring_bytes(out_cells, RINGK_CELL);
     head = (head + RINGK_DEV_SLAB_ALIGN - 1) & ~(size_t)(RINGK_DEV_SLAB_ALIGN - 1);
     /* device memory: the inbox, the staging buffer, the name tables, where launches run */
-    if (ringk_dev_region_take(device, head + 2 * in_bytes + out_bytes,
+    if (ringk_dev_region_take(device, head + in_bytes + out_bytes + dv_bytes,
                               state + sizeof(ringk_dev_kernel_t), &d->region, why,
                               sizeof(why)) != 0) {
         ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
@@ -120,16 +146,18 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     d->src_host           = (ringk_dev_kernel_t*)(h + vsrc);
     d->src_dev            = (ringk_dev_kernel_t*)(dv + vsrc);
     d->state_dev          = (ringk_dev_kernel_t*)(md + state);
-    d->view.route_names   = (char (*)[RINGK_DEV_NAME_MAX])(md + in_bytes + stage);
+    d->view.route_names   = (char (*)[RINGK_DEV_NAME_MAX])(md + dv_bytes + stage);
     d->view.topics        = d->view.route_names + RINGK_DEV_ROUTES_MAX;
     d->view.barriers      = d->view.topics + RINGK_DEV_TOPICS_MAX;
-    /* the host ingress ring is the kernel's inbox: every host send path writes it */
-    if ((ringk_ring_init(&k->inbox, h + head, in_bytes, ncells, RINGK_CELL) != 0) ||
+    /* the host ingress ring is the kernel's inbox: every host send path writes it, as an LL
+     * ring (k->inbox_ll) */
+    if ((ringk_ring_init(&k->inbox, h + head, in_bytes, in_cells, RINGK_CELL) != 0) ||
         (ringk_ring_init(&d->outbox, h + head + in_bytes, out_bytes, out_cells,
                          RINGK_CELL) != 0)) {
         return -EINVAL;
     }
-    ringk_ring_view(&d->view.ingress, dv + head, ringk_ring_log2(ncells), RINGK_CELL);
+    k->inbox_ll = 1;
+    ringk_ring_view(&d->view.ingress, dv + head, ringk_ring_log2(in_cells), RINGK_CELL);
     ringk_ring_view(&d->view.outbox, dv + head + in_bytes, ringk_ring_log2(out_cells),
                     RINGK_CELL);
     ringk_ring_view(&d->view.inbox, md, ringk_ring_log2(ncells), RINGK_CELL);
@@ -138,25 +166,8 @@ static int dev_layout(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d, 
     d->view.inbox.scope = ((__atomic_load_n(&device->peer_in, __ATOMIC_RELAXED) != 0) ||
                            device->cuda_shared) ?
                           RINGK_RING_SCOPE_SYSTEM : RINGK_RING_SCOPE_DEVICE;
-    d->view.stage       = md + in_bytes;
-    if (mh != NULL) {
-        return (ringk_ring_init(&tmp, mh, in_bytes, ncells, RINGK_CELL) != 0) ? -EINVAL : 0;
-    }
-    /* device memory: formatted in the mapped slab's spare ring (the second in_bytes taken
-     * above), then copied on the setup stream */
-    if (ringk_ring_init(&tmp, h + head + in_bytes + out_bytes, in_bytes, ncells, RINGK_CELL) != 0)
-    {
-        return -EINVAL;
-    }
-    {
-        char why[160];
-        ret = ringk_dev_device_copy(device, md, h + head + in_bytes + out_bytes, in_bytes, why,
-                                    sizeof(why));
-        if (ret != 0) {
-            ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
-        }
-    }
-    return ret;
+    d->view.stage       = md + dv_bytes;
+    return dev_inbox_format(ctx, k, d, mh, h + head + in_bytes + out_bytes, ncells);
 }
 
 /* The control block's configuration, from the kernel's parameters. */
@@ -212,93 +223,6 @@ static int dev_names_init(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t 
     return ret;
 }
 
-/* Checks @a entry: 0, or -EINVAL (logged). */
-static int entry_check(ringk_ctx_t *ctx, const ringk_kernel_t *k,
-                       const ringk_device_entry_t *e)
-{
-    if ((e == NULL) || (e->magic != RINGK_DEVICE_ENTRY_MAGIC) ||
-        ((e->kind == RINGK_DEVICE_ENTRY_EMULATED) && (e->emu_run == NULL)) ||
-        ((e->kind == RINGK_DEVICE_ENTRY_CUDA) && (e->cuda == NULL)) ||
-        ((e->kind != RINGK_DEVICE_ENTRY_EMULATED) && (e->kind != RINGK_DEVICE_ENTRY_CUDA))) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': the CUDA backend needs a device_entry "
-                      "defined by RINGK_DEVICE_ENTRY() (RINGK_KERNEL_PARAM_FIELD_DEVICE_ENTRY)",
-                      k->name);
-        return -EINVAL;
-    }
-    if (e->abi != RINGK_DEV_ABI) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': device_entry '%s' was built for device "
-                      "layout %u, this libringk has %u: rebuild it", k->name, e->name, e->abi,
-                      RINGK_DEV_ABI);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-#define DEV_SHARE_ALL 1000000u /* a device's block slots, in millionths */
-
-/* Whether the device holds the kernel's launch shape at once (its threads per block within
- * what the entry's registers allow, all its blocks resident together, beside the device
- * kernels of this process already there): 0 with the kernel's share of the device's block
- * slots in d->share, -E2BIG with the reason logged (CPU | CUDA too: a shape the device cannot
- * hold is the program's to fix, not a reason to run elsewhere), or a CUDA error. Each kernel
- * takes blocks / (the blocks of its entry and block size the device holds at once) of the
- * device, rounded up; together they may take all of it. Kernels of other processes, and the
- * program's own CUDA kernels outside libringk, are not seen. */
-static int dev_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k, ringk_dev_host_t *d)
-{
-    const uint32_t used = d->device->share;
-    uint32_t max_blocks = 0, max_threads = 0, share;
-    char why[160];
-    int ret = d->entry->cuda->fit(d->device->cuda_index, k->dev_threads, &max_blocks,
-                                  &max_threads, why, sizeof(why));
-
-    if (ret != 0) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': %s", k->name, why);
-        return ret;
-    }
-    if (k->dev_threads > max_threads) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': threads %u is above the %u a block "
-                      "of entry '%s' may have on CUDA device %d (its registers per thread; "
-                      "RINGK_DEVICE_ENTRY_THREADS(sym, handler, %u) bounds them)", k->name,
-                      k->dev_threads, max_threads, d->entry->name, d->device->cuda_index,
-                      k->dev_threads);
-        return -E2BIG;
-    }
-    if (k->dev_blocks > max_blocks) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': blocks %u is above the %u blocks of "
-                      "%u threads of entry '%s' that CUDA device %d holds at once (a kernel's "
-                      "blocks are all resident together)", k->name, k->dev_blocks, max_blocks,
-                      k->dev_threads, d->entry->name, d->device->cuda_index);
-        return -E2BIG;
-    }
-    share = (uint32_t)(((uint64_t)k->dev_blocks * DEV_SHARE_ALL + max_blocks - 1) / max_blocks);
-    if (share > DEV_SHARE_ALL - used) {
-        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': its %u blocks of %u threads take "
-                      "%u.%u%% of the blocks of entry '%s' that CUDA device %d holds at once "
-                      "(%u), and the device kernels of this process resident there take %u.%u%%: "
-                      "its blocks could not all be resident (destroy one, or give this one "
-                      "fewer blocks)", k->name, k->dev_blocks, k->dev_threads,
-                      share / 10000, share / 1000 % 10, d->entry->name, d->device->cuda_index,
-                      max_blocks, used / 10000, used / 1000 % 10);
-        return -E2BIG;
-    }
-    d->share = share;
-    return 0;
-}
-
-/* Whether the emulated device runs the kernel's threads x blocks (a host thread each): 0, or
- * -E2BIG (logged). */
-static int emu_shape_fits(ringk_ctx_t *ctx, const ringk_kernel_t *k)
-{
-    if (k->dev_threads * k->dev_blocks <= RINGK_DEV_EMU_THREADS_MAX) {
-        return 0;
-    }
-    ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': threads %u x blocks %u is above the %u "
-                  "threads the emulated device runs a kernel on", k->name, k->dev_threads,
-                  k->dev_blocks, RINGK_DEV_EMU_THREADS_MAX);
-    return -E2BIG;
-}
-
 /* The devices of @a ctx, created on first use (under ctx->lock). */
 static ringk_devs_t *devs_of(ringk_ctx_t *ctx)
 {
@@ -313,16 +237,23 @@ static ringk_devs_t *devs_of(ringk_ctx_t *ctx)
 /* The device kernel's memory and host side, on device @a device. */
 static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
 {
+    /* each inbox holds inbox_size cells and two of the largest message: more cells of the
+     * host ingress ring, an LL ring, than of the device inbox */
     uint32_t ncells = k->inbox_size, big = RINGK_MSG_CELLS(k->max_in);
+    uint32_t in_cells = k->inbox_size;
+    uint32_t in_big   = ringk_ring_ll_cells(sizeof(ringk_msg_t) + k->max_in, RINGK_CELL);
     int ret;
 
     while (ncells < 2 * big) {
         ncells *= 2;
     }
-    if (ringk_ring_log2(ncells) > RINGK_RING_LOG2_MAX) {
+    while (in_cells < 2 * in_big) {
+        in_cells *= 2;
+    }
+    if (ringk_ring_log2(in_cells) > RINGK_RING_LOG2_MAX) {
         return -EINVAL;
     }
-    ret = dev_layout(ctx, k, d, ncells);
+    ret = dev_layout(ctx, k, d, in_cells, ncells);
     if (ret != 0) {
         return ret;
     }
@@ -336,6 +267,10 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     d->view.blocks  = k->dev_blocks;
     d->view.err_key = UINT64_MAX;
     *d->src_host = d->view; /* mapped: the device reads it at each launch */
+    if (ringk_dev_tally_add(d->state_dev, &d->tally) != 0) {
+        ringk_log_msg(ctx, RINGK_LOG_WARN, "kernel '%s': the tally of device code compiled as C "
+                      "is full: this kernel's accesses are not counted", k->name);
+    }
     pthread_mutex_init(&d->mu, NULL);
     if (d->device->cuda_index >= 0) {
         /* loads entries and may raise the stack limit: in relaxed capture mode, for the
@@ -354,7 +289,7 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
             return ret;
         }
         d->counted = 1;
-        if ((ret = dev_shape_fits(ctx, k, d)) != 0) {
+        if ((ret = ringk_dev_shape_fits(ctx, k, d)) != 0) {
             return ret;
         }
         d->stream  = d->device->streams[d->stream_at]; /* free: ringk_exec_dev_create found it */
@@ -368,22 +303,21 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     return ringk_dev_proxy_start(ctx);
 }
 
-/* Whether CUDA launches return only once the kernel finished (CUDA_LAUNCH_BLOCKING=1): a
- * persistent kernel's launch would then never return, and an event-driven kernel's relaunch
- * would hold the proxy thread that serves the kernel's sends (docs/gpu.md, "Launches that
- * block"). 1 with the reason in @a why, or 0. */
-static int launches_block(char *why, size_t why_len)
+/* Under ringk_dev_proc.mu: gives back what a kernel whose setup failed took (nothing of it was
+ * launched). */
+static void dev_setup_undo(ringk_dev_host_t *d)
 {
-    const char *v = getenv("CUDA_LAUNCH_BLOCKING");
-
-    if ((v == NULL) || (strcmp(v, "1") != 0)) {
-        return 0;
+    if (d->stream != NULL) {
+        d->device->stream_used[d->stream_at] = 0;
+        d->device->kernels--;
+        d->device->share -= d->share;
     }
-    snprintf(why, why_len, "CUDA_LAUNCH_BLOCKING=1 makes a launch return only once its kernel "
-             "finished, and a device kernel's launch does not finish while it serves messages "
-             "(unset it; tools that serialize launches, such as Nsight Compute and cuda-gdb, do "
-             "the same)");
-    return 1;
+    if (d->region != NULL) {
+        ringk_dev_region_put(d->device, d->region);
+    }
+    if (d->tally != NULL) {
+        ringk_dev_tally_remove(d->state_dev, 0);
+    }
 }
 
 int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ringk_kernel_t *k)
@@ -399,7 +333,7 @@ int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     if (!(backends & RINGK_BACKEND_CUDA)) {
         return 0;
     }
-    if ((ret = entry_check(ctx, k, e)) != 0) {
+    if ((ret = ringk_dev_entry_check(ctx, k, e)) != 0) {
         return ret; /* CPU | CUDA too: a device kernel is asked for, and it has no entry */
     }
     if (devs_of(ctx) == NULL) {
@@ -414,7 +348,7 @@ int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         ringk_dev_queues_ask(); /* before the first CUDA call, under no lock */
     }
     ringk_dev_lock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
-    blocking = (e->kind == RINGK_DEVICE_ENTRY_CUDA) && launches_block(why, sizeof(why));
+    blocking = (e->kind == RINGK_DEVICE_ENTRY_CUDA) && ringk_dev_launches_block(why, sizeof(why));
     ret      = blocking ? -EDEADLK :
                ringk_dev_device_get(ctx, e, k->placement, &d->device, why, sizeof(why));
     /* a stream of its own: one of the device's, made before any kernel ran (-ENOSPC when each
@@ -423,7 +357,7 @@ int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
         ret = ringk_dev_device_stream(d->device, &d->stream_at, why, sizeof(why));
     }
     if ((ret == 0) && (d->device->cuda_index < 0)) {
-        ret = emu_shape_fits(ctx, k);
+        ret = ringk_dev_emu_shape_fits(ctx, k);
     }
     if ((ret == 0) && (d->device->cuda_index >= 0) && (k->arg != NULL)) {
         /* -EFAULT is logged below (and may move the kernel to the CPU); -EIO here */
@@ -435,13 +369,8 @@ int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     if (ret == 0) {
         ret = dev_setup(ctx, k, d);
     }
-    if ((ret != 0) && (d->stream != NULL)) { /* nothing was launched on it */
-        d->device->stream_used[d->stream_at] = 0;
-        d->device->kernels--;
-        d->device->share -= d->share;
-    }
-    if ((ret != 0) && (d->region != NULL)) {
-        ringk_dev_region_put(d->device, d->region);
+    if (ret != 0) {
+        dev_setup_undo(d);
     }
     ringk_dev_unlock(&ringk_dev_proc.mu, RINGK_DEV_LOCK_PROC);
     if (ret == 0) {
@@ -712,6 +641,19 @@ const ringk_exec_ops_t ringk_exec_dev = {
     .state = dev_state
 };
 
+/* Each counter of @a t (none: zeros), read atomically. */
+static void dev_tally_read(const ringk_device_tally_t *t, ringk_device_tally_t *out)
+{
+    const uint64_t *from = (const uint64_t*)t;
+    uint64_t *to         = (uint64_t*)out;
+    size_t i;
+
+    memset(out, 0, sizeof(*out));
+    for (i = 0; (t != NULL) && (i < sizeof(*t) / sizeof(uint64_t)); i++) {
+        to[i] = __atomic_load_n(&from[i], __ATOMIC_RELAXED);
+    }
+}
+
 void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
 {
     ringk_dev_ctl_t *c = k->dev->ctl;
@@ -740,6 +682,9 @@ void ringk_exec_dev_stats(ringk_kernel_t *k, ringk_kernel_stats_t *s)
         s->parked      = __atomic_load_n(&c->idle, __ATOMIC_RELAXED);
         s->device      = (k->dev->device->cuda_index < 0) ? RINGK_DEVICE_EMULATED
                                                         : k->dev->device->cuda_index;
+    }
+    if (m & RINGK_KERNEL_STATS_FIELD_DEVICE_TALLY) {
+        dev_tally_read(k->dev->tally, &s->tally);
     }
     if (m & RINGK_KERNEL_STATS_FIELD_SHAPE) {
         s->threads     = k->dev_threads;
@@ -778,6 +723,7 @@ void ringk_exec_dev_free(ringk_kernel_t *k)
         if (k->dev->counted && !stuck) { /* a stuck launch may still run there */
             ringk_dev_entry_gone(k->dev->device->cuda_index);
         }
+        ringk_dev_tally_remove(k->dev->state_dev, stuck);
         pthread_mutex_destroy(&k->dev->mu);
         free(k->dev);
         k->dev = NULL;
