@@ -38,6 +38,7 @@ static struct {
 static struct {
     uintptr_t lo, hi; /* atomic: hi 0 when free, set last */
 } tally_ranges[TALLY_RANGES];
+static unsigned tally_nranges; /* atomic: the slots in use are below it */
 static pthread_mutex_t tally_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static __thread ringk_device_tally_t *emu_tally; /* the launch's kernel's; NULL outside one */
@@ -106,6 +107,9 @@ int ringk_dev_host_range_add(const void *dev, size_t bytes)
         if (__atomic_load_n(&tally_ranges[i].hi, __ATOMIC_RELAXED) == 0) {
             __atomic_store_n(&tally_ranges[i].lo, (uintptr_t)dev, __ATOMIC_RELAXED);
             __atomic_store_n(&tally_ranges[i].hi, (uintptr_t)dev + bytes, __ATOMIC_RELEASE);
+            if (i >= __atomic_load_n(&tally_nranges, __ATOMIC_RELAXED)) {
+                __atomic_store_n(&tally_nranges, i + 1, __ATOMIC_RELEASE);
+            }
             ret = 0;
             break;
         }
@@ -128,13 +132,14 @@ void ringk_dev_host_range_remove(const void *dev)
     pthread_mutex_unlock(&tally_mu);
 }
 
-/* Whether @a p is a device address of mapped host memory. */
+/* Whether @a p is a device address of mapped host memory (a slot's range is read without the
+ * lock: its hi, stored last, says whether lo is set). */
 static int tally_is_host(const void *p)
 {
     uintptr_t a = (uintptr_t)p, hi;
-    unsigned i;
+    unsigned i, n = __atomic_load_n(&tally_nranges, __ATOMIC_ACQUIRE);
 
-    for (i = 0; i < TALLY_RANGES; i++) {
+    for (i = 0; i < n; i++) {
         hi = __atomic_load_n(&tally_ranges[i].hi, __ATOMIC_ACQUIRE);
         if ((hi != 0) && (a < hi) && (a >= __atomic_load_n(&tally_ranges[i].lo,
                                                              __ATOMIC_RELAXED))) {
