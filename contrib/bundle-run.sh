@@ -21,7 +21,7 @@
 #                          test_examples.sh with the nvcc-built examples, and
 #                          test_job_gpu.sh), one at a time, and
 #                          the count of GPU test cases executed; bench: bench/device_bench,
-#                          bench/p2pq_bench, bench/gpu_rma, bench/peer_copy,
+#                          bench/device_prims, bench/p2pq_bench, bench/gpu_rma, bench/peer_copy,
 #                          bench/small_copy and bench/device_job.sh -g (also under
 #                          MPS where it starts); sanitizer: compute-sanitizer on
 #                          the GPU ping-pong;
@@ -262,6 +262,7 @@ write_report() {
             fi
         done <<'BENCHES'
 device_bench|device-kernel benchmark (bench/device_bench)
+device_prims|the device loop's primitives (bench/device_prims; ns each)
 device_bench_peer|cross-GPU K2K (bench/device_bench -p 1)
 p2pq_bench|P2P queue (bench/p2pq_bench)
 gpu_rma|GPU benchmark (bench/gpu_rma; x d2d, x staged: time ratios, above 1 is slower)
@@ -320,6 +321,10 @@ BENCHES
             [ -s "$report/device_bench.txt" ] &&
                 grep '^RESULT device_bench ' "$report/device_bench.txt" |
                 awk '{printf "    {\"bench\": \"device_bench\", \"method\": \"%s\", " \
+                             "\"value\": %s, \"unit\": \"%s\"}\n", $3, $4, $5}'
+            [ -s "$report/device_prims.txt" ] &&
+                grep '^RESULT device_prims ' "$report/device_prims.txt" |
+                awk '{printf "    {\"bench\": \"device_prims\", \"method\": \"%s\", " \
                              "\"value\": %s, \"unit\": \"%s\"}\n", $3, $4, $5}'
             [ -s "$report/device_bench_peer.txt" ] &&
                 grep '^RESULT device_bench ' "$report/device_bench_peer.txt" |
@@ -481,6 +486,14 @@ if [ $built = 1 ] && stage bench; then
     else
         skipped "device-kernel benchmark (bench/device_bench)" "built without CUDA"
     fi
+    # what the device loop's primitives cost on this GPU, beside device_bench's references
+    if [ -x "$build/bench/device_prims" ]; then
+        # shellcheck disable=SC2016 # expanded by the inner shell
+        step "device primitives (bench/device_prims)" 60 bash -c '"$1" > "$2"' _ \
+            "$build/bench/device_prims" "$report/device_prims.txt"
+    else
+        skipped "device primitives (bench/device_prims)" "built without CUDA"
+    fi
     # the same K2K methods between kernels on GPU 0 and GPU 1 (peer access where the pair has it)
     if [ -x "$build/bench/device_bench" ] && [ "$(gpus_listed | grep -c .)" -ge 2 ]; then
         # shellcheck disable=SC2016 # expanded by the inner shell
@@ -625,8 +638,8 @@ write_report
 pack_logs() {
     local loose fails
     loose=$(cd "$report" && ls test-suite*.log sanitizer-*.txt ringk_info.json \
-                               device_bench*.txt gpu_rma.txt peer_copy.txt p2pq_bench.txt \
-                               small_copy.txt device_job*.txt \
+                               device_bench*.txt device_prims.txt gpu_rma.txt peer_copy.txt \
+                               p2pq_bench.txt small_copy.txt device_job*.txt \
                                2>/dev/null)
     fails=$(printf '%s\n' "${tests[@]}" | awk -F'\t' '$1 ~ /^(FAIL|ERROR|XPASS)$/ {
                 split($2, w, " "); print w[1] ".log" }' | sort -u |
