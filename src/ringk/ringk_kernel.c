@@ -591,6 +591,9 @@ int ringk_kernel_stats_query(ringk_kernel_t *k, ringk_kernel_stats_t *s)
         s->blocks      = 1;
         s->block_share = 0;
     }
+    if ((k->dev == NULL) && (m & RINGK_KERNEL_STATS_FIELD_DEVICE_TALLY)) {
+        memset(&s->tally, 0, sizeof(s->tally)); /* no device code counted */
+    }
     STATS_COPY(m, MSGS_IN, s->msgs_in, &k->msgs_in);
     STATS_COPY(m, MSGS_OUT, s->msgs_out, &k->msgs_out);
     STATS_COPY(m, REFUSED_FULL, s->refused_full, &k->refused_full);

@@ -379,8 +379,9 @@ int ringk_exec_dev_create(ringk_ctx_t *ctx, const ringk_kernel_params_t *p, ring
     if (d->counted) {
         ringk_dev_entry_gone(d->device->cuda_index);
     }
-    k->dev = NULL;
-    k->exec = &ringk_exec_cpu;
+    k->dev      = NULL;
+    k->exec     = &ringk_exec_cpu;
+    k->inbox_ll = 0; /* a host ingress ring laid out before the failure is not its inbox */
     free(d);
     /* no device, no room on it, launches that block, or an arg it cannot read (the last two
      * the program's doing: a warning): the CPU when the kernel may run there */
