@@ -764,6 +764,42 @@ static int no_allgather(void *arg, const void *in, void *out, size_t len)
     return -EIO;
 }
 
+/* ringk_dev_recv from a handler whose message came from the device inbox: the cells it takes
+ * there are held until it returns, so it takes until they fill half the inbox (-ENOBUFS after
+ * 127 of 256 cells, the loop's batch before its message given back first); the rest is handled
+ * by the next calls. */
+START_TEST(test_device_recv_held)
+{
+    static const char *const to_sink[] = {"sink", NULL};
+    ringk_ctx_t *ctx = ctx_new();
+    ringk_dev_test_t tr = {0}, tf = {0};
+    ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_recv, &tr);
+    uint32_t burst[3] = {3, 0, 200};
+    ringk_kernel_t *kr, *kf;
+
+    p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
+    p.inbox_size  = 256;
+    p.max_in      = 64; /* a message is one cell: the inbox is 256 cells */
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &kr), 0);
+    p = dev_params("fwd", &ringk_dev_test_forward, &tf);
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
+    p.publishes_to = to_sink;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &kf), 0);
+    /* fwd sends {3, 0..199} to sink, device to device: each a "take until recv fails" */
+    ck_assert_int_eq(ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, burst, sizeof(burst),
+                                RINGK_WAIT_FOREVER), 0);
+    test_wait_u64(&tr.count, 128, 30);
+    ck_assert_msg(tr.codes[6] == -ENOBUFS, "code %d after %d", tr.codes[6], tr.codes[7]);
+    ck_assert_int_eq(tr.codes[7], 127);
+    test_wait_u64(&tr.count, 200, 30);
+    ck_assert_uint_eq(STATS_AT(kf, sent_direct, 200).sent_direct, 200);
+    ck_assert_uint_eq(STATS_AT(kr, msgs_in, 200).msgs_in, 200);
+    ck_assert_uint_eq(stats_of(kr).bad_cells, 0);
+    ringk_ctx_destroy(ctx);
+    ck_assert_msg(logbuf[0] == '\0', "log: %s", logbuf);
+}
+END_TEST
+
 /* In a job of several processes, device kernels created before ringk_ctx_start are launched
  * by it (starting the network layer may allocate pinned memory, which must come before any
  * resident kernel): until then their inbox holds what is sent; a context destroyed without a
@@ -846,6 +882,14 @@ START_TEST(test_device_bad_params)
     p.device_entry = &old;
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -EINVAL);
     ck_assert_ptr_nonnull(strstr(logbuf, "rebuild it"));
+    /* a message longer than a 16-bit cell count of the host ingress ring (an LL ring) holds */
+    p.device_entry = &ringk_dev_test_count;
+    p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_MAX_IN;
+    p.max_in       = 9u << 20;
+    ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -EINVAL);
+    ck_assert_msg(strstr(logbuf, "max_in 9437184 is above the 8388428 bytes a message to a "
+                         "device kernel carries") != NULL, "log: %s", logbuf);
+    p.field_mask  &= ~(uint64_t)RINGK_KERNEL_PARAM_FIELD_MAX_IN;
     p.device_entry = &cuda_entry;
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &k), -ENODEV);
     ck_assert_ptr_nonnull(strstr(logbuf, "no CUDA device"));
@@ -897,6 +941,7 @@ int main(void)
     tcase_add_test(tc, test_device_topic_fanout);
     tcase_add_test(tc, test_device_barrier);
     tcase_add_test(tc, test_device_recv);
+    tcase_add_test(tc, test_device_recv_held);
     tcase_add_test(tc, test_device_job_deferred);
     tcase_add_test(tc, test_device_bad_calls);
     tcase_add_test(tc, test_device_bad_params);

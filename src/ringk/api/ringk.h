@@ -444,7 +444,8 @@ typedef struct ringk_kernel_stats {
                                     handler calls for that part of the cell) */
     uint64_t msgs_out;         /**< messages sent (topic publishes count once per receiver) */
     uint64_t queue_depth;      /**< inbox cells in use now (one per message up to 200 B, or one
-                                    per batch cell) */
+                                    per batch cell; a device kernel's host ingress ring: one
+                                    per message up to 76 B, two up to 204 B) */
     uint64_t refused_full;     /**< sends to it refused because its inbox was full */
     uint64_t drops;            /**< messages lost: always 0 (nothing is dropped silently) */
     uint64_t handler_errors;   /**< handler calls that returned < 0 */

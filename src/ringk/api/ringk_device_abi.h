@@ -442,6 +442,8 @@ typedef struct ringk_dev_ctl {
     uint64_t given_up;           /**< cells of dead processes' claims the loop gave up
                                       (release, after given_up_owner) */
     uint32_t given_up_owner;     /**< the sender id of the last such claim */
+    uint32_t direct_taken;       /**< bit r: route r was taken direct by a launch (a later
+                                      launch takes it so again at once, keeping FIFO) */
 } ringk_dev_ctl_t;
 
 /* A launch's own copies of the control block's configuration (read once per launch) and of
@@ -449,7 +451,7 @@ typedef struct ringk_dev_ctl {
  * but at a launch: on a GPU each access to mapped memory crosses the bus). */
 typedef struct ringk_dev_own {
     uint32_t sender, mode, processing, max_per_iteration, max_iterations, max_in, max_out;
-    uint32_t timestamps, nroutes, ntopics, nbarriers, id;
+    uint32_t timestamps, nroutes, ntopics, nbarriers, id, direct_taken, pad;
     uint64_t msgs_in, handler_errors, bad_cells, iterations, msgs_out, msgs_direct, seq, hlc;
     uint64_t barrier_req;
 } ringk_dev_own_t;

@@ -152,7 +152,7 @@ RINGK_DEV_FN uint32_t ringk_dev_take_inbox(ringk_dev_kernel_t *k, uint32_t limit
         }
         msg = ringk_dev_cell_msg(k, r, head, cell, &ncells, &flags);
         if (msg == NULL) {
-            k->dev_head = head + 1;
+            k->dev_head = head + ncells; /* passed (counted bad) */
             continue;
         }
         k->dev_head = head + ncells;
@@ -177,19 +177,25 @@ RINGK_DEV_FN uint32_t ringk_dev_turn_limit(const ringk_dev_kernel_t *k)
 }
 
 /* One turn at @a now: a poll of the host when it is due, then the device inbox; returns the
- * messages taken. Each inbox is FIFO per sender, and a sender uses one of them. */
+ * messages taken. Each inbox is FIFO per sender, and a sender uses one of them. Continuous, a
+ * turn takes one message: the inbox looked at first takes turns, so that a stream of host
+ * messages (polled again at once each) leaves the device inbox its share, and back. */
 RINGK_DEV_FN uint32_t ringk_dev_iteration(ringk_dev_kernel_t *k, ringk_dev_handler_t h,
                                           uint64_t now)
 {
+    const int one = (k->own.processing == RINGK_PROCESSING_CONTINUOUS) &&
+                    (k->own.max_per_iteration <= 1);
     uint32_t n = 0, m = 0;
 
-    if (ringk_dev_host_due(k, now)) {
+    k->turn ^= 1u;
+    if (one && k->turn && (k->state != RINGK_KERNEL_INACTIVE)) {
+        m = ringk_dev_take_inbox(k, 1, h);
+    }
+    if ((m == 0) && ringk_dev_host_due(k, now)) {
         n = ringk_dev_take_host(k, h, now);
     }
-    if (k->state != RINGK_KERNEL_INACTIVE) {
-        m = ringk_dev_take_inbox(k, (n != 0) && (k->own.processing ==
-                                                 RINGK_PROCESSING_CONTINUOUS) ?
-                                    0 : ringk_dev_turn_limit(k), h);
+    if ((m == 0) && !(one && (n != 0)) && (k->state != RINGK_KERNEL_INACTIVE)) {
+        m = ringk_dev_take_inbox(k, ringk_dev_turn_limit(k), h);
     }
     if ((m != 0) && (k->gap != 0)) {
         /* device messages keep the loop busy: host polls, which stall the loop for a round
@@ -291,6 +297,7 @@ RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
     o->nroutes           = c->nroutes;
     o->ntopics           = c->ntopics;
     o->nbarriers         = c->nbarriers;
+    o->direct_taken      = ringk_dev_load_rlx_u32(&c->direct_taken);
     o->msgs_in           = ringk_dev_load_rlx_sys_u64(&c->msgs_in);
     o->handler_errors    = ringk_dev_load_rlx_sys_u64(&c->handler_errors);
     o->bad_cells         = ringk_dev_load_rlx_sys_u64(&c->bad_cells);

@@ -138,12 +138,17 @@ RINGK_DEV_CALL_FN int ringk_dev_host_poll(ringk_dev_kernel_t *k, uint8_t *dst, u
             (void)RINGK_DEV_IN(prev);
             return RINGK_DEV_POLL_MSG;
         }
-        /* above what the kernel takes, or published unwritten: its cells passed */
+        /* above what the kernel takes, or published unwritten: its cells passed (their
+         * writes before the zeroing: the fence orders what the header's read saw) */
         RINGK_DEV_COUNT(k, bad_cells, 1);
+        ringk_dev_fence_sc_sys();
         ringk_ring_ll_done(r, pos, (uint64_t)h->ncells * r->cell_size / 8);
         k->in_head = pos + h->ncells;
         ret        = RINGK_DEV_POLL_AGAIN;
     } else if (got == RINGK_RING_LL_CANCEL) {
+        /* words of the cells the header did not read may be the producer's too: zeroed after
+         * them (the fence: the header's read before the stores) */
+        ringk_dev_fence_sc_sys();
         ringk_ring_ll_done(r, pos, (uint64_t)h->ncells * r->cell_size / 8);
         k->in_head = pos + h->ncells;
         ret        = RINGK_DEV_POLL_AGAIN;

@@ -16,7 +16,9 @@ extern "C" {
 /* The message of the published cell at @a head of the device inbox whose header is @a hdr (a
  * producer's writing: checked before use), its cell count in *@a ncells_p and flags in
  * *@a flags_p; NULL for a malformed cell, which is counted in bad_cells and passed to
- * ringk_ring_done() (the caller moves past it). */
+ * ringk_ring_done() with every continuation cell cleared: its cells where the count is one
+ * the ring holds (a message whose header says what no sender writes), else the one cell
+ * (*@a ncells_p: what the caller moves past). */
 RINGK_DEV_FN const ringk_msg_t *ringk_dev_cell_msg(ringk_dev_kernel_t *k, const ringk_ring_t *r,
                                                    uint64_t head, const ringk_cell_hdr_t *hdr,
                                                    uint32_t *ncells_p, uint8_t *flags_p)
@@ -29,19 +31,21 @@ RINGK_DEV_FN const ringk_msg_t *ringk_dev_cell_msg(ringk_dev_kernel_t *k, const 
     ncells = hdr->ncells;
     flags  = hdr->flags;
     id     = hdr->id;
-    if ((ringk_ring_msg_check(r, head, len, ncells, flags, r->ncells) != 0) ||
-        (len < sizeof(ringk_msg_t)) || (id > RINGK_MSG_TERMINATE) ||
-        (msg->length != len - sizeof(ringk_msg_t)) || (msg->length > k->own.max_in)) {
-        RINGK_DEV_COUNT(k, bad_cells, 1);
-        ringk_ring_done(r, head, 1, 0xff);
-        return NULL;
+    if (ringk_ring_msg_check(r, head, len, ncells, flags, r->ncells) != 0) {
+        ncells = 1;
+    } else if ((len >= sizeof(ringk_msg_t)) && (id <= RINGK_MSG_TERMINATE) &&
+               (msg->length == len - sizeof(ringk_msg_t)) && (msg->length <= k->own.max_in)) {
+        if (msg->timestamp != 0) {
+            ringk_dev_hlc_merge(k, msg->timestamp);
+        }
+        *ncells_p = ncells;
+        *flags_p  = flags;
+        return msg;
     }
-    if (msg->timestamp != 0) {
-        ringk_dev_hlc_merge(k, msg->timestamp);
-    }
+    RINGK_DEV_COUNT(k, bad_cells, 1);
+    ringk_ring_done(r, head, ncells, 0xff);
     *ncells_p = ncells;
-    *flags_p  = flags;
-    return msg;
+    return NULL;
 }
 
 /* ringk_dev_recv() from the device inbox: 0 (a message copied to @a out), -EAGAIN (none),
@@ -57,9 +61,13 @@ RINGK_DEV_FN int ringk_dev_recv_inbox(ringk_dev_kernel_t *k, ringk_msg_t *out, u
     uint64_t head;
     uint8_t flags;
 
+    if (held) {
+        /* the loop's batch before the handler's message goes back now: what follows counts
+         * the cells this handler holds */
+        ringk_dev_give_back(r, k->cur_pos, &k->dev_rel, 1);
+    }
     for (;;) {
-        /* cells not given back yet: the running handler's message and those after it, and
-         * those of the loop's batch before it */
+        /* cells not given back yet: the running handler's message and those after it */
         if (held && (k->dev_head - k->dev_rel >= r->ncells / 2)) {
             return -ENOBUFS; /* its producers could wait for room this handler holds */
         }
@@ -79,7 +87,7 @@ RINGK_DEV_FN int ringk_dev_recv_inbox(ringk_dev_kernel_t *k, ringk_msg_t *out, u
             }
         }
         if (msg == NULL) {
-            ncells = 1;
+            /* passed: ringk_dev_cell_msg() said how far */
         } else if (type == RINGK_MSG_TERMINATE) {
             ringk_dev_store_rel_sys_i32(&k->ctl->term_req, 1);
             RINGK_DEV_COUNT(k, msgs_in, 1); /* taken, as the loop counts it */
@@ -109,7 +117,9 @@ RINGK_DEV_FN int ringk_dev_recv_host(ringk_dev_kernel_t *k, ringk_msg_t *out, ui
     int got;
 
     for (;;) {
-        got        = ringk_dev_host_poll(k, (uint8_t*)out, (uint32_t)sizeof(*out) + cap, &hd);
+        /* cap above max_in: no message is longer (and sizeof + cap does not wrap) */
+        got        = ringk_dev_host_poll(k, (uint8_t*)out, (uint32_t)sizeof(*out) +
+                                         ((cap < k->own.max_in) ? cap : k->own.max_in), &hd);
         k->host_at = ringk_dev_now_ns();
         if (got == RINGK_DEV_POLL_BIG) {
             return -EMSGSIZE;

@@ -152,13 +152,10 @@ RINGK_DEV_FN int ringk_dev_direct_claim(ringk_dev_kernel_t *k, int route,
             ret = (ret > 0) ? 0 : -EPIPE; /* claimed, or the target closed its inbox */
             break;
         }
-        if (timeout_ms == RINGK_WAIT_NONE) {
-            ret = -EAGAIN;
-            break;
-        }
         /* full: the target's loop gives cells back every RINGK_DEV_RELEASE_CELLS, so a burst
          * looks again a few times before it naps; its route's 'direct' (across the bus) is
-         * read at most every RINGK_DEV_ROUTE_NS of the wait */
+         * read at most every RINGK_DEV_ROUTE_NS of the wait, or of the sends that found the
+         * inbox full (RINGK_WAIT_NONE: a sender that never waits learns it too) */
         if (!waited) {
             prev   = RINGK_DEV_IN(RINGK_DEV_BUCKET_WAIT);
             waited = 1;
@@ -170,6 +167,10 @@ RINGK_DEV_FN int ringk_dev_direct_claim(ringk_dev_kernel_t *k, int route,
                 ret = -EPIPE; /* its target was destroyed without closing (a launch fault) */
                 break;
             }
+        }
+        if (timeout_ms == RINGK_WAIT_NONE) {
+            ret = -EAGAIN;
+            break;
         }
         if ((++spins > RINGK_DEV_SPINS) &&
             ((ret = ringk_dev_wait_step(k, timeout_ms, &t0, &nap)) != 0)) {
@@ -217,7 +218,9 @@ RINGK_DEV_FN int ringk_dev_send_check(const ringk_dev_kernel_t *k, int route, ui
  * A route the host makes direct (once in its life, when its target starts after this kernel
  * sent to its name) is taken direct only once the outbox is empty: every earlier message of
  * this kernel went to the host proxy first, which delivered it before anything sent directly
- * from then on. 1 direct, 0 through the host. */
+ * from then on. A route an earlier launch took direct (ctl->direct_taken) is taken so again at
+ * once, so that a relaunch sends nothing through the host on it after direct messages. 1
+ * direct, 0 through the host. */
 RINGK_DEV_FN int ringk_dev_route_direct(ringk_dev_kernel_t *k, int route)
 {
     ringk_dev_route_t *rt = &k->routes[route];
@@ -238,11 +241,16 @@ RINGK_DEV_FN int ringk_dev_route_direct(ringk_dev_kernel_t *k, int route)
     if (ringk_dev_load_acq_sys_i32(&rt->direct)) {
         /* C2: the proxy's head; pairs with its release of the cells it took */
         k->out_prod.head = ringk_ring_ld_acq(&k->outbox, &k->outbox.cons->pos);
-        if (k->out_prod.head == k->out_prod.pos) {
+        if ((k->own.direct_taken & bit) || (k->out_prod.head == k->out_prod.pos)) {
             /* after the acquire of 'direct': the host wrote the target before it */
             RINGK_DEV_TALLY(&rt->target, RINGK_TALLY_LOAD);
             k->targets[route]  = rt->target;
             k->targets_copied |= bit;
+            if (!(k->own.direct_taken & bit)) {
+                k->own.direct_taken |= bit; /* for the next launches: read at each launch */
+                RINGK_DEV_TALLY(&k->ctl->direct_taken, RINGK_TALLY_STORE | RINGK_TALLY_SYS);
+                ((volatile ringk_dev_ctl_t*)k->ctl)->direct_taken = k->own.direct_taken;
+            }
         }
     }
     (void)RINGK_DEV_IN(prev);

@@ -25,6 +25,11 @@
 #define RINGK_DEV_OUTBOX_CELLS 256u    /* outbox cells of RINGK_CELL bytes, at least (more for
                                           two records of the kernel's largest message) */
 #define RINGK_DEV_MAPPED_MB_DEFAULT 8  /* RINGK_DEVICE_MAPPED_MB when unset */
+/* a device kernel's max_in at most: its largest message, an LL message of the host ingress
+ * ring, of RINGK_RING_MSG_CELLS_MAX cells (a cell of RINGK_CELL bytes carries half of it) */
+#define RINGK_DEV_MAX_IN_LL \
+    ((uint32_t)(4 * ((uint64_t)RINGK_RING_MSG_CELLS_MAX * RINGK_CELL / 8 - \
+                     RINGK_RING_LL_HDR_WORDS) - sizeof(ringk_msg_t)))
 #define RINGK_DEV_MEM_MB_DEFAULT    16 /* RINGK_DEVICE_MEM_MB when unset */
 #define RINGK_DEV_SLAB_MB_MAX       4096
 

@@ -138,8 +138,14 @@ static unsigned proxy_drain(ringk_ctx_t *ctx, ringk_kernel_t *k)
                           "%llu (length %u, op %u)", k->name, (unsigned long long)head, len,
                           cell->id);
             __atomic_add_fetch(&d->send_failed, 1, __ATOMIC_RELAXED);
-            ringk_ring_release(&d->outbox, head, 1, 0xff);
-            head++;
+            /* its cells where their count fits the ring, each cleared (the device reads no
+             * cell before it publishes); else the one */
+            if (ringk_ring_msg_check(&d->outbox, head, len, ncells, flags,
+                                     d->outbox.ncells) != 0) {
+                ncells = 1;
+            }
+            ringk_ring_release(&d->outbox, head, ncells, 0xff);
+            head += ncells;
             continue;
         }
         /* every continuation cell cleared: the device publishes without reading the outbox

@@ -244,6 +244,12 @@ static int dev_setup(ringk_ctx_t *ctx, ringk_kernel_t *k, ringk_dev_host_t *d)
     uint32_t in_big   = ringk_ring_ll_cells(sizeof(ringk_msg_t) + k->max_in, RINGK_CELL);
     int ret;
 
+    if (in_big > RINGK_RING_MSG_CELLS_MAX) { /* a cell header's count is 16 bits */
+        ringk_log_msg(ctx, RINGK_LOG_ERROR, "kernel '%s': max_in %u is above the %u bytes a "
+                      "message to a device kernel carries", k->name, k->max_in,
+                      RINGK_DEV_MAX_IN_LL);
+        return -EINVAL;
+    }
     while (ncells < 2 * big) {
         ncells *= 2;
     }
