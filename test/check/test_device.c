@@ -766,15 +766,15 @@ static int no_allgather(void *arg, const void *in, void *out, size_t len)
 
 /* ringk_dev_recv from a handler whose message came from the device inbox: the cells it takes
  * there are held until it returns, so it takes until they fill half the inbox (-ENOBUFS after
- * 127 of 256 cells, the loop's batch before its message given back first); the rest is handled
- * by the next calls. */
+ * 127 of 256 cells, the loop's batch before its message given back first); the rest, fillers,
+ * are handled by the next calls. */
 START_TEST(test_device_recv_held)
 {
     static const char *const to_sink[] = {"sink", NULL};
     ringk_ctx_t *ctx = ctx_new();
     ringk_dev_test_t tr = {0}, tf = {0};
     ringk_kernel_params_t p = dev_params("sink", &ringk_dev_test_recv, &tr);
-    uint32_t burst[3] = {3, 0, 200};
+    uint32_t take[3] = {3, 0, 1}, fill[3] = {4, 1, 199};
     ringk_kernel_t *kr, *kf;
 
     p.field_mask |= RINGK_KERNEL_PARAM_FIELD_INBOX_SIZE | RINGK_KERNEL_PARAM_FIELD_MAX_IN;
@@ -785,8 +785,11 @@ START_TEST(test_device_recv_held)
     p.field_mask  |= RINGK_KERNEL_PARAM_FIELD_PUBLISHES_TO;
     p.publishes_to = to_sink;
     ck_assert_int_eq(ringk_kernel_create(ctx, &p, &kf), 0);
-    /* fwd sends {3, 0..199} to sink, device to device: each a "take until recv fails" */
-    ck_assert_int_eq(ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, burst, sizeof(burst),
+    /* fwd sends {3, 0} ("take until recv fails", its bound 300 ms), then {4, 1..199}
+     * (fillers) to sink, device to device */
+    ck_assert_int_eq(ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, take, sizeof(take),
+                                RINGK_WAIT_FOREVER), 0);
+    ck_assert_int_eq(ringk_send(ctx, NULL, "fwd", RINGK_MSG_DATA, fill, sizeof(fill),
                                 RINGK_WAIT_FOREVER), 0);
     test_wait_u64(&tr.count, 128, 30);
     ck_assert_msg(tr.codes[6] == -ENOBUFS, "code %d after %d", tr.codes[6], tr.codes[7]);

@@ -515,9 +515,14 @@ typedef struct ringk_dev_kernel {
     uint64_t           head_cache[RINGK_DEV_ROUTES_MAX]; /**< per route: the target inbox's head
                                                               as this sender last read it */
     uint32_t           targets_copied;  /**< bit r: targets[r] holds route r's target */
-    uint32_t           pad_routes;
+    uint32_t           direct_seen;     /**< bit r: route r's 'direct' read 1, its target not
+                                             copied yet (its records still in the outbox) */
     uint64_t           route_at[RINGK_DEV_ROUTES_MAX]; /**< per route through the host: when
                                                             its 'direct' was last read */
+    uint64_t           route_last[RINGK_DEV_ROUTES_MAX]; /**< per route: the outbox position
+                                                            after its last record (this
+                                                            launch's; its start for those
+                                                            before) */
     ringk_dev_target_t targets[RINGK_DEV_ROUTES_MAX];
     uint64_t           clock_off;  /**< added to ringk_dev_now_ns() for the wall clock: the
                                         host's launch_ns less the device's time at the

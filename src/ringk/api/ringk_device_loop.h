@@ -311,8 +311,11 @@ RINGK_DEV_FN void ringk_dev_own_load(ringk_dev_kernel_t *k)
         k->head_cache[i] = 0; /* a stale head only makes a claim read the real one */
         k->tail_cache[i] = 0; /* a stale tail only makes the first swap fail */
         k->route_at[i]   = 0; /* a route through the host is looked at on its first send */
+        /* what the outbox holds may be any route's (records of the last launch) */
+        k->route_last[i] = k->out_prod.pos;
     }
     k->targets_copied = 0;
+    k->direct_seen    = 0;
     k->own_changed    = 0;
 }
 
@@ -375,7 +378,10 @@ RINGK_DEV_FN void ringk_dev_loop(ringk_dev_kernel_t *k, ringk_dev_handler_t h)
         if (k->idle_at == 0) {
             k->idle_at = now;
         } else if (ringk_dev_elapsed_ns(k->idle_at, now) >= RINGK_DEV_POLL_NS) {
-            ringk_dev_give_back_all(k); /* a producer may wait for room */
+            /* a producer may wait for room: upkeep of an idle loop, counted so */
+            (void)RINGK_DEV_IN(RINGK_DEV_BUCKET_CHORE);
+            ringk_dev_give_back_all(k);
+            (void)RINGK_DEV_IN(RINGK_DEV_BUCKET_PATH);
             if ((ringk_dev_elapsed_ns(k->idle_at, now) >= RINGK_DEV_CHORE_NS) &&
                 (ringk_dev_elapsed_ns(k->chore_at, now) >= RINGK_DEV_CHORE_NS)) {
                 ringk_dev_chores(k, now);

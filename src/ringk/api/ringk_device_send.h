@@ -216,11 +216,12 @@ RINGK_DEV_FN int ringk_dev_send_check(const ringk_dev_kernel_t *k, int route, ui
  * route's 'direct' word, read across the bus on the route's first send of the launch and then
  * at most every RINGK_DEV_ROUTE_NS (a reply route to a CPU kernel costs no read a message).
  * A route the host makes direct (once in its life, when its target starts after this kernel
- * sent to its name) is taken direct only once the outbox is empty: every earlier message of
- * this kernel went to the host proxy first, which delivered it before anything sent directly
- * from then on. A route an earlier launch took direct (ctl->direct_taken) is taken so again at
- * once, so that a relaunch sends nothing through the host on it after direct messages. 1
- * direct, 0 through the host. */
+ * sent to its name) is taken direct once the host proxy took every record this kernel put in
+ * the outbox on that route (k->route_last; a launch counts the whole outbox it starts with):
+ * the proxy delivered those before anything sent directly from then on. Until then each send
+ * on it reads the proxy's head. A route an earlier launch took direct (ctl->direct_taken) is
+ * taken so again at once: a relaunch sends nothing through the host on it. 1 direct, 0
+ * through the host. */
 RINGK_DEV_FN int ringk_dev_route_direct(ringk_dev_kernel_t *k, int route)
 {
     ringk_dev_route_t *rt = &k->routes[route];
@@ -232,25 +233,32 @@ RINGK_DEV_FN int ringk_dev_route_direct(ringk_dev_kernel_t *k, int route)
         return 1;
     }
     now = ringk_dev_now_ns();
-    if ((k->route_at[route] != 0) &&
+    if (!(k->direct_seen & bit) && (k->route_at[route] != 0) &&
         (ringk_dev_elapsed_ns(k->route_at[route], now) < RINGK_DEV_ROUTE_NS)) {
         return 0;
     }
-    prev               = RINGK_DEV_IN(RINGK_DEV_BUCKET_CHORE);
-    k->route_at[route] = now | 1u;
-    if (ringk_dev_load_acq_sys_i32(&rt->direct)) {
+    prev = RINGK_DEV_IN(RINGK_DEV_BUCKET_CHORE);
+    if (!(k->direct_seen & bit)) {
+        k->route_at[route] = now | 1u;
+        if (ringk_dev_load_acq_sys_i32(&rt->direct)) {
+            k->direct_seen |= bit;
+        }
+    }
+    if ((k->direct_seen & bit) && !(k->own.direct_taken & bit)) {
         /* C2: the proxy's head; pairs with its release of the cells it took */
         k->out_prod.head = ringk_ring_ld_acq(&k->outbox, &k->outbox.cons->pos);
-        if ((k->own.direct_taken & bit) || (k->out_prod.head == k->out_prod.pos)) {
-            /* after the acquire of 'direct': the host wrote the target before it */
-            RINGK_DEV_TALLY(&rt->target, RINGK_TALLY_LOAD);
-            k->targets[route]  = rt->target;
-            k->targets_copied |= bit;
-            if (!(k->own.direct_taken & bit)) {
-                k->own.direct_taken |= bit; /* for the next launches: read at each launch */
-                RINGK_DEV_TALLY(&k->ctl->direct_taken, RINGK_TALLY_STORE | RINGK_TALLY_SYS);
-                ((volatile ringk_dev_ctl_t*)k->ctl)->direct_taken = k->own.direct_taken;
-            }
+    }
+    if ((k->direct_seen & bit) && ((k->own.direct_taken & bit) ||
+                                   ((int64_t)(k->out_prod.head - k->route_last[route]) >= 0))) {
+        /* after the acquire of 'direct': the host wrote the target before it */
+        RINGK_DEV_TALLY(&rt->target, RINGK_TALLY_LOAD);
+        k->targets[route]  = rt->target;
+        k->targets_copied |= bit;
+        k->direct_seen    &= ~bit;
+        if (!(k->own.direct_taken & bit)) {
+            k->own.direct_taken |= bit; /* for the next launches: read at each launch */
+            RINGK_DEV_TALLY(&k->ctl->direct_taken, RINGK_TALLY_STORE | RINGK_TALLY_SYS);
+            ((volatile ringk_dev_ctl_t*)k->ctl)->direct_taken = k->own.direct_taken;
         }
     }
     (void)RINGK_DEV_IN(prev);
@@ -279,10 +287,14 @@ RINGK_DEV_FN int ringk_dev_send_claim(ringk_dev_kernel_t *k, int route, uint32_t
             k->route_at[route] = ringk_dev_now_ns() | 1u;
             ret = ringk_dev_outbox_claim(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, len,
                                          timeout_ms, cl);
+            k->route_last[route] = (ret == 0) ? k->out_prod.pos : k->route_last[route];
         }
     } else {
         ret = ringk_dev_outbox_claim(k, RINGK_DEV_OUT_SEND, (uint32_t)route, 0, type, len,
                                      timeout_ms, cl);
+        if (ret == 0) {
+            k->route_last[route] = k->out_prod.pos; /* the route's last record ends here */
+        }
     }
     if (ret == 0) {
         RINGK_DEV_COUNT(k, msgs_out, 1);
