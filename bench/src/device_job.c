@@ -261,7 +261,9 @@ int main(int argc, char **argv)
     send_a(ctx, &ball);
     wait_for((size == 1) ? sink_done : &done_msg, (size == 1) ? m : 1, "the burst");
     tput = (double)m / (now() - t0) / 1e6;
-    if (ringk_kernel_stats_query(a, &st) != 0) {
+    /* stopped first: a device kernel's loop stores its counters for the last time as it
+     * stops, and in its upkeep before that, so a query while it runs may lag */
+    if ((ringk_kernel_terminate(a) != 0) || (ringk_kernel_stats_query(a, &st) != 0)) {
         DIE("no statistics of 'a'");
     }
     ringk_ctx_destroy(ctx);

@@ -98,6 +98,25 @@ static void fwd_dies(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_t
     _exit(ok ? 0 : 1); /* without leaving the job: rank 1 finds it lost */
 }
 
+/* fwd's statistics once its msgs_out reaches @a n, or after 60 s: a device kernel's loop
+ * stores its counters in its upkeep (ringk_kernel_stats_query(3)), so they may come after sink
+ * counted the last message. 0, or -1 (no statistics). */
+static int fwd_stats(ringk_kernel_t *fwd, ringk_kernel_stats_t *st, uint64_t n)
+{
+    int ms;
+
+    for (ms = 0; ms < 60000; ms++) {
+        if (ringk_kernel_stats_query(fwd, st) != 0) {
+            return -1;
+        }
+        if (st->msgs_out >= n) {
+            break;
+        }
+        usleep(1000);
+    }
+    return 0;
+}
+
 static int run_fwd(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_test_t *tf,
                    ringk_kernel_stats_t *st)
 {
@@ -124,7 +143,7 @@ static int run_fwd(ringk_ctx_t *ctx, uint64_t n, const char *mode, ringk_dev_tes
                              RINGK_WAIT_FOREVER) != 0);
     }
     fails += (wait_u64(&tf->count, n) != 0);
-    fails += (ringk_kernel_stats_query(fwd, st) != 0);
+    fails += (fwd_stats(fwd, st, n) != 0);
     if ((fails == 0) && ((strcmp(mode, "abandon") == 0) || (strcmp(mode, "nowake") == 0))) {
         fwd_dies(ctx, n, mode, tf);
     }
